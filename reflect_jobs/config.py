@@ -1,0 +1,246 @@
+"""One validated settings object, read from the environment.
+
+Every knob is an environment variable so that a hook, a launchd/systemd unit, a test and
+a person at a shell all configure the system the same way. The names and defaults follow
+DESIGN.md §9 and the original drain (SPEC-drain.md §5.12), so an existing
+``REFLECT_DRAIN_*`` setup keeps its meaning.
+
+A bad value is a :class:`SettingsError` naming the variable — the CLI prints it as one line
+and exits 2. The hook path never builds a full ``Settings`` (it reads the three variables it
+needs through ``envpaths``), so a typo in an unrelated knob can never break a session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .envpaths import TRUE, home_dir_str, is_truthy, queue_url
+
+FALSE = {"0", "false", "no", "off", ""}
+
+
+class SettingsError(ValueError):
+    """A configuration value is unusable; the message names the variable."""
+
+
+def _env(name: str, environ: dict[str, str] | None = None) -> str | None:
+    env = os.environ if environ is None else environ
+    value = env.get(name)
+    return None if value is None else value.strip()
+
+
+def home_dir(environ: dict[str, str] | None = None) -> Path:
+    return Path(home_dir_str(environ))
+
+
+__all__ = ["Settings", "SettingsError", "home_dir", "is_truthy", "load_settings", "queue_url"]
+
+
+def _int(environ: dict[str, str], name: str, default: int, *, minimum: int = 0) -> int:
+    raw = _env(name, environ)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _float(
+    environ: dict[str, str],
+    name: str,
+    default: float | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+) -> float | None:
+    raw = _env(name, environ)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise SettingsError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _bool(environ: dict[str, str], name: str, default: bool) -> bool:
+    raw = _env(name, environ)
+    if raw is None:
+        return default
+    low = raw.lower()
+    if low in TRUE:
+        return True
+    if low in FALSE:
+        return False
+    raise SettingsError(f"{name} must be 0/1 (or true/false), got {raw!r}")
+
+
+def _choice(environ: dict[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = (_env(name, environ) or "").lower()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+WRITER_BACKENDS = ("auto", "claude", "heuristic")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the workers and the CLI need to know, validated once."""
+
+    home: Path
+    kb_path: Path
+    db_url: str
+    queue_url: str
+    disabled: bool = False
+    # caps (DESIGN §4): budget units per UTC day, model calls per debounce window
+    daily_max: int = 20
+    run_max: int = 3
+    debounce_sec: int = 600
+    capture_settle_sec: int = 30
+    # retries, poison, timeouts (SPEC §5.7)
+    max_retries: int = 3
+    retry_base_sec: int = 60
+    timeout_sec: int = 300
+    timeout_retries: int = 1
+    invalid_threshold: int = 3
+    token_max: int = 2_000_000
+    max_recoveries: int = 3
+    lease_sec: int = 360
+    # the writer (DESIGN §5)
+    writer_backend: str = "auto"
+    writer_mode: str = "extract"
+    model: str = "sonnet"
+    claude_bin: str = "claude"
+    writer_cwd: Path = field(default_factory=Path.home)
+    max_turns: int = 16
+    max_input_chars: int = 60_000
+    cascade: bool = True
+    dry_run: bool = False
+    skip_reindex: bool = False
+    # quota gate (SPEC §5.5)
+    quota_gate: bool = True
+    quota_ttl_sec: int = 3600
+    quota_util_threshold: float | None = None
+    api_key_auth: bool = False
+    # KB and index
+    dedup_threshold: float = 0.97
+    embed_model: str | None = None
+    maintain_every: int = 10
+    # operations
+    log_max_bytes: int = 10 * 1024 * 1024
+    workers: int = 2
+    stall_warn_sec: int = 6 * 3600
+
+    @property
+    def queue_is_redis(self) -> bool:
+        return self.queue_url.startswith(("redis://", "rediss://", "unix://"))
+
+    @property
+    def slices_dir(self) -> Path:
+        return self.home / "slices"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "drain.log"
+
+    @property
+    def model_timeout_sec(self) -> int:
+        """The model call's own timeout: ``TIMEOUT − 90`` leaves room for the add stage."""
+        return self.timeout_sec - 90 if self.timeout_sec > 150 else 60
+
+    def resolved_writer_backend(self) -> str:
+        """``auto`` means the Claude CLI when it is installed, else the heuristic writer.
+
+        An explicit ``claude`` whose binary is missing is *not* downgraded: that is an
+        install fault and halts the write stage (DESIGN §3) so nobody mistakes heuristic
+        notes for model output.
+        """
+        if self.writer_backend != "auto":
+            return self.writer_backend
+        return "claude" if shutil.which(self.claude_bin) else "heuristic"
+
+    def redacted_urls(self) -> dict[str, str]:
+        """Store URLs safe to print: passwords replaced (status, doctor)."""
+        return {"db": redact_url(self.db_url), "queue": redact_url(self.queue_url)}
+
+
+def redact_url(url: str) -> str:
+    """``scheme://user:secret@host`` → ``scheme://user:***@host``."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    if ":" in creds:
+        creds = creds.split(":", 1)[0] + ":***"
+    return f"{scheme}://{creds}@{host}"
+
+
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Build and validate :class:`Settings`; raises :class:`SettingsError` on a bad value."""
+    env = dict(os.environ if environ is None else environ)
+    home = home_dir(env)
+    kb_raw = _env("GLOBAL_LEARNINGS_PATH", env)
+    kb = Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings"
+    db_url = _env("REFLECT_DB_URL", env) or f"sqlite:///{home / 'reflect.db'}"
+    if not db_url.startswith(("sqlite", "postgresql")):
+        raise SettingsError(f"REFLECT_DB_URL must be a sqlite:/// or postgresql:// URL, got {db_url!r}")
+    qurl = queue_url(env)
+    if not qurl.startswith(("sqlite://", "redis://", "rediss://", "unix://")):
+        raise SettingsError(f"REFLECT_QUEUE_URL must be sqlite:///PATH or redis://HOST, got {qurl!r}")
+    timeout = _int(env, "REFLECT_DRAIN_TIMEOUT", 300, minimum=1)
+    cwd_raw = _env("REFLECT_DRAIN_CWD", env)
+    util = _float(env, "REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)
+    if util is not None and util <= 0:
+        raise SettingsError(f"REFLECT_QUOTA_UTIL_THRESHOLD must be in (0, 1], got {util}")
+    return Settings(
+        home=home,
+        kb_path=kb,
+        db_url=db_url,
+        queue_url=qurl,
+        disabled=_bool(env, "REFLECT_DISABLED", False),
+        daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
+        run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
+        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600, minimum=1),
+        capture_settle_sec=_int(env, "REFLECT_CAPTURE_SETTLE_SEC", 30),
+        max_retries=_int(env, "REFLECT_DRAIN_MAX_RETRIES", 3, minimum=1),
+        retry_base_sec=_int(env, "REFLECT_RETRY_BASE_SEC", 60),
+        timeout_sec=timeout,
+        timeout_retries=_int(env, "REFLECT_DRAIN_TIMEOUT_RETRIES", 1),
+        invalid_threshold=_int(env, "REFLECT_DRAIN_INVALID_THRESHOLD", 3, minimum=1),
+        token_max=_int(env, "REFLECT_DRAIN_TOKEN_MAX", 2_000_000, minimum=1),
+        max_recoveries=_int(env, "REFLECT_MAX_RECOVERIES", 3),
+        lease_sec=_int(env, "REFLECT_LEASE_SEC", timeout + 60, minimum=1),
+        writer_backend=_choice(env, "REFLECT_WRITER_BACKEND", "auto", WRITER_BACKENDS),
+        writer_mode=_choice(env, "REFLECT_DRAIN_WRITER", "extract", ("extract", "agentic")),
+        model=_env("REFLECT_DRAIN_MODEL", env) or "sonnet",
+        claude_bin=_env("REFLECT_DRAIN_CLAUDE_BIN", env) or "claude",
+        writer_cwd=Path(cwd_raw).expanduser() if cwd_raw else Path.home(),
+        max_turns=_int(env, "REFLECT_DRAIN_MAX_TURNS", 16, minimum=1),
+        max_input_chars=_int(env, "REFLECT_DRAIN_MAX_INPUT_CHARS", 60_000, minimum=1000),
+        cascade=_bool(env, "REFLECT_DRAIN_CASCADE", True),
+        dry_run=_bool(env, "REFLECT_DRAIN_DRY_RUN", False),
+        skip_reindex=_bool(env, "REFLECT_DRAIN_SKIP_REINDEX", False),
+        quota_gate=_bool(env, "REFLECT_QUOTA_GATE", True),
+        quota_ttl_sec=_int(env, "REFLECT_QUOTA_TTL_SEC", 3600, minimum=1),
+        quota_util_threshold=util,
+        api_key_auth=bool(_env("ANTHROPIC_API_KEY", env)),
+        dedup_threshold=_float(env, "REFLECT_DEDUP_THRESHOLD", 0.97, low=0.0, high=1.0) or 0.0,
+        embed_model=_env("REFLECT_EMBED_MODEL", env) or None,
+        maintain_every=_int(env, "REFLECT_DRAIN_MAINTAIN_EVERY", 10),
+        log_max_bytes=_int(env, "REFLECT_DRAIN_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1024),
+        workers=_int(env, "REFLECT_WORKERS", 2, minimum=1),
+        stall_warn_sec=_int(env, "REFLECT_STALL_WARN_SEC", 6 * 3600, minimum=1),
+    )

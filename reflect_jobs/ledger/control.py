@@ -1,0 +1,151 @@
+"""Small shared state in the ledger: the write-stage halt, worker heartbeats, quota
+telemetry and the errors ledger (SPEC §5.11).
+
+These live in the ledger rather than in files so that several consumers on several
+machines see the same halt, the same quota gate and the same error list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from .models import Control, ErrorRecord, Heartbeat, QuotaSnapshot, utcnow
+
+HALT_KEY = "write_halted"
+
+
+def get_flag(session: Session, key: str) -> str | None:
+    row = session.get(Control, key)
+    return row.value if row else None
+
+
+def set_flag(session: Session, key: str, value: str) -> None:
+    row = session.get(Control, key)
+    if row is None:
+        session.add(Control(key=key, value=value, updated_at=utcnow()))
+    else:
+        row.value = value
+        row.updated_at = utcnow()
+
+
+def clear_flag(session: Session, key: str) -> None:
+    session.execute(delete(Control).where(Control.key == key))
+
+
+def halt_reason(session: Session) -> str | None:
+    """Why the write stage is paused, or None when it runs."""
+    return get_flag(session, HALT_KEY)
+
+
+def incr_counter(session: Session, key: str) -> int:
+    """A ledger counter (graph maintenance cadence); read-modify-write under the txn lock."""
+    row = session.get(Control, key, with_for_update=True)
+    value = (int(row.value) if row and row.value.isdigit() else 0) + 1
+    set_flag(session, key, str(value))
+    return value
+
+
+def beat(session: Session, worker: str) -> None:
+    now = utcnow()
+    row = session.get(Heartbeat, worker)
+    if row is None:
+        session.add(
+            Heartbeat(
+                worker=worker,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started_at=now,
+                beat_at=now,
+            )
+        )
+    else:
+        row.beat_at = now
+
+
+def last_heartbeat(session: Session) -> datetime | None:
+    return session.scalars(select(Heartbeat.beat_at).order_by(Heartbeat.beat_at.desc())).first()
+
+
+def prune_heartbeats(session: Session, older_than: timedelta = timedelta(days=7)) -> None:
+    session.execute(delete(Heartbeat).where(Heartbeat.beat_at < utcnow() - older_than))
+
+
+# --- quota telemetry -------------------------------------------------------------------
+
+
+def store_quota_snapshots(session: Session, snapshots: list[dict[str, Any]], bucket_of) -> int:  # type: ignore[no-untyped-def]
+    """Last write wins per bucket (SPEC §5.5 ingest)."""
+    now = utcnow().timestamp()
+    for snap in snapshots:
+        bucket = bucket_of(snap)
+        row = session.get(QuotaSnapshot, bucket)
+        data = dict(snap, observed_at=now)
+        if row is None:
+            session.add(QuotaSnapshot(bucket=bucket, snapshot=data, observed_at=now))
+        else:
+            row.snapshot = data
+            row.observed_at = now
+    return len(snapshots)
+
+
+def quota_snapshots(session: Session) -> dict[str, dict[str, Any]]:
+    return {
+        row.bucket: dict(row.snapshot, observed_at=row.observed_at)
+        for row in session.scalars(select(QuotaSnapshot))
+    }
+
+
+# --- the errors ledger -----------------------------------------------------------------
+
+ERROR_CAP = 200
+
+
+def record_error(
+    session: Session,
+    *,
+    kind: str,
+    message: str,
+    severity: str = "error",
+    source: str = "drain",
+    context: dict[str, Any] | None = None,
+) -> str:
+    """Append or bump an error; identical errors within 24 h share a row (SPEC §5.11)."""
+    message = message[:500]
+    err_id = "err-" + hashlib.sha1(f"{source}|{kind}|{message}".encode()).hexdigest()[:6]
+    now = utcnow()
+    row = session.get(ErrorRecord, err_id)
+    if row is not None and now - row.last_at < timedelta(hours=24):
+        row.count += 1
+        row.last_at = now
+        row.acked = False
+        row.context = context or row.context
+        return err_id
+    if row is not None:
+        session.delete(row)
+        session.flush()
+    session.add(
+        ErrorRecord(
+            id=err_id,
+            severity=severity,
+            source=source,
+            kind=kind,
+            message=message,
+            context=context,
+            first_at=now,
+            last_at=now,
+        )
+    )
+    # Bounded: keep the newest ERROR_CAP rows.
+    old = session.scalars(
+        select(ErrorRecord.id).order_by(ErrorRecord.last_at.desc()).offset(ERROR_CAP)
+    ).all()
+    if old:
+        session.execute(delete(ErrorRecord).where(ErrorRecord.id.in_(old)))
+    return err_id

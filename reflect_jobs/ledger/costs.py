@@ -1,0 +1,164 @@
+"""Cost rows: what every attempt spent, recorded before anyone parses the answer.
+
+The row of a paid attempt is committed with the raw answer as soon as the model call
+returns (``outcome='pending'``). If the worker dies before the answer is applied, the
+retried write stage finds the pending row and reuses the answer instead of paying again
+(DESIGN §5, §11). Free outcomes (skips, quarantine, halts) get rows with ``entries=0`` so
+the report shows every run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from .models import CostRow, Job, utcnow
+
+# USD per 1M tokens: input, output, cache read, cache write (SPEC §6.2).
+PRICES = {
+    "opus": (15.0, 75.0, 1.5, 18.75),
+    "sonnet": (3.0, 15.0, 0.3, 3.75),
+    "haiku": (0.8, 4.0, 0.08, 1.0),
+}
+
+
+def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: int) -> float:
+    """Price by model-name substring; unknown models are priced as sonnet."""
+    key = next((k for k in PRICES if k in (model or "").lower()), "sonnet")
+    p = PRICES[key]
+    return (inp * p[0] + out * p[1] + cache_read * p[2] + cache_write * p[3]) / 1_000_000
+
+
+def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
+    """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending."""
+    usage = result.usage
+    now = utcnow()
+    row = CostRow(
+        job_id=job.id,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=job.transcript_path,
+        outcome="pending",
+        entries=1,
+        backend=result.backend,
+        model=result.model,
+        turns=result.num_turns,
+        tokens=result.tokens,
+        input=usage.get("input_tokens", 0),
+        output=usage.get("output_tokens", 0),
+        cache_read=usage.get("cache_read_input_tokens", 0),
+        cache_creation=usage.get("cache_creation_input_tokens", 0),
+        cost_usd=float(result.cost_usd or 0.0),
+        exit_code=result.exit_code,
+        raw_answer=result.to_json(),
+        consumed=False,
+    )
+    session.add(row)
+    return row
+
+
+def pending_attempt(session: Session, job_id: str) -> CostRow | None:
+    """An answer that was paid for and recorded but never applied (crash after the call)."""
+    return session.scalars(
+        select(CostRow)
+        .where(CostRow.job_id == job_id, CostRow.consumed.is_(False), CostRow.outcome == "pending")
+        .order_by(CostRow.id.desc())
+    ).first()
+
+
+def record_free(
+    session: Session, job: Job | None, outcome: str, *, model: str = "", backend: str = ""
+) -> CostRow:
+    now = utcnow()
+    row = CostRow(
+        job_id=job.id if job else None,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=job.transcript_path if job else "",
+        outcome=outcome,
+        entries=0,
+        model=model,
+        backend=backend,
+        consumed=True,
+    )
+    session.add(row)
+    return row
+
+
+def parse_since(text: str | None) -> timedelta | None:
+    """``30d``, ``24h``, ``2w`` or a bare number of days; None = all time."""
+    if not text:
+        return None
+    text = text.strip().lower()
+    units = {"d": 86400, "h": 3600, "w": 604800, "m": 60}
+    try:
+        if text[-1] in units:
+            return timedelta(seconds=float(text[:-1]) * units[text[-1]])
+        return timedelta(days=float(text))
+    except (ValueError, IndexError):
+        return None
+
+
+def budget_used(session: Session, day: str) -> int:
+    """Σ entries for a UTC day, from the ledger (the authoritative view for reports)."""
+    rows = session.scalars(select(CostRow.entries).where(CostRow.day == day)).all()
+    return int(sum(rows))
+
+
+def cost_report(
+    session: Session, *, by: str = "day", since: timedelta | None = None
+) -> dict[str, Any]:
+    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``."""
+    query = select(CostRow)
+    if since is not None:
+        query = query.where(CostRow.at >= utcnow() - since)
+    rows: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {
+            "runs": 0,
+            "entries": 0,
+            "tokens": 0,
+            "cache_read": 0,
+            "cache_creation": 0,
+            "io": 0,
+            "cost_usd": 0.0,
+            "max_run_tokens": 0,
+        }
+    )
+    total = {"runs": 0, "entries": 0, "tokens": 0, "cache_read": 0, "cache_creation": 0, "io": 0, "cost_usd": 0.0}
+    for row in session.scalars(query):
+        key = {
+            "day": row.day,
+            "transcript": (row.transcript or "?").rsplit("/", 1)[-1] or "?",
+            "model": row.model or "?",
+            "outcome": row.outcome or "?",
+            "writer": row.writer_class or "?",
+            "backend": row.backend or "?",
+        }.get(by, row.day)
+        cost = row.cost_usd if row.cost_usd and row.cost_usd > 0 else (
+            estimate_cost(row.model, row.input, row.output, row.cache_read, row.cache_creation)
+            if row.tokens
+            else 0.0
+        )
+        for bucket in (rows[key], total):
+            bucket["runs"] += 1
+            bucket["entries"] += row.entries
+            bucket["tokens"] += row.tokens
+            bucket["cache_read"] += row.cache_read
+            bucket["cache_creation"] += row.cache_creation
+            bucket["io"] += row.input + row.output
+            bucket["cost_usd"] += cost
+        rows[key]["max_run_tokens"] = max(rows[key]["max_run_tokens"], row.tokens)
+    for bucket in [*rows.values(), total]:
+        bucket["cost_usd"] = round(bucket["cost_usd"], 6)
+    total["cache_reuse"] = round(total["cache_read"] / total["tokens"], 4) if total["tokens"] else 0.0
+    return {"by": by, "rows": dict(sorted(rows.items())), "total": total}
+
+
+def last_success_at(session: Session) -> datetime | None:
+    return session.scalars(
+        select(CostRow.at).where(CostRow.outcome == "ok").order_by(CostRow.at.desc())
+    ).first()

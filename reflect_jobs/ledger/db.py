@@ -1,0 +1,182 @@
+"""Engines, sessions and migrations for the ledger.
+
+SQLite is tuned for many short writers (the consumer's worker threads, the CLI, several
+consumer processes): WAL journal, a generous busy timeout, foreign keys on. Transactions
+are kept short by construction — no model call or file I/O ever happens inside one.
+
+The schema is owned by Alembic (``alembic/``). :func:`get_engine` upgrades to head on first
+use, under a cross-process lock, so a fresh machine needs no separate setup step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.orm import Session, sessionmaker
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ALEMBIC_DIR = REPO_ROOT / "alembic"
+SQLITE_BUSY_TIMEOUT_SEC = 30
+
+_engines: dict[str, Engine] = {}
+_sessionmakers: dict[str, sessionmaker[Session]] = {}
+_lock = threading.Lock()
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgresql://`` and pick the psycopg 3 driver we ship."""
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://") :]
+    if url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url[len("postgres://") :]
+    return url
+
+
+def _sqlite_path(url: str) -> Path | None:
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _make_engine(url: str) -> Engine:
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        path = _sqlite_path(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SEC, "check_same_thread": False},
+        )
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+            # Let SQLAlchemy own BEGIN so that BEGIN IMMEDIATE (see write_session) works.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SEC * 1000}")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):  # type: ignore[no-untyped-def]
+            # IMMEDIATE takes the write lock up front: no deadlock-prone lock upgrade
+            # between two workers that both read then write.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def get_engine(url: str, *, migrate: bool = True) -> Engine:
+    """The process-wide engine for ``url``, migrated to head on first use."""
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _make_engine(url)
+            if migrate:
+                upgrade(engine)
+            _engines[url] = engine
+            _sessionmakers[url] = sessionmaker(engine, expire_on_commit=False)
+        return engine
+
+
+def dispose_all() -> None:
+    """Drop cached engines (tests, and after fork in a consumer)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+        _sessionmakers.clear()
+
+
+@contextlib.contextmanager
+def session_scope(url: str) -> Iterator[Session]:
+    """One short transaction: commit on success, roll back on any error."""
+    get_engine(url)
+    session = _sessionmakers[url]()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(ALEMBIC_DIR))
+    cfg.attributes["connection_url"] = engine.url
+    return cfg
+
+
+def _head_revision(cfg) -> str | None:  # type: ignore[no-untyped-def]
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def migration_status(engine: Engine) -> tuple[str | None, str | None]:
+    """(current, head) revisions, for ``doctor``."""
+    return current_revision(engine), _head_revision(alembic_config(engine))
+
+
+@contextlib.contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """Serialise migrations across processes: a file lock for SQLite, an advisory lock for PG."""
+    if engine.dialect.name == "sqlite":
+        path = _sqlite_path(str(engine.url))
+        lock_path = (path.parent if path else Path("/tmp")) / ".reflect-migrate.lock"
+        with open(lock_path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+    else:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT pg_advisory_lock(724310031)")
+            try:
+                yield
+            finally:
+                conn.exec_driver_sql("SELECT pg_advisory_unlock(724310031)")
+                conn.commit()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Alembic ``upgrade head`` unless already there (cheap check first)."""
+    cfg = alembic_config(engine)
+    head = _head_revision(cfg)
+    if revision == "head" and current_revision(engine) == head:
+        return
+    from alembic import command
+
+    with _migration_lock(engine):
+        if revision == "head" and current_revision(engine) == head:
+            return
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+
+
+def table_names(engine: Engine) -> list[str]:
+    return sorted(inspect(engine).get_table_names())

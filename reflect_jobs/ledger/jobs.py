@@ -1,0 +1,370 @@
+"""The job state machine (DESIGN §3): the one module that changes a job's stage or state.
+
+Every change goes through :func:`transition`, which writes the ``job_events`` row in the same
+transaction. Claims are compare-and-set UPDATEs (``WHERE state IN runnable``), so two workers
+— threads, processes or machines — can race for a job and exactly one wins, on SQLite and on
+PostgreSQL alike, without relying on Huey's delivery guarantees.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from .models import Job, JobEvent, utcnow
+
+STAGES = ("capture", "prepare", "write", "add", "done")
+STATES = ("queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted")
+TERMINAL = frozenset({"done", "poisoned", "quarantined"})
+NEEDS_PERSON = frozenset({"poisoned", "quarantined", "halted"})
+RUNNABLE = ("queued", "deferred", "retrying")
+
+# Legal state moves. "running" is entered only by claim(); recovery may also move
+# running → queued/poisoned. Anything else is a bug and raises.
+ALLOWED: dict[str, frozenset[str]] = {
+    "queued": frozenset({"running", "queued", "deferred", "done", "halted"}),
+    "deferred": frozenset({"running", "queued", "deferred", "done", "halted"}),
+    "retrying": frozenset({"running", "queued", "deferred", "done", "halted"}),
+    "running": frozenset(
+        {"queued", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"}
+    ),
+    "halted": frozenset({"queued"}),
+    "poisoned": frozenset({"queued"}),
+    "quarantined": frozenset({"queued"}),
+    "done": frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A code path tried a state move DESIGN §3 does not allow."""
+
+
+def worker_id() -> str:
+    """host:pid:thread — unique per worker thread, readable in ``show``."""
+    import threading
+
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident() % 100000}"
+
+
+def new_job_id() -> str:
+    return "j" + uuid.uuid4().hex[:15]
+
+
+def transition(
+    session: Session,
+    job: Job,
+    *,
+    to_state: str,
+    to_stage: str | None = None,
+    outcome: str | None = None,
+    detail: str | None = None,
+    next_run_at: datetime | None = None,
+    worker: str | None = None,
+    now: datetime | None = None,
+) -> JobEvent:
+    """Move ``job`` and append its event row; the caller's transaction commits both."""
+    if to_state not in STATES:
+        raise IllegalTransition(f"unknown state {to_state!r}")
+    if to_stage is not None and to_stage not in STAGES:
+        raise IllegalTransition(f"unknown stage {to_stage!r}")
+    if to_state not in ALLOWED[job.state]:
+        raise IllegalTransition(f"job {job.id}: {job.state} -> {to_state} is not allowed")
+    now = now or utcnow()
+    event = JobEvent(
+        job_id=job.id,
+        at=now,
+        from_stage=job.stage,
+        to_stage=to_stage or job.stage,
+        from_state=job.state,
+        to_state=to_state,
+        outcome=outcome,
+        detail=detail[:4000] if detail else None,
+        worker=worker,
+    )
+    job.state = to_state
+    if to_stage is not None:
+        job.stage = to_stage
+    if outcome is not None:
+        job.outcome = outcome
+    if to_state != "running":
+        job.lease_owner = None
+        job.lease_expires_at = None
+    job.next_run_at = next_run_at
+    job.updated_at = now
+    if to_state in TERMINAL:
+        job.finished_at = now
+        job.accepting = False
+    session.add(event)
+    return event
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    job_id: str
+    created: bool
+    prepare_at: datetime
+
+
+def record_capture(
+    session: Session,
+    *,
+    harness: str,
+    session_id: str,
+    transcript_path: str,
+    event: str,
+    size: int | None,
+    mtime: float | None,
+    settle_sec: int,
+    now: datetime | None = None,
+) -> CaptureResult:
+    """Create the session's job, or coalesce into the one still accepting captures.
+
+    The partial unique index on ``(harness, session_id) WHERE accepting`` makes this safe
+    under concurrent hooks: the loser of the INSERT race gets an IntegrityError and
+    coalesces instead. Coalescing pushes the settle time out, so a burst of PreCompact,
+    Stop and SessionEnd becomes one prepare after the session goes quiet.
+    """
+    now = now or utcnow()
+    prepare_at = now + timedelta(seconds=settle_sec)
+    for _ in range(3):
+        existing = session.scalars(
+            select(Job).where(
+                Job.harness == harness, Job.session_id == session_id, Job.accepting.is_(True)
+            )
+        ).first()
+        if existing is not None:
+            existing.captures += 1
+            existing.transcript_path = transcript_path
+            existing.transcript_size = size
+            existing.transcript_mtime = mtime
+            existing.event = event
+            existing.updated_at = now
+            if existing.state in RUNNABLE:
+                existing.next_run_at = max(prepare_at, existing.next_run_at or prepare_at)
+            session.add(
+                JobEvent(
+                    job_id=existing.id,
+                    at=now,
+                    from_stage=existing.stage,
+                    to_stage=existing.stage,
+                    from_state=existing.state,
+                    to_state=existing.state,
+                    outcome=None,
+                    detail=f"coalesced capture ({event})",
+                )
+            )
+            session.flush()
+            return CaptureResult(existing.id, False, existing.next_run_at or prepare_at)
+        job = Job(
+            id=new_job_id(),
+            harness=harness,
+            session_id=session_id,
+            transcript_path=transcript_path,
+            event=event,
+            transcript_size=size,
+            transcript_mtime=mtime,
+            stage="prepare",
+            state="queued",
+            next_run_at=prepare_at,
+            accepting=True,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            with session.begin_nested():
+                session.add(job)
+                session.add(
+                    JobEvent(
+                        job_id=job.id,
+                        at=now,
+                        from_stage="capture",
+                        to_stage="prepare",
+                        from_state=None,
+                        to_state="queued",
+                        detail=f"captured ({event})",
+                    )
+                )
+            return CaptureResult(job.id, True, prepare_at)
+        except IntegrityError:
+            continue  # another capture of this session won the race: coalesce into it
+    raise RuntimeError(f"could not record capture for {harness}/{session_id}")
+
+
+def claim(
+    session: Session,
+    job_id: str,
+    stage: str,
+    *,
+    worker: str,
+    lease_sec: int,
+    now: datetime | None = None,
+) -> Job | None:
+    """Atomically take ``job_id`` for ``stage`` if it is runnable now; else None.
+
+    A second delivery of the same Huey message, a recovery duplicate or a worker on another
+    machine all hit the same conditional UPDATE; only one sees rowcount 1. That is what
+    makes every stage task idempotent at the door.
+    """
+    now = now or utcnow()
+    job = session.get(Job, job_id, populate_existing=True)
+    if (
+        job is None
+        or job.stage != stage
+        or job.state not in RUNNABLE
+        or (job.next_run_at is not None and job.next_run_at > now)
+    ):
+        return None
+    observed = job.state
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.stage == stage, Job.state == observed)
+        .values(
+            state="running",
+            lease_owner=worker,
+            lease_expires_at=now + timedelta(seconds=lease_sec),
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount != 1:
+        return None
+    session.refresh(job)
+    session.add(
+        JobEvent(
+            job_id=job_id,
+            at=now,
+            from_stage=stage,
+            to_stage=stage,
+            from_state=observed,
+            to_state="running",
+            detail="claimed",
+            worker=worker,
+        )
+    )
+    return job
+
+
+def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> bool:
+    """Keep a long stage's lease alive; False if someone else took the job meanwhile."""
+    now = utcnow()
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state == "running", Job.lease_owner == worker)
+        .values(lease_expires_at=now + timedelta(seconds=lease_sec), updated_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+@dataclass(frozen=True)
+class Recovered:
+    job_id: str
+    stage: str
+    poisoned: bool
+
+
+def recover_expired(
+    session: Session, *, max_recoveries: int, now: datetime | None = None
+) -> list[Recovered]:
+    """Re-queue ``running`` jobs whose lease expired (their worker died).
+
+    A job that keeps killing its worker is poisoned after ``max_recoveries`` so one bad
+    transcript cannot crash-loop the consumer forever.
+    """
+    now = now or utcnow()
+    out: list[Recovered] = []
+    stale = session.scalars(
+        select(Job).where(Job.state == "running", Job.lease_expires_at < now)
+    ).all()
+    for job in stale:
+        # Re-check under our own compare-and-set: another consumer may be recovering too.
+        taken = session.execute(
+            update(Job)
+            .where(Job.id == job.id, Job.state == "running", Job.lease_expires_at < now)
+            .values(updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if taken.rowcount != 1:
+            continue
+        session.refresh(job)
+        job.recoveries += 1
+        if job.recoveries > max_recoveries:
+            transition(
+                session,
+                job,
+                to_state="poisoned",
+                outcome="poison_crash_loop",
+                detail=f"worker died {job.recoveries} times in stage {job.stage}",
+                now=now,
+            )
+            out.append(Recovered(job.id, job.stage, True))
+        else:
+            transition(
+                session,
+                job,
+                to_state="queued",
+                detail=f"lease of {job.lease_owner} expired; recovery {job.recoveries}",
+                next_run_at=now,
+                now=now,
+            )
+            out.append(Recovered(job.id, job.stage, False))
+    return out
+
+
+def due_jobs(session: Session, *, now: datetime | None = None, limit: int = 500) -> list[Job]:
+    """Runnable jobs whose time has come: recovery re-sends their Huey message.
+
+    Huey's SQLite dequeue deletes the message, so a message can be lost with a killed
+    worker; the ledger is the truth and re-sending is harmless (claims are idempotent).
+    """
+    now = now or utcnow()
+    return list(
+        session.scalars(
+            select(Job)
+            .where(
+                Job.state.in_(RUNNABLE),
+                Job.stage != "done",
+                or_(Job.next_run_at.is_(None), Job.next_run_at <= now),
+            )
+            .order_by(Job.next_run_at)
+            .limit(limit)
+        ).all()
+    )
+
+
+def retry_job(session: Session, job: Job, *, worker: str = "cli") -> str:
+    """A person's ``retry``: a poisoned/quarantined/halted job goes back to its stage.
+
+    Failure counters restart (B15: no counter follows a transcript forever); the stage
+    is kept, so a job poisoned at write retries the write on its stored slice — unless the
+    slice is gone, in which case it starts again at prepare.
+    """
+    if job.state not in NEEDS_PERSON:
+        raise IllegalTransition(f"job {job.id} is {job.state}; only poisoned, quarantined or halted jobs can be retried")
+    stage = job.stage
+    if stage == "write" and (not job.slice_path or not os.path.exists(job.slice_path)):
+        stage = "prepare"
+    if stage in ("done", "capture"):
+        stage = "prepare"
+    job.failures = 0
+    job.timeouts = 0
+    job.invalid_streak = 0
+    job.recoveries = 0
+    job.error = None
+    job.finished_at = None
+    transition(
+        session,
+        job,
+        to_state="queued",
+        to_stage=stage,
+        detail=f"retried by {worker}",
+        next_run_at=utcnow(),
+    )
+    return stage

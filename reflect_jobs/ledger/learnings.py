@@ -1,0 +1,246 @@
+"""Learnings, their proof, their history, and the chunk hashes behind them.
+
+Upserts keyed by the stable note id (``lrn-<slug>-<hash6>``): re-adding the same learning
+updates its row and never inserts a duplicate (SPEC §4.2's "re-drains duplicate ledger rows"
+cannot happen). Proof is one row per distinct source, so an UPDATE is idempotent per source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
+
+RETIRED = frozenset({"retired", "superseded", "reverted", "rejected", "archived"})
+CHUNK_HASH_TTL_DAYS = 30
+
+
+def snapshot(row: Learning) -> dict[str, Any]:
+    return {
+        c.name: (v.isoformat() if isinstance(v, datetime) else v)
+        for c in Learning.__table__.columns
+        for v in [getattr(row, c.name)]
+    }
+
+
+def _history(session: Session, row: Learning, change: str, reason: str | None, job_id: str | None) -> None:
+    session.add(
+        LearningHistory(
+            learning_id=row.id,
+            change_type=change,
+            snapshot=snapshot(row),
+            reason=reason,
+            job_id=job_id,
+            at=utcnow(),
+        )
+    )
+
+
+def add_source(session: Session, learning_id: str, source: str, job_id: str | None) -> bool:
+    """Record ``source`` as proof; False when it was already recorded (idempotent)."""
+    exists = session.scalars(
+        select(LearningSource.id).where(
+            LearningSource.learning_id == learning_id, LearningSource.source == source
+        )
+    ).first()
+    if exists is not None:
+        return False
+    try:
+        with session.begin_nested():
+            session.add(LearningSource(learning_id=learning_id, source=source, job_id=job_id, at=utcnow()))
+    except IntegrityError:
+        return False
+    return True
+
+
+def sources(session: Session, learning_id: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(LearningSource.source)
+            .where(LearningSource.learning_id == learning_id)
+            .order_by(LearningSource.id)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    learning_id: str
+    created: bool
+    proof_count: int
+
+
+def upsert_learning(
+    session: Session,
+    *,
+    learning_id: str,
+    title: str,
+    category: str,
+    learning_type: str,
+    confidence_num: float,
+    note_path: str,
+    content_hash: str,
+    source: str,
+    session_id: str | None,
+    signal_hash: str | None,
+    job_id: str | None,
+) -> UpsertResult:
+    """Insert a learning, or treat a re-add of the same id as new proof from ``source``."""
+    now = utcnow()
+    row = session.get(Learning, learning_id, with_for_update=True)
+    if row is None:
+        row = Learning(
+            id=learning_id,
+            title=title[:1000],
+            category=category or "Unknown",
+            learning_type=learning_type or "bug-fix",
+            confidence_num=confidence_num,
+            status="active",
+            proof_count=1,
+            signal_hash=signal_hash,
+            session_id=session_id,
+            source_path=source,
+            note_path=note_path,
+            content_hash=content_hash,
+            created_by_job=job_id,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            with session.begin_nested():
+                session.add(row)
+        except IntegrityError:  # a concurrent add of the same id: fall through to update
+            row = session.get(Learning, learning_id, populate_existing=True)
+            assert row is not None
+        else:
+            add_source(session, learning_id, source, job_id)
+            return UpsertResult(learning_id, True, 1)
+    _history(session, row, "readded", "same learning written again", job_id)
+    row.note_path = note_path
+    row.content_hash = content_hash
+    row.updated_at = now
+    if row.status in RETIRED:
+        row.status = "active"
+        row.retired_reason = None
+        row.retired_at = None
+    if add_source(session, learning_id, source, job_id):
+        row.proof_count += 1
+    return UpsertResult(learning_id, False, row.proof_count)
+
+
+def add_proof(session: Session, learning_id: str, source: str, *, reason: str | None, job_id: str | None) -> bool:
+    """UPDATE action: +1 proof from a new source, with a history snapshot first."""
+    row = session.get(Learning, learning_id, with_for_update=True)
+    if row is None:
+        return False
+    if session.scalars(
+        select(LearningSource.id).where(
+            LearningSource.learning_id == learning_id, LearningSource.source == source
+        )
+    ).first():
+        return False
+    _history(session, row, "proof_added", reason, job_id)
+    add_source(session, learning_id, source, job_id)
+    row.proof_count += 1
+    row.updated_at = utcnow()
+    return True
+
+
+def retire(
+    session: Session,
+    learning_id: str,
+    *,
+    reason: str,
+    status: str = "retired",
+    superseded_by: str | None = None,
+    job_id: str | None = None,
+) -> bool:
+    """DELETE action: retire non-destructively; a second retire keeps the first reason."""
+    row = session.get(Learning, learning_id, with_for_update=True)
+    if row is None or row.status in RETIRED:
+        return False
+    _history(session, row, "status_change", reason, job_id)
+    row.status = status
+    row.retired_reason = reason
+    row.superseded_by = superseded_by
+    row.retired_at = utcnow()
+    row.updated_at = row.retired_at
+    return True
+
+
+def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, job_id: str) -> int:
+    """Mark dialogue windows as turned into learnings — only ever called by a committed add."""
+    if not hashes:
+        return 0
+    seen = set(session.scalars(select(ChunkHash.hash).where(ChunkHash.hash.in_(hashes))))
+    now = utcnow()
+    new = [h for h in dict.fromkeys(hashes) if h not in seen]
+    for h in new:
+        session.add(ChunkHash(hash=h, transcript_path=transcript_path, job_id=job_id, created_at=now))
+    return len(new)
+
+
+def prune_chunks(session: Session, ttl_days: int = CHUNK_HASH_TTL_DAYS) -> int:
+    if ttl_days <= 0:
+        return 0
+    result = session.execute(
+        delete(ChunkHash).where(ChunkHash.created_at < utcnow() - timedelta(days=ttl_days))
+    )
+    return result.rowcount or 0
+
+
+class LedgerView:
+    """The read-only view of the ledger that the pure ``prepare`` needs (cascade.LedgerView)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
+        if not hashes:
+            return set()
+        cutoff = utcnow() - timedelta(days=CHUNK_HASH_TTL_DAYS)
+        return set(
+            self.session.scalars(
+                select(ChunkHash.hash).where(
+                    ChunkHash.hash.in_(list(hashes)), ChunkHash.created_at >= cutoff
+                )
+            )
+        )
+
+    def related_candidates(self, limit: int = 1000):  # type: ignore[no-untyped-def]
+        from reflect_jobs.cascade import RelatedCandidate
+
+        rows = self.session.scalars(
+            select(Learning)
+            .where(Learning.status.not_in(RETIRED))
+            .order_by(Learning.created_at.desc())
+            .limit(limit)
+        )
+        return [
+            RelatedCandidate(
+                id=r.id,
+                title=r.title,
+                category=r.category,
+                status=r.status,
+                proof_count=r.proof_count,
+                created_at=r.created_at.isoformat(),
+            )
+            for r in rows
+        ]
+
+    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
+        if not signal_hash:
+            return []
+        return list(
+            self.session.scalars(
+                select(Learning.id).where(
+                    Learning.signal_hash == signal_hash, Learning.status.not_in(RETIRED)
+                )
+            )
+        )

@@ -1,0 +1,319 @@
+"""SQLAlchemy models of the ledger: the durable truth about jobs, money and learnings.
+
+Huey's storage only carries "run stage S of job J"; everything a person or a recovery pass
+needs to know lives here. Types are chosen to run unchanged on SQLite and PostgreSQL
+(DESIGN §10): strings for ids, JSON for small lists, timezone-aware UTC timestamps.
+The schema itself is created by the Alembic migrations in ``alembic/``; these classes must
+stay in step with them (``tests/test_ledger.py`` checks that no diff exists).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Store naive UTC, hand back aware UTC.
+
+    SQLite has no time zones and compares timestamps as text; storing every value as naive
+    UTC keeps ``<`` comparisons in SQL correct on both back ends.
+    """
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Job(Base):
+    """One capture of one transcript, moving through the stages (DESIGN §3)."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    harness: Mapped[str] = mapped_column(String(16))
+    session_id: Mapped[str] = mapped_column(String(200))
+    transcript_path: Mapped[str] = mapped_column(Text)
+    event: Mapped[str] = mapped_column(String(32), default="unknown")
+    captures: Mapped[int] = mapped_column(Integer, default=1)
+    transcript_size: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    transcript_mtime: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    stage: Mapped[str] = mapped_column(String(16), default="capture")
+    state: Mapped[str] = mapped_column(String(16), default="queued")
+    outcome: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    # money and failure accounting (SPEC §5.7), per job instead of per path forever (B15)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    timeouts: Mapped[int] = mapped_column(Integer, default=0)
+    invalid_streak: Mapped[int] = mapped_column(Integer, default=0)
+    recoveries: Mapped[int] = mapped_column(Integer, default=0)
+
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # True while later captures of the same session may still coalesce into this job.
+    accepting: Mapped[bool] = mapped_column(Boolean, default=True)
+
+    # products of prepare / write, kept so a retry never redoes paid or lost work
+    slice_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    signal_hash: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    chunk_hashes: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    related_ids: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    prepare_stats: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    actions: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (
+        Index("ix_jobs_state_next_run_at", "state", "next_run_at"),
+        Index("ix_jobs_transcript_path", "transcript_path"),
+        # At most one job per session accepts new captures: the coalescing key (DESIGN §3).
+        Index(
+            "uq_jobs_accepting_session",
+            "harness",
+            "session_id",
+            unique=True,
+            sqlite_where=text("accepting"),
+            postgresql_where=text("accepting"),
+        ),
+    )
+
+
+class JobEvent(Base):
+    """Every transition of every job, written in the same transaction as the change."""
+
+    __tablename__ = "job_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    from_stage: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_stage: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    from_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_state: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(128), nullable=True)
+
+
+class CostRow(Base):
+    """One row per model attempt or free outcome (SPEC §5.6 fields).
+
+    A paid attempt's row is committed with the raw answer *before* the answer is parsed
+    (``outcome`` is ``pending`` until classified), so a crash after the call can never
+    hide what was spent or make us pay twice: the retried stage finds the pending row and
+    reuses its answer.
+    """
+
+    __tablename__ = "costs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), index=True, nullable=True
+    )
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    day: Mapped[str] = mapped_column(String(10), index=True)
+    transcript: Mapped[str] = mapped_column(Text, default="")
+    outcome: Mapped[str] = mapped_column(String(64), default="pending")
+    entries: Mapped[int] = mapped_column(Integer, default=0)
+    backend: Mapped[str] = mapped_column(String(32), default="")
+    model: Mapped[str] = mapped_column(String(64), default="")
+    writer_class: Mapped[str] = mapped_column(String(16), default="")
+    turns: Mapped[int] = mapped_column(Integer, default=0)
+    tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    input: Mapped[int] = mapped_column(BigInteger, default=0)
+    output: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_read: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_creation: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    raw_answer: Mapped[str | None] = mapped_column(Text, nullable=True)
+    consumed: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Learning(Base):
+    """A learning in the KB; the note file is the content, this row its provenance."""
+
+    __tablename__ = "learnings"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(64), default="Unknown")
+    learning_type: Mapped[str] = mapped_column(String(32), default="bug-fix")
+    confidence_num: Mapped[float] = mapped_column(Float, default=0.6)
+    status: Mapped[str] = mapped_column(String(16), default="active", index=True)
+    proof_count: Mapped[int] = mapped_column(Integer, default=1)
+    signal_hash: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    note_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    content_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_by_job: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    retired_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    superseded_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class LearningSource(Base):
+    """Proof: each distinct source (transcript) counts once — idempotent UPDATE."""
+
+    __tablename__ = "learning_sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    learning_id: Mapped[str] = mapped_column(
+        ForeignKey("learnings.id", ondelete="CASCADE"), index=True
+    )
+    source: Mapped[str] = mapped_column(String(512))
+    job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("learning_id", "source"),)
+
+
+class LearningHistory(Base):
+    """A snapshot written before every mutation of a learning (SPEC §8)."""
+
+    __tablename__ = "learning_history"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    learning_id: Mapped[str] = mapped_column(String(128), index=True)
+    change_type: Mapped[str] = mapped_column(String(32))
+    snapshot: Mapped[dict[str, Any]] = mapped_column(JSON)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ChunkHash(Base):
+    """Dialogue windows already turned into learnings (delta retain, SPEC §3.3).
+
+    Written only when the add stage commits (B2 fix): a failed or crashed write never
+    marks its chunks as seen.
+    """
+
+    __tablename__ = "chunk_hashes"
+
+    hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    transcript_path: Mapped[str] = mapped_column(Text, default="")
+    job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class Transcript(Base):
+    """The last size/mtime of each transcript that reached a terminal outcome.
+
+    Lets capture answer "unchanged since it was processed" for free without reading it.
+    """
+
+    __tablename__ = "transcripts"
+
+    path: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    harness: Mapped[str] = mapped_column(String(16), default="claude")
+    session_id: Mapped[str] = mapped_column(String(200), default="unknown")
+    last_job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    last_outcome: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    size: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    mtime: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class QuotaSnapshot(Base):
+    """Last rate-limit telemetry per window bucket (SPEC §5.5), last write wins."""
+
+    __tablename__ = "quota_snapshots"
+
+    bucket: Mapped[str] = mapped_column(String(32), primary_key=True)
+    snapshot: Mapped[dict[str, Any]] = mapped_column(JSON)
+    observed_at: Mapped[float] = mapped_column(Float)
+
+
+class Control(Base):
+    """Small named flags: the write-stage halt, maintenance counters."""
+
+    __tablename__ = "control"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Heartbeat(Base):
+    """One row per consumer process, refreshed periodically (doctor/status staleness)."""
+
+    __tablename__ = "heartbeats"
+
+    worker: Mapped[str] = mapped_column(String(128), primary_key=True)
+    host: Mapped[str] = mapped_column(String(128))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    beat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ErrorRecord(Base):
+    """The errors ledger (SPEC §5.11 kinds): deduplicated, countable, acknowledgeable."""
+
+    __tablename__ = "errors"
+
+    id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    severity: Mapped[str] = mapped_column(String(8))
+    source: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(64))
+    message: Mapped[str] = mapped_column(Text)
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    acked: Mapped[bool] = mapped_column(Boolean, default=False)
+    first_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
