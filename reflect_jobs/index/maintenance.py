@@ -1,0 +1,221 @@
+"""Reindex and graph repair over the notes: the KB-wide tasks a committed add triggers.
+
+The notes are the source of truth; both indexes are derived. Reindex is incremental by
+content hash (B14): only notes whose bytes changed are re-inserted, notes that are gone or
+retired leave the index. The vector/graph index is optional per deployment
+(``REFLECT_INDEX_VECTORS=0`` keeps a worker free of torch) and is updated from the same
+change set as the lexical index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reflect_jobs import kb
+
+from . import graphml_repair
+from .lexical import LexicalIndex
+
+RETIRED = kb.RETIRED_STATUSES
+
+
+@dataclass
+class ReindexStats:
+    notes: int = 0
+    inserted: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    unreadable: int = 0
+    graph: str = "skipped"
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def vectors_enabled() -> bool:
+    return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+
+
+def lexical_index(kb_path: Path) -> LexicalIndex:
+    return LexicalIndex(kb.kb_paths(kb_path).index / "lexical.db")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _graph_index(kb_path: Path):  # type: ignore[no-untyped-def]
+    from .graph import GraphIndex  # heavy (torch): only when vectors are on
+
+    return GraphIndex(kb.kb_paths(kb_path).graph)
+
+
+def reindex(
+    kb_path: Path,
+    *,
+    force: bool = False,
+    vectors: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReindexStats:
+    """Bring the lexical (and graph/vector) index in line with ``documents/*.md``."""
+    vectors = vectors_enabled() if vectors is None else vectors
+    paths = kb.kb_paths(kb_path)
+    stats = ReindexStats()
+    lex = lexical_index(kb_path)
+    try:
+        if force or not lex.check():
+            lex.rebuild()
+        indexed = lex.indexed_hashes()
+        on_disk: set[str] = set()
+        changed: list[tuple[kb.Note, str]] = []
+        retired: list[str] = []
+        notes = list(kb.iter_notes(paths.root))
+        for i, path in enumerate(notes, 1):
+            stats.notes += 1
+            try:
+                data = path.read_bytes()
+                note = kb.parse_note(data.decode("utf-8", errors="replace"))
+            except (OSError, kb.NoteError) as exc:
+                stats.unreadable += 1
+                stats.errors.append(f"{path.name}: {exc}")
+                continue
+            note.path = path
+            on_disk.add(note.id)
+            status = str(note.frontmatter.get("status") or "active")
+            if status in RETIRED:
+                if note.id in indexed:
+                    retired.append(note.id)
+                continue
+            digest = _sha(data)
+            if indexed.get(note.id) == digest:
+                stats.unchanged += 1
+            else:
+                changed.append((note, digest))
+            if progress:
+                progress(i, len(notes))
+        gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
+        for note, digest in changed:
+            fm = note.frontmatter
+            text = " ".join(
+                str(fm.get(k) or "")
+                for k in ("key_insight", "problem", "root_cause", "fix", "rule", "tags", "entities")
+            )
+            lex.upsert(
+                note.id,
+                title=str(fm.get("title", "")),
+                body=text + "\n" + note.body,
+                path=str(note.path),
+                content_hash=digest,
+            )
+        for doc_id in retired + gone:
+            lex.remove(doc_id)
+        stats.inserted, stats.removed = len(changed), len(retired) + len(gone)
+    finally:
+        lex.close()
+
+    if vectors:
+        try:
+            _update_graph(kb_path, changed, retired + gone, force=force)
+            stats.graph = "updated"
+        except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
+            stats.graph = f"failed: {type(exc).__name__}: {exc}"
+            stats.errors.append(stats.graph)
+    return stats
+
+
+def _update_graph(
+    kb_path: Path, changed: list[tuple[kb.Note, str]], removed: list[str], *, force: bool
+) -> None:
+    from .graph import IndexDoc
+
+    graph_dir = kb.kb_paths(kb_path).graph
+    if force:
+        import shutil
+
+        shutil.rmtree(graph_dir, ignore_errors=True)
+        graph_dir.mkdir(parents=True, exist_ok=True)
+    index = _graph_index(kb_path)
+    known = index.doc_ids()
+    if force:
+        changed = [(n, d) for n, d in _all_active(kb_path)]
+    if removed:
+        index.remove([r for r in removed if r in known])
+    docs = []
+    for note, _digest in changed:
+        sidecar_path = note.path.with_name(note.path.stem + ".entities.yaml")
+        try:
+            sidecar = (
+                kb.load_sidecar(sidecar_path)
+                if sidecar_path.exists()
+                else kb.heuristic_sidecar(note)
+            )
+        except kb.NoteError:
+            sidecar = kb.heuristic_sidecar(note)
+        docs.append(IndexDoc(id=note.id, text=_doc_text(note), sidecar=sidecar))
+    if docs:
+        with contextlib.redirect_stdout(sys.stderr):
+            index.upsert(docs)
+
+
+def _doc_text(note: kb.Note) -> str:
+    fm = note.frontmatter
+    head = "\n".join(
+        f"{k}: {fm.get(k)}"
+        for k in ("title", "key_insight", "problem", "root_cause", "fix", "rule")
+        if fm.get(k)
+    )
+    return f"{head}\n\n{note.body}"
+
+
+def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
+    out = []
+    for path in kb.iter_notes(kb_path):
+        try:
+            data = path.read_bytes()
+            note = kb.parse_note(data.decode("utf-8", errors="replace"))
+        except (OSError, kb.NoteError):
+            continue
+        note.path = path
+        if str(note.frontmatter.get("status") or "active") not in RETIRED:
+            out.append((note, _sha(data)))
+    return out
+
+
+def graphml_path(kb_path: Path) -> Path:
+    """The one graph this KB uses (never a shard found by globbing: B18)."""
+    return kb.kb_paths(kb_path).graph / "graph_chunk_entity_relation.graphml"
+
+
+@dataclass
+class RepairReport:
+    action: str
+    detail: str
+    maintained: dict[str, int] | None = None
+    rebuilt: bool = False
+
+
+def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
+    """Validate/repair the KB's graphml; a graph beyond repair is rebuilt from the notes."""
+    path = graphml_path(kb_path)
+    result = graphml_repair.repair(path)
+    report = RepairReport(action=result.action, detail=result.detail)
+    if not result.ok and result.action != "missing":
+        stats = reindex(kb_path, force=True)
+        report.rebuilt = True
+        report.detail += f"; rebuilt from notes ({stats.inserted} notes, graph {stats.graph})"
+    elif maintain and path.exists():
+        report.maintained = asdict(graphml_repair.maintain(path))
+    return report

@@ -1,0 +1,82 @@
+"""Search over the KB: lexical (FTS5/BM25), vector/graph (nano-graphrag), or both fused.
+
+Hybrid fuses the lexical and vector rankings with reciprocal-rank fusion (k=60): rank-based,
+so BM25 scores and cosine similarities never need to share a scale. Retired and superseded
+notes are filtered on every path (the lexical index filters by status; vector hits are
+checked against the lexical index's metadata, which reindex keeps in step with the notes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reflect_jobs import kb
+
+from .lexical import LexicalIndex
+
+RRF_K = 60
+
+
+@dataclass
+class SearchResult:
+    hits: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def staleness(kb_path: Path, lex: LexicalIndex) -> list[str]:
+    """Warn when notes on disk are newer or more numerous than the index (SPEC "staleness")."""
+    indexed = lex.indexed_hashes()
+    notes = list(kb.iter_notes(kb_path))
+    unindexed = [p for p in notes if p.stem not in indexed]
+    if unindexed:
+        return [f"{len(unindexed)} note(s) are not indexed yet: run `reflect-jobs reindex`"]
+    return []
+
+
+def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> SearchResult:
+    paths = kb.kb_paths(kb_path)
+    lex = LexicalIndex(paths.index / "lexical.db")
+    warnings: list[str] = []
+    try:
+        warnings += staleness(kb_path, lex)
+        fetch = max(k * 4, 20)
+        lexical = [doc for doc, _ in lex.search(query, fetch)] if mode in ("hybrid", "lexical") else []
+        vector: list[str] = []
+        if mode != "lexical":
+            try:
+                from .graph import GraphIndex
+
+                graph = GraphIndex(paths.graph)
+                gmode = "naive" if mode == "hybrid" else mode
+                vector = [doc for doc, _ in graph.query(query, mode=gmode, k=fetch)]
+            except Exception as exc:  # noqa: BLE001 - lexical still answers
+                warnings.append(f"vector index unavailable ({type(exc).__name__}: {exc}); lexical results only")
+                if not lexical:
+                    lexical = [doc for doc, _ in lex.search(query, fetch)]
+        if mode == "lexical":
+            ranked = [(d, s) for d, s in lex.search(query, k)]
+        elif mode == "hybrid":
+            ranked = rrf([lexical, vector])
+        else:
+            ranked = rrf([vector or lexical])
+        hits = []
+        for doc_id, score in ranked:
+            meta = lex.lookup(doc_id)
+            if meta is None or meta["status"] != "active":
+                continue  # unknown to the (status-aware) index, retired or superseded
+            hits.append({"id": doc_id, "title": meta["title"], "score": round(float(score), 6), "path": meta["path"]})
+            if len(hits) >= k:
+                break
+        return SearchResult(hits, warnings)
+    finally:
+        lex.close()

@@ -1,0 +1,95 @@
+"""The daily cap and the per-run window cap as queue rate limits (DESIGN §4).
+
+Counters live in Huey's storage (``storage.incr`` is atomic on SQLite and Redis) under keys
+that carry the window number — ``caps:daily:<utc-day>`` and ``caps:run:<epoch//window>`` —
+so a new window is simply a new key: there is no reset step to race (the original's
+PID-file cap check let one day run to 61 calls against a cap of 20).
+
+A unit is *reserved* before the model call (incr, and if that overshoots the limit,
+decrement again and defer) and *refunded* when the attempt turns out to be free, so the
+counters never exceed the caps however many workers and consumers race.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class CounterStorage(Protocol):
+    def incr(self, key: str, amount: int = 1) -> int: ...
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What a successful reserve took, so a refund gives back exactly that."""
+
+    daily_key: str
+    run_key: str
+
+
+@dataclass(frozen=True)
+class Deferral:
+    reason: str
+    until: datetime
+
+
+def daily_key(now: float) -> str:
+    return "caps:daily:" + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+def run_key(now: float, window_sec: int) -> str:
+    return f"caps:run:{int(now // window_sec)}"
+
+
+def next_day(now: float) -> datetime:
+    day = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day + timedelta(days=1)
+
+
+def window_end(now: float, window_sec: int) -> datetime:
+    return datetime.fromtimestamp((int(now // window_sec) + 1) * window_sec, UTC)
+
+
+class Caps:
+    """Reserve/refund budget units against the two windows."""
+
+    def __init__(self, storage: CounterStorage, *, daily_max: int, run_max: int, window_sec: int):
+        self.storage = storage
+        self.daily_max = daily_max
+        self.run_max = run_max
+        self.window_sec = window_sec
+
+    def reserve(self, now: float | None = None) -> Reservation | Deferral:
+        now = time.time() if now is None else now
+        dkey, rkey = daily_key(now), run_key(now, self.window_sec)
+        if self.storage.incr(dkey, 1) > self.daily_max:
+            self.storage.incr(dkey, -1)
+            return Deferral(f"daily cap {self.daily_max} reached", next_day(now))
+        if self.storage.incr(rkey, 1) > self.run_max:
+            self.storage.incr(rkey, -1)
+            self.storage.incr(dkey, -1)
+            return Deferral(
+                f"run cap {self.run_max} per {self.window_sec}s reached",
+                window_end(now, self.window_sec),
+            )
+        return Reservation(dkey, rkey)
+
+    def refund(self, reservation: Reservation) -> None:
+        """Give the unit back: the attempt was free (halt, quarantine, dry run…)."""
+        self.storage.incr(reservation.daily_key, -1)
+        self.storage.incr(reservation.run_key, -1)
+
+    def usage(self, now: float | None = None) -> dict[str, object]:
+        """Current counters without changing them (incr by 0 reads atomically)."""
+        now = time.time() if now is None else now
+        return {
+            "day": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d"),
+            "daily_used": self.storage.incr(daily_key(now), 0),
+            "daily_limit": self.daily_max,
+            "run_used": self.storage.incr(run_key(now, self.window_sec), 0),
+            "run_limit": self.run_max,
+            "run_resets_at": window_end(now, self.window_sec).isoformat(),
+        }

@@ -1,0 +1,73 @@
+"""structlog setup: JSON lines to ``$REFLECT_HOME/drain.log`` (rotated), readable on a TTY.
+
+Every stage transition is logged with job id, stage, state and outcome, so ``drain.log``
+alone reconstructs what happened to a job even if the ledger is gone. Rotation keeps one
+generation at ``REFLECT_DRAIN_LOG_MAX_BYTES`` like the original (SPEC §5.11), and is done
+by the stdlib handler so several worker threads can log safely.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+import threading
+
+import structlog
+
+from .config import Settings
+
+_configured: set[str] = set()
+_lock = threading.Lock()
+
+
+def configure_logging(settings: Settings, *, console: bool | None = None) -> None:
+    """Idempotent per log path; ``console`` defaults to "stderr is a TTY"."""
+    key = str(settings.log_path)
+    with _lock:
+        if key in _configured:
+            return
+        settings.home.mkdir(parents=True, exist_ok=True)
+        shared = [
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+        ]
+        structlog.configure(
+            processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=True,
+        )
+        root = logging.getLogger("reflect_jobs")
+        root.setLevel(logging.INFO)
+        root.propagate = False
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        file_handler = logging.handlers.RotatingFileHandler(
+            settings.log_path, maxBytes=settings.log_max_bytes, backupCount=1, encoding="utf-8"
+        )
+        file_handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info,
+                    structlog.processors.JSONRenderer(),
+                ],
+                foreign_pre_chain=shared,
+            )
+        )
+        root.addHandler(file_handler)
+        if console if console is not None else sys.stderr.isatty():
+            tty = logging.StreamHandler(sys.stderr)
+            tty.setFormatter(
+                structlog.stdlib.ProcessorFormatter(
+                    processors=[
+                        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+                    ],
+                    foreign_pre_chain=shared,
+                )
+            )
+            root.addHandler(tty)
+        _configured.add(key)

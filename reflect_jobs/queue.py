@@ -1,0 +1,27 @@
+"""The Huey instance: the transport, never the truth (DESIGN §1).
+
+SqliteHuey on ``$REFLECT_HOME/queue.db`` by default, RedisHuey for ``redis://`` URLs. The
+same instance's storage also holds the rate-limit counters (``limits``), so in a shared
+deployment every consumer on every machine counts against one budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huey import RedisHuey, SqliteHuey
+from huey.api import Huey
+
+from .config import Settings
+from .fastqueue import QUEUE_NAME
+
+
+def make_huey(settings: Settings) -> Huey:
+    """Build the queue for ``settings`` (results are not stored: the ledger has them)."""
+    if settings.queue_is_redis:
+        return RedisHuey(QUEUE_NAME, url=settings.queue_url, results=False, utc=True)
+    path = Path(settings.queue_url[len("sqlite:///") :])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteHuey(
+        QUEUE_NAME, filename=str(path), results=False, utc=True, timeout=30, fsync=False
+    )

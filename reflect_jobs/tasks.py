@@ -1,0 +1,147 @@
+"""Thin Huey tasks around the stage runners in ``pipeline`` (DESIGN §2).
+
+A task only builds the runtime and calls a runner; the runner claims, works and records.
+Huey is the transport: every task is safe to run twice and every lost message is re-sent by
+:func:`recover` from the ledger, which is the truth.
+
+The KB-wide tasks (``repair``, ``reindex``) are coalesced: a burst of committed adds sets
+one pending flag and enqueues one task; a single graph writer runs at a time under a Huey
+lock (a Redis key with the Redis queue, so it holds across machines).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from functools import cache
+
+import structlog
+from huey import crontab
+from huey.exceptions import TaskLockedException
+
+from . import pipeline
+from .config import load_settings
+from .index import maintenance
+from .ledger import control
+from .ledger.db import session_scope
+from .ledger.jobs import due_jobs, recover_expired, worker_id
+from .limits import Caps
+from .logging import configure_logging
+from .queue import make_huey
+
+settings = load_settings()
+huey = make_huey(settings)
+log = structlog.get_logger("reflect_jobs.tasks")
+
+REINDEX_PENDING = "kb:reindex-pending"
+GRAPH_LOCK = "graph-writer"
+# On Redis the lock expires, so a consumer killed mid-reindex cannot wedge every other
+# machine; SQLite deployments run one consumer whose start-up flushes stale locks (-f).
+GRAPH_LOCK_TTL = 900
+
+
+class HueyDispatcher:
+    """Hands the next stage to Huey (``eta`` in the future → Huey's schedule)."""
+
+    def schedule(self, stage: str, job_id: str, eta: datetime | None = None) -> None:
+        task = STAGE_TASKS[stage]
+        if eta is None:
+            task(job_id)
+        else:
+            task.schedule(args=(job_id,), eta=eta)
+
+    def kb_changed(self) -> None:
+        # put_if_empty is atomic in every Huey storage: only the first add of a burst
+        # enqueues; the rest see the flag and ride along with that reindex.
+        if huey.storage.put_if_empty(REINDEX_PENDING, b"1"):
+            reindex_task()
+
+
+@cache
+def runtime() -> pipeline.Runtime:
+    configure_logging(settings)
+    caps = Caps(huey.storage, daily_max=settings.daily_max, run_max=settings.run_max, window_sec=settings.debounce_sec)
+    return pipeline.Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
+
+
+@huey.task()
+def capture(harness: str, session_id: str, transcript_path: str, event: str = "unknown", hook_ts: float | None = None, settle_sec: int | None = None) -> str | None:
+    """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``."""
+    return pipeline.run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
+
+
+@huey.task()
+def prepare(job_id: str) -> None:
+    pipeline.run_prepare(runtime(), job_id)
+
+
+@huey.task()
+def write(job_id: str) -> None:
+    pipeline.run_write(runtime(), job_id)
+
+
+@huey.task()
+def add(job_id: str) -> None:
+    pipeline.run_add(runtime(), job_id)
+
+
+@huey.task()
+def reindex_task(force: bool = False) -> dict | None:
+    """Repair the graph, then reindex — one graph writer at a time, coalesced."""
+    huey.storage.pop_data(REINDEX_PENDING)
+    rt = runtime()
+    try:
+        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL if settings.queue_is_redis else None):
+            with session_scope(rt.db) as session:
+                count = control.incr_counter(session, "repairs_since_maintain")
+                due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
+                if due:
+                    control.set_flag(session, "repairs_since_maintain", "0")
+            report = maintenance.repair(rt.settings.kb_path, maintain=due)
+            if report.action not in ("valid", "missing"):
+                with session_scope(rt.db) as session:
+                    control.record_error(session, kind="graphml_corrupt", severity="warn", message=f"{report.action}: {report.detail}")
+            stats = maintenance.reindex(rt.settings.kb_path, force=force)
+            log.info("reindexed", repair=report.action, **stats.to_dict())
+            if stats.errors:
+                with session_scope(rt.db) as session:
+                    control.record_error(session, kind="reindex_fail", message="; ".join(stats.errors)[:500])
+            return stats.to_dict()
+    except TaskLockedException:
+        # Another worker is writing the graph: make sure a reindex follows it.
+        if huey.storage.put_if_empty(REINDEX_PENDING, b"1"):
+            reindex_task.schedule(delay=5)
+        return None
+
+
+STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
+
+
+def recover_now() -> dict[str, int]:
+    """Re-queue expired leases and re-send messages for every due job (idempotent)."""
+    rt = runtime()
+    with session_scope(rt.db) as session:
+        recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
+    with session_scope(rt.db) as session:
+        due = [(j.id, j.stage) for j in due_jobs(session)]
+    for job_id, stage in due:
+        if stage in STAGE_TASKS:
+            STAGE_TASKS[stage](job_id)
+    if recovered or due:
+        log.info("recovery", recovered=len(recovered), resent=len(due))
+    return {"recovered": len(recovered), "resent": len(due)}
+
+
+@huey.periodic_task(crontab(minute="*"))
+def recover() -> dict[str, int]:
+    """Every minute: lost messages and dead workers' jobs come back (DESIGN §1)."""
+    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
+        control.beat(session, worker_id().rsplit(":", 1)[0])
+    return recover_now()
+
+
+@huey.on_startup()
+def _on_startup() -> None:
+    configure_logging(settings)
+    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
+        control.beat(session, worker_id().rsplit(":", 1)[0])

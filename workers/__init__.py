@@ -1,0 +1,1 @@
+"""Consumer entry points (what ``huey_consumer`` loads)."""

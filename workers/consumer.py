@@ -1,0 +1,29 @@
+"""The object ``huey_consumer`` loads: ``huey_consumer workers.consumer.huey``.
+
+Importing this module registers every task. On consumer start-up the first worker to come
+up runs a recovery pass (expired leases back to ``queued``, every due job's message
+re-sent), because Huey's SQLite transport deletes a message when it is dequeued and a
+killed worker takes it along (DESIGN §1). The periodic ``recover`` task repeats this every
+minute while the consumer runs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from reflect_jobs import tasks
+from reflect_jobs.tasks import huey
+
+__all__ = ["huey"]
+
+_recovered = threading.Event()
+_lock = threading.Lock()
+
+
+@huey.on_startup()
+def _startup_recovery() -> None:
+    with _lock:
+        if _recovered.is_set():
+            return
+        _recovered.set()
+    tasks.recover_now()
