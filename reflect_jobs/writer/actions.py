@@ -1,0 +1,243 @@
+"""Parse the extract writer's ``{"actions": [...]}`` answer and turn it into a safe plan.
+
+Everything the model says is hostile input: it has read a transcript that may contain prompt
+injection. So the plan is built defensively (DESIGN §6): revision ids are honoured only if
+the revision block listed them, at most ``MAX_CREATES`` notes, types coerced (a string ``tags``
+becomes ``[tags]``, not its characters), causal types from a closed enum. Benign drops are
+reported in ``notes`` and are NOT failures; only unparseable output is retryable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+CAUSAL_TYPES: frozenset[str] = frozenset(
+    {
+        "caused_by",
+        "causes",
+        "enables",
+        "prevents",
+        "contradicts",
+        "supersedes",
+        "part_of",
+        "uses",
+        "solves",
+        "requires",
+        "relates_to",
+        "implements",
+        "configures",
+        "triggers",
+    }
+)
+DEFAULT_CAUSAL_TYPE = "relates_to"
+MAX_CREATES = 12
+DEFAULT_CONFIDENCE = 0.6
+ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
+STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "fix", "rule", "body")
+LIST_FIELDS = ("tags", "entities")
+_NOTE_SNIPPET = 60
+
+
+class UnparseableOutput(ValueError):
+    """The answer holds no ``{"actions": [...]}`` object. Retryable (the model may do better)."""
+
+
+@dataclass
+class ActionPlan:
+    """What survived the safety checks, plus why anything else was dropped."""
+
+    creates: list[dict] = field(default_factory=list)
+    updates: list[dict] = field(default_factory=list)
+    deletes: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped_over_cap: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.creates or self.updates or self.deletes)
+
+
+def _strip_fence(text: str) -> str:
+    if text.startswith("```json"):
+        text = text[len("```json") :]
+    elif text.startswith("```"):
+        text = text[3:]
+    if text.endswith("```"):
+        text = text[:-3]
+    return text.strip()
+
+
+def parse_actions(text: Any) -> list:
+    """SPEC-drain §4.2 parsing: strip, drop a fence, take first ``{`` .. last ``}``.
+
+    Raises ``UnparseableOutput`` (a ``ValueError``) for anything else; never another exception,
+    even for pathological nesting (``RecursionError`` is converted).
+    """
+    if not isinstance(text, str):
+        raise UnparseableOutput(f"model output is {type(text).__name__}, not text")
+    body = _strip_fence(text.strip())
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        raise UnparseableOutput("no JSON object in model output")
+    try:
+        obj = json.loads(body[start : end + 1])
+    except (ValueError, RecursionError) as exc:
+        raise UnparseableOutput(f"invalid JSON in model output: {str(exc)[:120]}") from None
+    if not isinstance(obj, dict):
+        raise UnparseableOutput("model output JSON is not an object")
+    actions = obj.get("actions", [])
+    if not isinstance(actions, list):
+        raise UnparseableOutput(f"'actions' is {type(actions).__name__}, not a list")
+    return actions
+
+
+def _snippet(value: Any) -> str:
+    try:
+        text = value if isinstance(value, str) else repr(value)
+    except Exception:  # deep nesting makes repr() raise RecursionError
+        text = "?"
+    text = " ".join(text.split())
+    return text[:_NOTE_SNIPPET] + ("…" if len(text) > _NOTE_SNIPPET else "")
+
+
+def _to_str(value: Any) -> str:
+    """Scalars become their text, containers their JSON; ``None`` becomes ``""``."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+
+
+def _to_str_list(value: Any) -> list[str]:
+    """A string is ONE item (the original iterated its characters); empties and dups dropped."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        items: list[Any] = [value]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        items = []
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            continue
+        text = str(item).strip()
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def _confidence(value: Any) -> float:
+    """Clamp to 0..1; non-numeric (bools, garbage, NaN) -> 0.6 like the original renderer."""
+    if isinstance(value, bool):
+        return DEFAULT_CONFIDENCE
+    num: float | None = None
+    if isinstance(value, int | float):
+        num = float(value)
+    elif isinstance(value, str):
+        try:
+            num = float(value.strip())
+        except ValueError:
+            num = None
+    if num is None or math.isnan(num):
+        return DEFAULT_CONFIDENCE
+    return min(1.0, max(0.0, num))
+
+
+def _causal_type(value: Any) -> str:
+    if isinstance(value, str):
+        norm = value.strip().lower()
+        if norm in CAUSAL_TYPES:
+            return norm
+    return DEFAULT_CAUSAL_TYPE
+
+
+def _relations(value: Any) -> list[dict]:
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    out: list[dict] = []
+    for rel in value:
+        if not isinstance(rel, dict):
+            continue
+        source, target = _to_str(rel.get("source")).strip(), _to_str(rel.get("target")).strip()
+        if source and target:
+            out.append({"source": source, "target": target, "type": _causal_type(rel.get("type"))})
+    return out
+
+
+def normalise_learning(learning: dict) -> dict:
+    """Every learning field present with the right type; values otherwise untouched."""
+    out: dict[str, Any] = {name: _to_str(learning.get(name)) for name in STRING_FIELDS}
+    out["title"] = out["title"].strip()
+    if not out["category"].strip():
+        out["category"] = "Unknown"
+    out["confidence_num"] = _confidence(learning.get("confidence_num"))
+    for name in LIST_FIELDS:
+        out[name] = _to_str_list(learning.get(name))
+    out["causal_relations"] = _relations(learning.get("causal_relations"))
+    return out
+
+
+def _action_name(action: dict, index: int, notes: list[str]) -> str | None:
+    name = action.get("action")
+    if isinstance(name, str):
+        if name in ACTION_NAMES:
+            return name
+        norm = name.strip().upper()
+        if norm in ACTION_NAMES:
+            notes.append(f"action #{index}: accepted {name!r} as {norm}")
+            return norm
+    notes.append(f"action #{index}: ignored unknown action {_snippet(name)!r}")
+    return None
+
+
+def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
+    """Turn parsed actions into an ``ActionPlan``. Total: never raises.
+
+    ``allowed_ids`` must be the ids the revision block listed, in the same format; a target id
+    is honoured only on an exact match, so an id the transcript *mentions* cannot be revised.
+    """
+    plan = ActionPlan()
+    allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}
+    if not isinstance(actions, list):
+        plan.notes.append(f"actions is {type(actions).__name__}, not a list: ignored")
+        return plan
+    creates: list[dict] = []
+    for index, action in enumerate(actions):
+        if not isinstance(action, dict):
+            plan.notes.append(f"action #{index}: dropped non-object {type(action).__name__}")
+            continue
+        name = _action_name(action, index, plan.notes)
+        if name is None:
+            continue
+        if name == "CREATE":
+            learning = action.get("learning")
+            if not isinstance(learning, dict) or not _to_str(learning.get("title")).strip():
+                plan.notes.append(f"action #{index}: CREATE missing learning.title")
+                continue
+            creates.append(normalise_learning(learning))
+            continue
+        target = action.get("target_id")
+        if not isinstance(target, str) or target not in allowed:
+            plan.notes.append(f"dropped {name} for unlisted id {_snippet(target)!r}")
+            continue
+        rev = {"target_id": target, "reason": _to_str(action.get("reason"))}
+        (plan.updates if name == "UPDATE" else plan.deletes).append(rev)
+    if len(creates) > MAX_CREATES:
+        plan.skipped_over_cap = len(creates) - MAX_CREATES
+        plan.notes.append(
+            f"over cap: kept {MAX_CREATES}, dropped {plan.skipped_over_cap} CREATE(s)"
+        )
+        creates = creates[:MAX_CREATES]
+    plan.creates = creates
+    return plan

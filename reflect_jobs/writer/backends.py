@@ -1,0 +1,218 @@
+"""Model backends: one ``call(prompt) -> ModelResult`` per way of reaching a model.
+
+``ClaudeCliBackend`` runs the Claude Code CLI exactly as DESIGN §5 says. Differences from the
+original, all deliberate (SPEC-drain §4.2, §10 B11):
+
+* the prompt goes on STDIN (argv hit E2BIG on multi-byte slices);
+* no ``--permission-mode bypassPermissions``: the call is tool-free (``--allowedTools ""``);
+* cwd is really ``REFLECT_DRAIN_CWD`` (the original silently ran in ``$HOME``);
+* a timeout kills the whole process GROUP (the CLI spawns helpers that would otherwise keep
+  the pipes open and the money flowing) and still returns what stdout there was;
+* nothing raises except ``BackendMissing``: any output becomes a ``ModelResult`` so the
+  telemetry reaches the ledger before anything parses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from typing import Protocol, runtime_checkable
+
+from reflect_jobs.markers import CHILD_ENV
+from reflect_jobs.writer.heuristic import heuristic_actions
+from reflect_jobs.writer.prompt import slice_of
+from reflect_jobs.writer.result import BackendMissing, ModelResult, coerce_usage, result_from_cli
+
+TIMEOUT_EXIT_CODE = 124  # what GNU timeout reports; the outcome table keys on it
+_REAP_SEC = 5.0
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Anything that turns a prompt into a ``ModelResult``."""
+
+    name: str
+
+    def call(self, prompt: str) -> ModelResult: ...
+
+
+def resolve_binary(binary: str) -> str:
+    """Absolute path of an executable, or ``BackendMissing`` (an install fault: halt, free)."""
+    if not binary:
+        raise BackendMissing("no model binary configured")
+    if os.sep in binary:
+        path = os.path.abspath(os.path.expanduser(binary))
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+        raise BackendMissing(f"model binary not found or not executable: {binary}")
+    found = shutil.which(binary)
+    if not found:
+        raise BackendMissing(f"model binary not on PATH: {binary}")
+    return found
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _encode(prompt: str) -> bytes:
+    """UTF-8; lone surrogates (from JSON ``\\ud800`` escapes in transcripts) become ``?``
+    instead of crashing the call."""
+    return prompt.encode("utf-8", errors="replace")
+
+
+def _decode(data: bytes | None) -> str:
+    return data.decode("utf-8", errors="replace") if data else ""
+
+
+class ClaudeCliBackend:
+    """``claude -p --output-format json`` with the prompt on stdin (DESIGN §5)."""
+
+    name = "claude"
+
+    def __init__(
+        self,
+        binary: str,
+        model: str,
+        cwd: str,
+        timeout_sec: float,
+        max_turns: int = 1,
+        extra_env: dict | None = None,
+    ) -> None:
+        self.binary = binary
+        self.model = model
+        self.cwd = cwd
+        self.timeout_sec = timeout_sec
+        self.max_turns = max_turns
+        self.extra_env = dict(extra_env or {})
+
+    def argv(self, binary: str | None = None) -> list[str]:
+        """The exact command line (no prompt: that goes on stdin)."""
+        return [
+            binary or self.binary,
+            "-p",
+            "--output-format",
+            "json",
+            "--model",
+            self.model,
+            "--allowedTools",
+            "",
+            "--max-turns",
+            str(self.max_turns),
+        ]
+
+    def env(self) -> dict[str, str]:
+        """Inherited env + extras + the child guard that makes our own hooks no-ops."""
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in self.extra_env.items()})
+        env[CHILD_ENV] = "1"
+        return env
+
+    def call(self, prompt: str) -> ModelResult:
+        binary = resolve_binary(self.binary)
+        if not os.path.isdir(self.cwd):
+            raise BackendMissing(f"writer cwd does not exist: {self.cwd}")
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                self.argv(binary),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                env=self.env(),
+                start_new_session=True,  # own process group: a timeout kills all of it
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            raise BackendMissing(f"cannot start {binary}: {exc}") from exc
+        timed_out = False
+        try:
+            out, err = proc.communicate(_encode(prompt), timeout=self.timeout_sec)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            try:  # retrying communicate() loses no output already read
+                out, err = proc.communicate(timeout=_REAP_SEC)
+            except subprocess.TimeoutExpired:  # a grandchild escaped the group with our pipes
+                proc.kill()
+                out, err = b"", b""
+        duration_ms = int((time.monotonic() - started) * 1000)
+        exit_code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
+        return result_from_cli(
+            _decode(out),
+            _decode(err),
+            backend=self.name,
+            model=self.model,
+            exit_code=exit_code,
+            timed_out=timed_out,
+            duration_ms=duration_ms,
+        )
+
+
+class HeuristicBackend:
+    """No model at all: explicit corrections become low-confidence CREATEs (free, offline)."""
+
+    name = "heuristic"
+    model = "heuristic"
+
+    def call(self, prompt: str) -> ModelResult:
+        started = time.monotonic()
+        text = json.dumps({"actions": heuristic_actions(slice_of(prompt))}, ensure_ascii=False)
+        envelope = {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "num_turns": 1,
+            "result": text,
+            "total_cost_usd": 0,
+            "usage": coerce_usage(None),
+        }
+        return ModelResult(
+            backend=self.name,
+            model=self.model,
+            text=text,
+            raw_stdout=json.dumps(envelope, ensure_ascii=False),
+            stderr="",
+            exit_code=0,
+            timed_out=False,
+            num_turns=1,
+            is_error=False,
+            subtype="success",
+            envelope_ok=True,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+
+def timeout_for(drain_timeout: int) -> int:
+    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC §4.2)."""
+    return drain_timeout - 90 if drain_timeout > 150 else 60
+
+
+def make_backend(
+    name: str,
+    *,
+    claude_bin: str,
+    model: str,
+    cwd: str,
+    drain_timeout: int,
+    writer_mode: str = "extract",
+    max_turns: int = 16,
+) -> Backend:
+    """Build the configured backend. ``writer_mode="agentic"`` keeps the original's opt-in
+    multi-turn run (``--max-turns max_turns``, the whole drain timeout); extract is one turn."""
+    if name == "heuristic":
+        return HeuristicBackend()
+    if name == "claude":
+        if writer_mode == "agentic":
+            return ClaudeCliBackend(claude_bin, model, cwd, drain_timeout, max_turns=max_turns)
+        if writer_mode != "extract":
+            raise ValueError(f"unknown writer mode: {writer_mode!r}")
+        return ClaudeCliBackend(claude_bin, model, cwd, timeout_for(drain_timeout), max_turns=1)
+    raise ValueError(f"unknown backend: {name!r} (expected 'claude' or 'heuristic')")

@@ -1,0 +1,204 @@
+"""Score one model attempt: the SPEC-drain §5.6 outcome table with the 5.2.4/5.2.5 fixes.
+
+Pure: the caller persists the outcome, the counters and the job transition. First match wins:
+
+1. halt      ``fail_unknown_command`` — a clean zero-turn answer or "Unknown command" text: an
+             install fault (the 5.2.1 outage). Free, no retry charged, the job keeps its place.
+2. quarantine ``quarantine_oversized`` — a size-rejection marker. Free (5.2.4; in 5.2.3 this
+             was a paid drift poison and caused the 10-day outage, §10 B10).
+3. poison    ``poison_writer_drift`` — this non-valid output makes the drift streak reach the
+             threshold, or the classifier says ``poisoned`` (a non-size marker).
+4. poison/retry on no output (or a fragment cut by our timeout): ``poison_timeout_exit_124`` /
+             ``fail_no_output_exit_<n>``.
+5. poison    ``poison_budget`` — tokens over the budget.
+6. done      ``partial_max_turns`` (agentic only; terminal, nothing more to add).
+7. retry     ``fail_is_error`` / ``fail_exit_<n>`` / ``fail_unparseable``; poison instead once
+             ``prior_failures + 1 >= max_retries``.
+8. ok.
+
+Which text is classified: the whole raw stdout goes through ``classify_output`` (so
+``poisoned``/``idle``/``malformed`` come from the envelope as in the original). A healthy
+envelope (``is_error`` false) whose ``result`` text yields no parseable actions is counted as
+``prose``: the CLI wrapped it, but the writer drifted all the same. Size markers are only
+believed on a FAILED answer (error envelope, no envelope, non-zero exit, unparseable result),
+never in a valid actions answer that happens to discuss context windows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reflect_jobs.writer.actions import UnparseableOutput, parse_actions
+from reflect_jobs.writer.backends import TIMEOUT_EXIT_CODE
+from reflect_jobs.writer.classifier import SIZE_MARKERS, classify_output, find_marker
+from reflect_jobs.writer.result import ModelResult
+
+DEFAULT_INVALID_THRESHOLD = 3
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """How an attempt ended and what the job does next.
+
+    ``entries`` is the budget unit: 1 for a paid or attempted model call, 0 for a free one.
+    ``disposition``: ok (go on to add) | done (terminal, nothing to add) | retry | poison |
+    quarantine | halt.
+    """
+
+    outcome: str
+    entries: int
+    disposition: str
+    writer_class: str
+    detail: str
+
+
+@dataclass
+class AttemptContext:
+    """Per-job history the decision depends on (counted BEFORE this attempt)."""
+
+    prior_failures: int
+    prior_timeouts: int
+    invalid_streak: int
+    max_retries: int = 3
+    timeout_retries: int = 1
+    invalid_threshold: int = DEFAULT_INVALID_THRESHOLD
+    token_max: int = 2_000_000
+    expect_actions: bool = True  # False for the agentic writer, whose result is a summary
+
+
+def backend_missing_outcome(message: str) -> AttemptOutcome:
+    """``BackendMissing`` raised by ``call``: halt the write stage, charge nothing."""
+    return AttemptOutcome("fail_backend_missing", 0, "halt", "", message[:300])
+
+
+def _actions_error(result: ModelResult) -> str:
+    """Why the result text holds no actions, or ``""`` when it parses."""
+    try:
+        parse_actions(result.text)
+    except UnparseableOutput as exc:
+        return str(exc)
+    return ""
+
+
+def _is_unknown_command(result: ModelResult) -> bool:
+    clean_zero = (
+        result.envelope_ok
+        and not result.is_error
+        and not result.timed_out
+        and result.exit_code == 0
+        and result.num_turns == 0
+    )
+    said_unknown = result.text.lstrip().lower().startswith("unknown command")
+    return clean_zero or said_unknown
+
+
+def _paid_failure(outcome: str, ctx: AttemptContext, cls: str, detail: str) -> AttemptOutcome:
+    if ctx.prior_failures + 1 >= ctx.max_retries:
+        return AttemptOutcome(
+            outcome, 1, "poison", cls, f"{detail}; retries exhausted ({ctx.prior_failures + 1})"
+        )
+    return AttemptOutcome(outcome, 1, "retry", cls, detail)
+
+
+def _exit_label(code: int | None) -> str:
+    return "none" if code is None else str(code)
+
+
+def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome:
+    """Score one attempt; see the module docstring for the order and the rationale."""
+    # A run killed by our timeout counts as "no output" even if it printed a fragment: the
+    # CLI prints its envelope only at the end, so a fragment is not an answer.
+    no_output = not result.raw_stdout.strip() or (result.timed_out and not result.envelope_ok)
+    actions_error = _actions_error(result) if ctx.expect_actions and result.envelope_ok else ""
+    failed = (
+        result.is_error
+        or not result.envelope_ok
+        or result.timed_out
+        or result.exit_code != 0
+        or bool(actions_error)
+    )
+
+    cls = classify_output(result.raw_stdout)
+    if cls == "valid" and actions_error and not result.is_error:
+        cls = "prose"
+
+    # 1. install fault: halt, free, no retry charged.
+    if _is_unknown_command(result):
+        return AttemptOutcome(
+            "fail_unknown_command",
+            0,
+            "halt",
+            cls,
+            f"zero-turn/unknown-command answer: {result.text.strip()[:160]!r}",
+        )
+
+    # 2. input too large: free quarantine (never retried, never budget-charged).
+    if failed:
+        marker = (
+            find_marker(result.text, SIZE_MARKERS)
+            or find_marker(result.stderr, SIZE_MARKERS)
+            or find_marker(result.raw_stdout, SIZE_MARKERS)
+        )
+        if marker:
+            return AttemptOutcome(
+                "quarantine_oversized", 0, "quarantine", cls, f"size rejection: {marker!r}"
+            )
+
+    # 3. writer drift.
+    if cls != "valid":
+        threshold = (
+            ctx.invalid_threshold if ctx.invalid_threshold > 0 else DEFAULT_INVALID_THRESHOLD
+        )
+        streak = ctx.invalid_streak + 1
+        if cls == "poisoned" or streak >= threshold:
+            marker = find_marker(result.raw_stdout)
+            why = f"marker {marker!r}" if cls == "poisoned" else f"threshold {threshold}"
+            return AttemptOutcome(
+                "poison_writer_drift",
+                1,
+                "poison",
+                cls,
+                f"writer_drift: {streak} consecutive invalid writer outputs ({why})",
+            )
+
+    # 4. no output at all (timeout kill, crash).
+    if no_output:
+        code = result.exit_code
+        timeout = code == TIMEOUT_EXIT_CODE or result.timed_out
+        # timeout_retries 0 disables the timeout quarantine: timeouts then take the retry path.
+        if timeout and 0 < ctx.timeout_retries <= ctx.prior_timeouts + 1:
+            return AttemptOutcome(
+                "poison_timeout_exit_124",
+                1,
+                "poison",
+                cls,
+                f"no output after timeout; timeouts={ctx.prior_timeouts + 1} "
+                f">= {ctx.timeout_retries}",
+            )
+        partial = f", {len(result.raw_stdout)} chars of partial stdout" if result.raw_stdout else ""
+        detail = f"no output (exit={_exit_label(code)}{partial}): {result.stderr.strip()[:200]}"
+        return _paid_failure(f"fail_no_output_exit_{_exit_label(code)}", ctx, cls, detail)
+
+    # 5. token budget (post hoc: the CLI reports usage at the end).
+    if result.tokens > ctx.token_max:
+        return AttemptOutcome(
+            "poison_budget", 1, "poison", cls, f"tokens {result.tokens} > {ctx.token_max}"
+        )
+
+    # 6. agentic run stopped by --max-turns: whatever it wrote stands; nothing to add.
+    if result.terminal_reason == "max_turns" or result.subtype == "error_max_turns":
+        return AttemptOutcome(
+            "partial_max_turns", 1, "done", cls, f"stopped at max turns ({result.num_turns})"
+        )
+
+    # 7. paid failures: retry, or poison once retries are exhausted.
+    if result.is_error or not result.envelope_ok:
+        what = result.text.strip()[:200] if result.envelope_ok else "no result envelope"
+        return _paid_failure("fail_is_error", ctx, cls, f"is_error: {what}")
+    if result.exit_code != 0:
+        label = _exit_label(result.exit_code)
+        return _paid_failure(f"fail_exit_{label}", ctx, cls, f"exit code {label}")
+    if actions_error:
+        return _paid_failure("fail_unparseable", ctx, cls, actions_error)
+
+    return AttemptOutcome("ok", 1, "ok", cls, f"turns={result.num_turns}")

@@ -1,0 +1,238 @@
+"""Rate-limit telemetry ingest and the quota gate (SPEC-drain §5.5), as pure functions.
+
+The original kept this in ``quota_store.py`` together with its state file. Here the parsing
+(``extract_rate_limits``) and the decision (``quota_gate``) are pure so that the ledger can
+persist snapshots transactionally and several workers can share one view; the caller stamps
+``observed_at`` and stores one snapshot per bucket (last write wins).
+
+The gate never calls an API: it only reads what earlier model answers reported. With no
+telemetry inside the TTL it fails OPEN, exactly like the original (a stale "rejected" must not
+block the queue forever).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Keys under which the CLI / SDK nest rate-limit info.
+RATE_LIMIT_KEYS = ("rate_limit_info", "rateLimitInfo", "rate_limit")
+
+# snake/camel aliases -> the one spelling every consumer reads.
+ALIASES: dict[str, str] = {
+    "status": "status",
+    "resetsAt": "resetsAt",
+    "resets_at": "resetsAt",
+    "rateLimitType": "rateLimitType",
+    "rate_limit_type": "rateLimitType",
+    "utilization": "utilization",
+    "overageStatus": "overageStatus",
+    "overage_status": "overageStatus",
+    "overageResetsAt": "overageResetsAt",
+    "overage_resets_at": "overageResetsAt",
+    "isUsingOverage": "isUsingOverage",
+    "is_using_overage": "isUsingOverage",
+    "surpassedThreshold": "surpassedThreshold",
+    "surpassed_threshold": "surpassedThreshold",
+}
+
+MAX_DEPTH = 6
+
+# Checked in this order; the first window that matches closes the gate.
+WINDOW_ORDER = (
+    "five_hour",
+    "seven_day_opus",
+    "seven_day_sonnet",
+    "seven_day",
+    "overage",
+    "default",
+)
+WINDOW_LIMITS: dict[str, float] = {
+    "five_hour": 0.95,
+    "seven_day_opus": 0.93,
+    "seven_day_sonnet": 0.92,
+    "seven_day": 0.93,
+    "overage": 0.95,
+    "default": 0.95,
+}
+DEFAULT_TTL_SEC = 3600
+
+# stderr fallback (only used when the envelope carried no telemetry at all).
+STDERR_MARKERS = re.compile(
+    r"\b429\b|\b529\b|rate[ _-]?limit|overloaded|quota exceeded", re.IGNORECASE
+)
+
+
+def _looks_like_info(d: dict) -> bool:
+    """A dict is telemetry by itself if it names a window, a threshold, or util+status."""
+    return (
+        "rateLimitType" in d
+        or "rate_limit_type" in d
+        or "surpassedThreshold" in d
+        or "surpassed_threshold" in d
+        or ("utilization" in d and "status" in d)
+    )
+
+
+def normalise(info: dict) -> dict:
+    """Rename aliases to camelCase; unknown keys pass through so nothing is lost."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if not isinstance(key, str):
+            continue
+        out[ALIASES.get(key, key)] = value
+    return out
+
+
+def _walk(node: Any, depth: int, found: list[dict], seen: set[int]) -> None:
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(node, dict):
+        for key in RATE_LIMIT_KEYS:
+            sub = node.get(key)
+            if (
+                isinstance(sub, dict)
+                and id(sub) not in seen
+                and (_looks_like_info(sub) or "status" in sub)
+            ):
+                seen.add(id(sub))
+                found.append(normalise(sub))
+        if id(node) not in seen and _looks_like_info(node):
+            seen.add(id(node))
+            found.append(normalise(node))
+        children = list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        return
+    for child in children:
+        if isinstance(child, dict | list):
+            _walk(child, depth + 1, found, seen)
+
+
+def _json_docs(stdout: str) -> list[Any]:
+    """One JSON document, or (stream-json) one per line; unparseable lines are ignored."""
+    text = stdout.strip()
+    if not text:
+        return []
+    try:
+        return [json.loads(text)]
+    except (ValueError, RecursionError):
+        pass
+    docs: list[Any] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] not in "{[":
+            continue
+        try:
+            docs.append(json.loads(line))
+        except (ValueError, RecursionError):
+            continue
+    return docs
+
+
+def extract_rate_limits(stdout: str, stderr: str) -> list[dict]:
+    """Every telemetry dict in a model answer, normalised (SPEC-drain §5.5 ``ingest``).
+
+    The stderr scan is a fallback only: a provider 429/529 with no envelope is the one case
+    where stderr is the sole evidence. It is deliberately NOT consulted when the envelope
+    already reported telemetry, because stderr chatter that merely mentions "rate limit" would
+    otherwise close the gate for a whole TTL (SPEC-drain §10 B20).
+    """
+    found: list[dict] = []
+    seen: set[int] = set()
+    for doc in _json_docs(stdout if isinstance(stdout, str) else ""):
+        _walk(doc, 0, found, seen)
+    if found:
+        return found
+    if isinstance(stderr, str) and stderr:
+        match = STDERR_MARKERS.search(stderr)
+        if match:
+            return [
+                {
+                    "status": "rejected",
+                    "rateLimitType": None,
+                    "_source": "stderr",
+                    "_marker": match.group(0),
+                }
+            ]
+    return []
+
+
+def bucket_of(snapshot: Any) -> str:
+    """Storage bucket of a snapshot: its window name, else ``default``."""
+    if isinstance(snapshot, dict):
+        kind = snapshot.get("rateLimitType", snapshot.get("rate_limit_type"))
+        if isinstance(kind, str) and kind.strip():
+            return kind.strip()
+    return "default"
+
+
+@dataclass
+class QuotaDecision:
+    """``open`` False means: do not call the model; defer (free) until telemetry allows."""
+
+    open: bool
+    reason: str
+    window: str
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _fresh(snapshot: Any, now: float, ttl: int) -> bool:
+    if not isinstance(snapshot, dict):
+        return False
+    observed = _number(snapshot.get("observed_at"))
+    return observed is not None and now - observed <= ttl
+
+
+def quota_gate(
+    snapshots: dict[str, dict],
+    *,
+    now: float,
+    ttl_sec: int = DEFAULT_TTL_SEC,
+    util_threshold: float | None = None,
+    api_key_auth: bool = False,
+) -> QuotaDecision:
+    """SPEC-drain §5.5 ``check``: same window order, same three rules, same thresholds.
+
+    Snapshots without ``observed_at`` or older than the TTL are ignored (fail open). API-key
+    auth has no subscription windows, so it is always open.
+    """
+    if api_key_auth:
+        return QuotaDecision(True, "api key auth: quota windows do not apply", "")
+    ttl_num = _number(ttl_sec)
+    ttl = int(ttl_num) if ttl_num is not None and ttl_num > 0 else DEFAULT_TTL_SEC
+    override = _number(util_threshold)
+    if override is not None and not 0 < override <= 1:
+        override = None
+    if not isinstance(snapshots, dict):
+        snapshots = {}
+    for window in WINDOW_ORDER:
+        snap = snapshots.get(window)
+        if not _fresh(snap, now, ttl):
+            continue
+        status = snap.get("status")
+        if status == "rejected" or (
+            window == "overage" and snap.get("overageStatus") == "rejected"
+        ):
+            return QuotaDecision(False, f"quota:{window} rejected by provider", window)
+        if snap.get("surpassedThreshold") and not snap.get("isUsingOverage"):
+            return QuotaDecision(
+                False, f"quota:{window} surpassedThreshold without overage", window
+            )
+        util = _number(snap.get("utilization"))
+        limit = override if override is not None else WINDOW_LIMITS[window]
+        if util is not None and util >= limit:
+            return QuotaDecision(
+                False, f"quota:{window} utilization {util * 100:.1f}% >= {limit * 100:g}%", window
+            )
+    return QuotaDecision(True, "", "")

@@ -1,0 +1,196 @@
+"""``ModelResult``: one model call, every backend, one shape.
+
+The ledger stores ``to_json()`` of this object BEFORE anything parses the actions (DESIGN §5):
+a crash after a paid call must never pay twice nor lose telemetry (the original lost both on
+any exception, SPEC-drain §10 B11). So construction from CLI output is total: whatever the
+process printed, we get a ``ModelResult`` with coerced numbers and the raw text kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from reflect_jobs.writer.classifier import is_envelope
+from reflect_jobs.writer.quota import extract_rate_limits
+
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+class BackendMissing(Exception):
+    """The backend binary (or its working directory) is missing or not executable.
+
+    This is an install fault, not a model failure: the job is HALTED, nothing is charged and it
+    keeps its place until ``doctor`` passes.
+    """
+
+
+def coerce_int(value: Any) -> int:
+    """``null``/``"0"``/``0.0``/garbage -> 0; numbers and numeric strings truncate to int.
+
+    SPEC-drain §9.2 #9: the zero-turn guard must fire for every spelling of zero.
+    """
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    if isinstance(value, str):
+        try:
+            num = float(value.strip())
+        except ValueError:
+            return 0
+        return int(num) if math.isfinite(num) else 0
+    return 0
+
+
+def coerce_float(value: Any) -> float:
+    """Like ``coerce_int`` for money: garbage, NaN and infinities become 0.0."""
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        num = float(value)
+    elif isinstance(value, str):
+        try:
+            num = float(value.strip())
+        except ValueError:
+            return 0.0
+    else:
+        return 0.0
+    return num if math.isfinite(num) else 0.0
+
+
+def coerce_usage(usage: Any) -> dict[str, int]:
+    """Always the four token buckets, each a non-negative int."""
+    src = usage if isinstance(usage, dict) else {}
+    return {key: max(0, coerce_int(src.get(key))) for key in USAGE_KEYS}
+
+
+@dataclass
+class ModelResult:
+    """What one model call produced, plus the telemetry the gates and budgets need."""
+
+    backend: str
+    model: str
+    text: str
+    raw_stdout: str
+    stderr: str
+    exit_code: int | None
+    timed_out: bool
+    num_turns: int = 0
+    is_error: bool = False
+    subtype: str = ""
+    terminal_reason: str = ""
+    usage: dict[str, int] = field(default_factory=lambda: coerce_usage(None))
+    cost_usd: float = 0.0
+    rate_limit_info: list[dict] = field(default_factory=list)
+    envelope_ok: bool = False
+    duration_ms: int = 0
+
+    @property
+    def tokens(self) -> int:
+        """Sum of the four usage buckets (what the token budget is measured in)."""
+        return sum(coerce_int(self.usage.get(key)) for key in USAGE_KEYS)
+
+    def to_json(self) -> str:
+        """Lossless JSON; ``from_json(to_json())`` equals the original."""
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> ModelResult:
+        """Inverse of ``to_json``; unknown keys (a newer writer) are ignored."""
+        obj = json.loads(data)
+        if not isinstance(obj, dict):
+            raise ValueError("ModelResult JSON must be an object")
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in obj.items() if k in names})
+
+
+def find_envelope(stdout: str) -> dict | None:
+    """The result envelope in ``stdout``: one JSON object, or the last ``type=result`` line of
+    a stream-json transcript. ``None`` if there is none."""
+    text = stdout.strip() if isinstance(stdout, str) else ""
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        obj = None
+    if is_envelope(obj):
+        return obj
+    if obj is not None:
+        return None
+    last: dict | None = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(item, dict) and item.get("type") == "result":
+            last = item
+    return last
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def result_from_cli(
+    stdout: str,
+    stderr: str,
+    *,
+    backend: str,
+    model: str,
+    exit_code: int | None,
+    timed_out: bool = False,
+    duration_ms: int = 0,
+) -> ModelResult:
+    """Build a ``ModelResult`` from what a CLI printed. Never raises.
+
+    Without an envelope ``is_error`` defaults to True (SPEC-drain §5.6 e) and ``text`` is the
+    raw stdout, so the classifier and the outcome table still see what came back.
+    """
+    stdout = stdout if isinstance(stdout, str) else ""
+    stderr = stderr if isinstance(stderr, str) else ""
+    env = find_envelope(stdout)
+    common = {
+        "backend": backend,
+        "model": model,
+        "raw_stdout": stdout,
+        "stderr": stderr,
+        "exit_code": exit_code,
+        "timed_out": bool(timed_out),
+        "rate_limit_info": extract_rate_limits(stdout, stderr),
+        "duration_ms": max(0, coerce_int(duration_ms)),
+    }
+    if env is None:
+        return ModelResult(text=stdout, is_error=True, envelope_ok=False, **common)
+    return ModelResult(
+        text=_as_text(env.get("result")),
+        num_turns=coerce_int(env.get("num_turns")),
+        is_error=bool(env.get("is_error", False)),
+        subtype=_as_text(env.get("subtype")),
+        terminal_reason=_as_text(env.get("terminal_reason")),
+        usage=coerce_usage(env.get("usage")),
+        cost_usd=coerce_float(env.get("total_cost_usd")),
+        envelope_ok=True,
+        **common,
+    )
