@@ -1,0 +1,23 @@
+"""The $0 gate: decide before anything is paid whether a transcript is worth a model call.
+
+Policy (SPEC-drain §1.4): skip our own writer's sessions (reflect-on-reflect, §10 B4) and
+sessions without a single signal; reflect on everything else. The child check comes first:
+a writer session's user turn is a signal-rich slice and would otherwise always pass.
+"""
+
+from __future__ import annotations
+
+from reflect_jobs.cascade.model import GateVerdict, Signal
+from reflect_jobs.transcripts.model import Transcript
+
+REFLECT_ON_REFLECT = GateVerdict("skip", "reflect_on_reflect")
+NO_SIGNAL = GateVerdict("skip", "no_signal")
+HAS_SIGNAL = GateVerdict("reflect", "has_signal")
+
+
+def gate(transcript: Transcript, signals: list[Signal]) -> GateVerdict:
+    if transcript.child_session:
+        return REFLECT_ON_REFLECT
+    if not signals:
+        return NO_SIGNAL
+    return HAS_SIGNAL

@@ -1,0 +1,124 @@
+"""A faithful re-implementation of the original liberal detector (SPEC-drain §1.5, §3.2).
+
+Not used on the live path. It exists so tests and ``bench/bench_prepare.py`` can measure
+our detector and slicer against the behaviour we replace (precision, slice size).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reflect_jobs.cascade.categories import ORIGINAL_CATEGORIES, UNKNOWN, categorize
+from reflect_jobs.cascade.model import Signal
+
+
+def _rules(spec: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
+    return [(kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in spec]
+
+
+HIGH_PATTERNS = _rules(
+    [
+        (
+            "correction",
+            r"\bnever\b|\bdon'?t\b|\bdo not\b|\bstop doing\b|\bwrong\b|not like that|\bincorrect\b",
+        ),
+        ("prohibition", r"should not|shouldn'?t|must not|mustn'?t"),
+        ("requirement", r"\balways\b|\bmust\b|\brequired\b|the rule is|correct way"),
+        ("frustration", r"i already told you|again\?|not again|how many times"),
+        ("explicit_rule", r"the rule is|you should know|remember that|don'?t forget"),
+        ("root_cause", r"root cause was|the (issue|problem|bug) was"),
+        ("fix_confirmed", r"fixed by|the (fix|solution) was|resolved by|solved by"),
+        ("explicit_decision", r"chose \w+ over|decided to|went with"),
+        ("breakthrough", r"turns out|figured out|found it"),
+    ]
+)
+MEDIUM_PATTERNS = _rules(
+    [
+        ("approval", r"\bperfect\b|\bexactly\b|that'?s right|yes,? like that|\bcorrect\b"),
+        ("positive_feedback", r"\bgood\b|great job|well done|\bnice\b|\bexcellent\b"),
+        ("continuation", r"keep doing|continue with|stick with"),
+        ("time_investment", r"(spent|took) \d+ ?(hour|min|day|h\b|m\b)"),
+        ("docs_vs_reality", r"the docs say.*but|undocumented|misleading error"),
+        ("env_gotcha", r"make sure to|requires .* installed|only works"),
+    ]
+)
+LOW_PATTERNS = _rules(
+    [
+        ("suggestion", r"\bmaybe\b|\bperhaps\b|might want to|\bconsider\b"),
+        ("observation", r"seems like|appears to|looks like"),
+        ("tentative", r"interesting|good idea|could work"),
+        ("implicit_success", r"seems to work|this approach works|so far so good"),
+        ("tool_discovery", r"discovered|switched (to|from)|replaced .* with"),
+    ]
+)
+_PREFIX_1 = re.compile(r"^(you should|always|never|don't|do not|stop|remember to)\s+", re.I)
+_PREFIX_2 = re.compile(r"^(the rule is|note that|keep in mind)\s+", re.I)
+
+
+def _classify(line: str) -> tuple[str, str]:
+    low = line.lower()
+    for level, rules in (
+        ("HIGH", HIGH_PATTERNS),
+        ("MEDIUM", MEDIUM_PATTERNS),
+        ("LOW", LOW_PATTERNS),
+    ):
+        for kind, pattern in rules:
+            if pattern.search(low):
+                return level, kind
+    return "LOW", "observation"
+
+
+def _clean(line: str) -> str:
+    text = _PREFIX_2.sub("", _PREFIX_1.sub("", line.strip()))
+    return text[:1].upper() + text[1:]
+
+
+def detect_signals_original(dialogue: str) -> list[Signal]:
+    """The original's rules: per non-empty line, first HIGH/MEDIUM/LOW match, deduplicated."""
+    signals: list[Signal] = []
+    seen: set[str] = set()
+    for number, line in enumerate(dialogue.split("\n"), start=1):
+        if not line.strip():
+            continue
+        level, kind = _classify(line)
+        category = categorize(line, ORIGINAL_CATEGORIES)
+        if kind == "observation" and level == "LOW" and category == UNKNOWN:
+            continue
+        text = _clean(line)
+        key = " ".join(text.lower().split())
+        if key in seen:
+            continue
+        seen.add(key)
+        signals.append(Signal(number, level, kind, category, text, ""))
+    return signals
+
+
+def slice_dialogue_original(
+    dialogue: str, signals: list[Signal], context_lines: int = 3, max_chars: int = 60_000
+) -> str:
+    """The original ``slice_dialogue`` (SPEC §3.2): front-anchored cap, crossing line kept."""
+    lines = dialogue.split("\n")
+    keep = [False] * len(lines)
+    for signal in signals:
+        index = signal.line_number - 1
+        if 0 <= index < len(lines):
+            for i in range(
+                max(0, index - context_lines), min(len(lines), index + context_lines + 1)
+            ):
+                keep[i] = True
+    out: list[str] = []
+    total = 0
+    gap = False
+    for line, kept in zip(lines, keep, strict=True):
+        if not kept:
+            gap = True
+            continue
+        if gap and out:
+            out.append("…")
+        gap = False
+        out.append(line)
+        total += len(line) + 1
+        if total >= max_chars:
+            out.append("… [slice truncated]")
+            break
+    return "\n".join(out)

@@ -1,0 +1,122 @@
+"""``prepare``: the whole $0 front end for one transcript, as one pure function.
+
+Order, and why:
+
+1. Privacy filter and secret redaction on WHOLE turns, first — so no later step (signals,
+   hashes, slice, revision recall) ever sees a private span or a credential (§10 B17).
+2. Signals on the filtered turns (line numbers then index the very lines we slice).
+3. Gate: reflect-on-reflect, no-signal → skip, costing nothing.
+4. Signal-set hash dedup: the same findings already produced a learning → skip; the caller
+   bumps proof on ``dup_learning_ids``.
+5. Slice (strongest + latest windows under the cap), or the bounded head/tail view.
+6. Delta retain: chunks already seen are dropped; if none is new → skip. ``prepare`` never
+   records anything — the caller records ``new_chunk_hashes`` only when the add stage
+   commits, so a failed or dry run loses nothing (§10 B2).
+7. Revision block for related learnings; ``related_ids`` is the writer's id whitelist.
+
+Ledger errors propagate: the task layer retries the stage. Failing open here (as the
+original did) would pay for a model call on a transcript we may already have learned from.
+"""
+
+from __future__ import annotations
+
+import os
+
+from reflect_jobs.cascade.gate import gate
+from reflect_jobs.cascade.model import LedgerView, Prepared, Slice
+from reflect_jobs.cascade.privacy import strip_private
+from reflect_jobs.cascade.revision import REVISION_MARKER, related_learnings, revision_block
+from reflect_jobs.cascade.secrets import redact_secrets
+from reflect_jobs.cascade.signals import detect_signals, signal_set_hash
+from reflect_jobs.cascade.slicing import GAP, bounded_view, build_slice
+from reflect_jobs.transcripts.model import Transcript, Turn
+
+HEADER_RESERVE = 400  # the header is ~200 chars; the body gets max_chars minus this
+_MARKER_TITLE = REVISION_MARKER.strip()
+_MARKER_DEFUSED = "## (quoted) Related existing learnings"
+
+
+def filter_turns(turns: list[Turn]) -> tuple[list[Turn], int]:
+    """Privacy-strip and secret-redact every turn; returns the turns and the redaction count."""
+    out: list[Turn] = []
+    redactions = 0
+    for turn in turns:
+        text, count = redact_secrets(strip_private(turn.text))
+        redactions += count
+        # A transcript quoting our revision marker must not be able to fake a revision block.
+        if _MARKER_TITLE in text:
+            text = text.replace(_MARKER_TITLE, _MARKER_DEFUSED)
+        out.append(Turn(turn.index, turn.role, text, turn.timestamp))
+    return out, redactions
+
+
+def _header(source_name: str, signal_count: int, orig_chars: int, body: str, dropped: int) -> str:
+    lines = [
+        f"# Reflect slice of {os.path.basename(source_name) or source_name}",
+        f"# {signal_count} signal-bearing windows extracted from a {orig_chars // 4}-token "
+        f"transcript ({len(body) // 4} tokens).",
+        "# Only correction/approval/knowledge exchanges are kept.",
+    ]
+    if dropped:
+        lines.append(f"# {dropped} chars were dropped from the middle of a very long session.")
+    return "\n".join(lines) + "\n\n"
+
+
+def prepare(
+    transcript: Transcript,
+    ledger: LedgerView,
+    *,
+    source_name: str,
+    max_chars: int = 60_000,
+    context: int = 3,
+) -> Prepared:
+    """Decide skip/reflect for ``transcript`` and build the prompt-ready slice."""
+    orig_chars = sum(len(t.text) for t in transcript.turns) + max(len(transcript.turns) - 1, 0)
+    turns, redactions = filter_turns(transcript.turns)
+    signals = detect_signals(turns)
+    result = Prepared(
+        action="skip",
+        reason="",
+        signal_count=len(signals),
+        signal_hash=signal_set_hash(signals),
+        orig_chars=orig_chars,
+        redactions=redactions,
+    )
+    verdict = gate(transcript, signals)
+    if verdict.action == "skip":
+        result.reason = verdict.reason
+        return result
+
+    dup_ids = ledger.learnings_with_signal_hash(result.signal_hash)
+    if dup_ids:
+        result.reason = "dup_signal_hash"
+        result.dup_learning_ids = list(dup_ids)
+        return result
+
+    related = related_learnings(signals, ledger.related_candidates())
+    block = revision_block(related)
+    budget = max(max_chars - HEADER_RESERVE - len(block), max_chars // 2, 1)
+    lines = [line for turn in turns for line in turn.text.split("\n")]
+    piece: Slice = build_slice(lines, signals, context=context, max_chars=budget)
+    reason = verdict.reason
+    if not piece.text.strip():
+        piece = bounded_view(lines, max_chars=max(max_chars - HEADER_RESERVE, 1))
+        reason, block, related = "bounded", "", []  # a bounded view carries no revision block
+
+    hashes = [c.hash for c in piece.chunks]
+    seen = ledger.seen_chunk_hashes(hashes) if hashes else set()
+    fresh = [c for c in piece.chunks if c.hash not in seen]
+    result.chunks_total = len(piece.chunks)
+    result.chunks_skipped = len(piece.chunks) - len(fresh)
+    if not fresh:
+        result.reason = "dup_chunk_hash"
+        return result
+
+    body = f"\n{GAP}\n".join(c.text for c in fresh)
+    header = _header(source_name, len(signals), orig_chars, body, transcript.dropped_chars)
+    result.action = "reflect"
+    result.reason = reason
+    result.slice_text = header + body + block
+    result.new_chunk_hashes = [c.hash for c in fresh]
+    result.related_ids = [cand.id for cand, _ in related]
+    return result

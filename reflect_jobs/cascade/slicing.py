@@ -1,0 +1,142 @@
+"""Slices: the signal-bearing windows of a dialogue, under a hard character cap.
+
+What changed from the original ``slice_dialogue`` (SPEC-drain §3.2, §10 B9):
+
+* The cap is a real bound. The original kept lines from the FRONT until the cap and always
+  included the line that crossed it, so one pasted log could blow the cap and a long
+  session's final corrections never made it in. Here windows are *chosen* by strength
+  (HIGH first) then recency (latest first) until the budget is spent, then *emitted* in
+  dialogue order. A window that does not fit shrinks to its signal line; every line is
+  truncated to a per-line cap, so ``len(slice.text) <= max_chars`` always.
+* Each merged window is one ``Chunk`` whose hash is the delta-retain key (§3.3); windows
+  are separated by a line holding only ``…``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from reflect_jobs.cascade.model import LEVEL_RANK, Chunk, Signal, Slice
+
+GAP = "…"
+LINE_TRUNCATED = " [… line truncated]"
+SIGNAL_LINE_CAP = 8_000  # a correction is short; a longer "signal line" is a paste
+CONTEXT_LINE_CAP = 2_000  # context only frames the signal
+
+
+def chunk_hash(text: str) -> str:
+    """First 16 hex of sha256 of the stripped chunk text (whitespace-stable at the ends)."""
+    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def make_chunk(text: str) -> Chunk:
+    text = text.strip()
+    return Chunk(text, chunk_hash(text))
+
+
+def _cut(line: str, cap: int) -> str:
+    if len(line) <= cap:
+        return line
+    keep = max(cap - len(LINE_TRUNCATED), 1)
+    return line[:keep] + LINE_TRUNCATED if cap > len(LINE_TRUNCATED) else line[:cap]
+
+
+def _runs(indexes: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i in indexes:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _assemble(pieces: list[str], truncated: bool, bounded: bool) -> Slice:
+    chunks = [make_chunk(p) for p in pieces if p.strip()]
+    text = f"\n{GAP}\n".join(c.text for c in chunks)
+    return Slice(text=text, chunks=chunks, truncated=truncated, bounded=bounded)
+
+
+def build_slice(
+    lines: list[str], signals: list[Signal], *, context: int = 3, max_chars: int = 60_000
+) -> Slice:
+    """Windows of ±``context`` lines around each signal, merged, at most ``max_chars`` chars."""
+    n = len(lines)
+    valid = [s for s in signals if 1 <= s.line_number <= n]
+    signal_lines = {s.line_number - 1 for s in valid}
+    signal_cap = min(SIGNAL_LINE_CAP, max(max_chars - 3, 1))  # a lone signal line always fits
+    context_cap = min(CONTEXT_LINE_CAP, max_chars)
+    shown: dict[int, str] = {}
+
+    def display(i: int) -> str:
+        if i not in shown:
+            shown[i] = _cut(lines[i], signal_cap if i in signal_lines else context_cap)
+        return shown[i]
+
+    order = sorted(valid, key=lambda s: (LEVEL_RANK.get(s.level, 9), -s.line_number))
+    selected: set[int] = set()
+    used = 0
+    truncated = False
+    for sig in order:
+        idx = sig.line_number - 1
+        window = range(max(0, idx - context), min(n, idx + context + 1))
+        new = [i for i in window if i not in selected]
+        if not new:
+            continue
+        # +2 per window for a possible "…" gap line; +1 per line for its newline.
+        cost = sum(len(display(i)) + 1 for i in new) + 2
+        if used + cost <= max_chars:
+            selected.update(new)
+            used += cost
+            continue
+        truncated = True
+        if idx not in selected:
+            cost = len(display(idx)) + 3
+            if used + cost <= max_chars:
+                selected.add(idx)
+                used += cost
+    if any(len(display(i)) < len(lines[i]) for i in selected):
+        truncated = True
+    pieces = ["\n".join(display(i) for i in run) for run in _runs(sorted(selected))]
+    return _assemble(pieces, truncated, bounded=False)
+
+
+def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
+    """Head ¼ / tail ¾ of the dialogue (SPEC §3.6), for when no slice can be built.
+
+    The tail gets the larger share because the end of a session is where its conclusions
+    and corrections are.
+    """
+    head_budget = max_chars // 4
+    tail_budget = max_chars - head_budget - 2  # room for the "…" line
+    head: list[str] = []
+    used = 0
+    i = 0
+    while i < len(lines):
+        cost = len(lines[i]) + 1
+        if used + cost > head_budget:
+            if not head and head_budget > 1:
+                head.append(_cut(lines[i], head_budget - 1))
+                i += 1
+            break
+        head.append(lines[i])
+        used += cost
+        i += 1
+    tail: list[str] = []
+    used = 0
+    j = len(lines) - 1
+    while j >= i:
+        cost = len(lines[j]) + 1
+        if used + cost > tail_budget:
+            if not tail and tail_budget > 1:
+                tail.append(lines[j][-(tail_budget - 1) :])
+                j -= 1
+            break
+        tail.append(lines[j])
+        used += cost
+        j -= 1
+    tail.reverse()
+    omitted = j - i + 1
+    if omitted <= 0 and tail:
+        return _assemble(["\n".join(head + tail)], truncated=False, bounded=True)
+    return _assemble(["\n".join(head), "\n".join(tail)], truncated=omitted > 0, bounded=True)

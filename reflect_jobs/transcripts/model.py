@@ -1,0 +1,46 @@
+"""The harness-neutral shape every transcript parser produces.
+
+Everything downstream (gate, signals, slicing) works on a list of ``Turn`` objects, so a new
+harness only needs a record parser, never changes to the cascade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One dialogue turn: what a person or the agent *said* (tool traffic is not a turn)."""
+
+    index: int  # 0-based position among kept turns
+    role: str  # "user" | "assistant"
+    text: str
+    timestamp: str | None = None
+
+
+@dataclass
+class Transcript:
+    """The dialogue of one session plus the bookkeeping the gate and the logs need."""
+
+    format: str  # "claude" | "codex" | "copilot"
+    turns: list[Turn] = field(default_factory=list)
+    malformed_lines: int = 0  # non-JSON / wrong-shape lines skipped
+    total_lines: int = 0
+    dropped_chars: int = 0  # dialogue chars dropped from the middle by the memory cap
+    child_session: bool = False  # a session started by our own writer (or the legacy drain)
+
+    def lines(self) -> list[str]:
+        """The dialogue as lines: turns joined by newline, i.e. each turn's text split on it.
+
+        Signal line numbers (1-based) index into this list.
+        """
+        return [line for turn in self.turns for line in turn.text.split("\n")]
+
+
+class UnreadableTranscript(Exception):
+    """The file holds no usable transcript at all; the message is the human reason.
+
+    Raised instead of returning an empty transcript so that "nothing to read" (a directory, a
+    vanished or binary file) is never confused with "a session with nothing worth learning".
+    """

@@ -1,0 +1,63 @@
+"""Machine text that is not dialogue, removed by every parser before a turn is kept.
+
+Why each rule exists:
+
+* ``<system-reminder>``, ``<local-command-stdout|stderr>``, ``<command-message>``,
+  ``<command-name>`` blocks are written by the harness, not by a person. Left in, their
+  imperative wording ("you must never…") would read as a user correction.
+* ``<command-args>`` is the exception: it carries the words a person typed after a slash
+  command (``/reflect later, but first: never use var``), so its *content* is kept.
+* Recall context that our own hooks inject (``<reflect-recall>``) and the legacy recall tag
+  (``<claude-mem-context>``), plus the harness wrapper of hook output
+  (``<user-prompt-submit-hook>``), are our own words: reflecting on them would learn what we
+  already know. Hooks that inject recall must wrap it in ``<reflect-recall>``.
+* ``[Request interrupted by user…]`` lines are placeholders the harness writes.
+
+Unclosed blocks are left alone here; the cascade's privacy filter strips them fail-closed.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DROP_TAGS = (
+    "system-reminder",
+    "local-command-stdout",
+    "local-command-stderr",
+    "command-message",
+    "command-name",
+    "reflect-recall",
+    "claude-mem-context",
+    "user-prompt-submit-hook",
+)
+_DROP_BLOCK = re.compile(
+    r"<(" + "|".join(re.escape(t) for t in _DROP_TAGS) + r")\b[^>]*>.*?</\1\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_ARGS_BLOCK = re.compile(r"<command-args\b[^>]*>(.*?)</command-args\s*>", re.IGNORECASE | re.DOTALL)
+_INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user[^\]]*\]\s*$", re.MULTILINE)
+
+# Codex prepends these to the first user message; they are configuration, not dialogue.
+_CODEX_PREAMBLE = re.compile(
+    r"<(environment_context|user_instructions|INSTRUCTIONS)\b[^>]*>.*?</\1\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_CODEX_AGENTS_MD = re.compile(r"^\s*# AGENTS\.md instructions for .*", re.DOTALL)
+
+
+def clean_text(text: str) -> str:
+    """Remove harness machine blocks; return the remaining human/agent words, stripped."""
+    if "<" in text:
+        text = _DROP_BLOCK.sub("", text)
+        text = _ARGS_BLOCK.sub(lambda m: m.group(1), text)
+    if "[Request interrupted" in text:
+        text = _INTERRUPTED.sub("", text)
+    return text.strip()
+
+
+def clean_codex_text(text: str) -> str:
+    """``clean_text`` plus Codex's environment/instructions preambles."""
+    if "<" in text:
+        text = _CODEX_PREAMBLE.sub("", text)
+    text = _CODEX_AGENTS_MD.sub("", text)
+    return clean_text(text)
