@@ -7,56 +7,11 @@ test's own home directory, with the stub ``claude`` executable from ``tests/stub
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-STUB_CLAUDE = ROOT / "tests" / "stubs" / "claude"
-BIN = Path(sys.executable).parent
-DATA = ROOT / "tests" / "data"
-SAMPLES = ROOT / "samples"
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def transcripts_dir() -> Path:
-    """The real Claude Code transcripts (shared/data when present, else the bundled samples)."""
-    shared = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code"
-    return shared if shared.is_dir() else SAMPLES
-
-
-class Env(dict):
-    """Environment for one isolated installation; also builds in-process Settings."""
-
-    @property
-    def home(self) -> Path:
-        return Path(self["REFLECT_HOME"])
-
-    @property
-    def kb(self) -> Path:
-        return Path(self["GLOBAL_LEARNINGS_PATH"])
-
-    def settings(self):  # type: ignore[no-untyped-def]
-        from reflect_jobs.config import load_settings
-
-        return load_settings(dict(self))
-
-    def run(self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
-        exe = args[0]
-        argv = [str(BIN / exe), *args[1:]] if (BIN / exe).exists() else list(args)
-        proc = subprocess.run(argv, env=dict(self), input=input, capture_output=True, text=True, timeout=timeout)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"{args} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
-        return proc
-
-    def cli(self, *args: str, **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-        return self.run("reflect-jobs", *args, **kw)
-
+from support import STUB_CLAUDE, Env
 
 @pytest.fixture
 def env(tmp_path: Path) -> Env:
@@ -78,11 +33,3 @@ def env(tmp_path: Path) -> Env:
     return e
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
