@@ -1,0 +1,46 @@
+"""The markdown knowledge base: ids, rendering, parsing, atomic writes, lifecycle.
+
+Notes (``kb/documents/<id>.md``) are the source of truth; everything under ``kb/index/`` is
+derived and rebuildable. See DESIGN §7 and SPEC-drain §4.2 / §7.
+"""
+
+from .fsio import atomic_write
+from .heuristic import heuristic_sidecar
+from .ids import learning_id, slugify
+from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
+from .render import CAUSAL_TYPES, render_note, render_sidecar
+from .store import (
+    RETIRED_STATUSES,
+    KBPaths,
+    NoteFile,
+    bump_note,
+    iter_notes,
+    kb_paths,
+    retire_note,
+    write_learning,
+)
+from .yamlout import yaml_scalar
+
+__all__ = [
+    "CAUSAL_TYPES",
+    "RETIRED_STATUSES",
+    "KBPaths",
+    "Note",
+    "NoteError",
+    "NoteFile",
+    "atomic_write",
+    "bump_note",
+    "heuristic_sidecar",
+    "iter_notes",
+    "kb_paths",
+    "learning_id",
+    "load_sidecar",
+    "normalize_sidecar",
+    "parse_note",
+    "render_note",
+    "render_sidecar",
+    "retire_note",
+    "slugify",
+    "write_learning",
+    "yaml_scalar",
+]

@@ -1,0 +1,80 @@
+"""Entity extraction without a model, for notes that arrive without a sidecar (SPEC §7.2).
+
+Cheap signals only: the note's own ``entities``/``tags``, `backtick` terms, a fixed list of
+technology names, and error-looking lines. It is deliberately conservative — a wrong entity
+pollutes the graph for every later query, a missing one only costs recall.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .parse import Note
+from .render import causal_relations
+
+# Names that are also common English words ("go", "make", "react", "black") are left out.
+TECHNOLOGIES = frozenset(
+    """
+    python rust golang java kotlin typescript javascript nodejs deno ruby php perl
+    bash zsh powershell c++ csharp scala elixir erlang haskell lua
+    npm pnpm yarn pip pipx uv poetry conda cargo gradle maven cmake bazel homebrew
+    docker podman kubernetes kubectl helm terraform ansible systemd launchd nginx caddy
+    postgres postgresql mysql sqlite redis mongodb elasticsearch kafka rabbitmq
+    git github gitlab pytest unittest hypothesis jest vitest mypy ruff eslint prettier
+    reactjs vue svelte nextjs django flask fastapi sqlalchemy alembic pydantic celery huey
+    numpy pandas pytorch torch tensorflow networkx yaml json toml graphql grpc http ssh
+    linux macos windows wsl aws gcp azure vscode vim neovim tmux claude codex copilot
+    openai anthropic
+    """.split()  # noqa: SIM905 - a word list reads better than 90 quoted strings
+)
+_DISPLAY = {"c++": "C++"}
+_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.]*")
+_ERROR_LINE = re.compile(
+    r"(Traceback \(most recent call last\)|\b\w*(Error|Exception)\b:|\bE[A-Z]{3,}\b|"
+    r"\bfatal:|\bpanic(ked)?\b|\bsegmentation fault\b|\bexit (code|status) [1-9])",
+    re.IGNORECASE,
+)
+MAX_ENTITIES = 40
+
+
+def heuristic_sidecar(note: Note) -> dict[str, Any]:
+    """A sidecar-shaped dict (``document_id``, ``entities``, ``relationships``) for ``note``."""
+    fm = note.frontmatter
+    entities: list[dict[str, str]] = []
+    seen: set[str] = set()
+
+    def add(name: str, etype: str) -> None:
+        name = " ".join(str(name).split())[:120]
+        if name and name.lower() not in seen and len(entities) < MAX_ENTITIES:
+            seen.add(name.lower())
+            entities.append({"name": name, "type": etype, "description": ""})
+
+    for key, etype in (("entities", "technology"), ("tags", "concept")):
+        values = fm.get(key)
+        for value in values if isinstance(values, list) else []:
+            if isinstance(value, str | int | float):
+                add(str(value), etype)
+    text = "\n".join(
+        [str(fm.get(k) or "") for k in ("title", "key_insight", "problem", "fix", "rule")]
+        + [note.body]
+    )
+    for term in _BACKTICK.findall(text):
+        add(term.strip(), "concept")
+    for word in _WORD.findall(text):
+        word = word.rstrip(".")  # sentence-final period
+        if word.lower() in TECHNOLOGIES:
+            add(_DISPLAY.get(word.lower(), word.lower()), "technology")
+    for line in text.splitlines():
+        line = line.strip().strip("`")
+        if _ERROR_LINE.search(line) and 4 <= len(line) <= 200:
+            add(line, "error")
+    relationships = [
+        {**rel, "description": "", "strength": 5}
+        for rel in causal_relations(fm.get("causal_relations"))
+    ]
+    for rel in relationships:
+        add(rel["source"], "concept")
+        add(rel["target"], "concept")
+    return {"document_id": note.id, "entities": entities, "relationships": relationships}

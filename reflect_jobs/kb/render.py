@@ -1,0 +1,238 @@
+"""Turn a model's learning dict into a note and its entity sidecar (DESIGN §7, SPEC §4.2).
+
+Rendering is a pure function of its inputs so a re-drain of the same finding produces the
+same bytes apart from timestamps; all escaping lives in :mod:`.yamlout`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+
+from .yamlout import clean_text, yaml_block
+
+CAUSAL_TYPES = frozenset(
+    {
+        "caused_by", "causes", "enables", "prevents", "contradicts", "supersedes", "part_of",
+        "uses", "solves", "requires", "relates_to", "implements", "configures", "triggers",
+    }
+)  # fmt: skip
+LEARNING_TYPES = frozenset(
+    {
+        "bug-fix", "correction", "gotcha", "decision", "convention", "pattern", "anti-pattern",
+        "workaround", "preference", "insight", "how-to",
+    }
+)  # fmt: skip
+NOTE_STATUSES = frozenset({"active", "retired", "superseded", "archived", "deleted"})
+# Optional keys a later lifecycle step may add; rendered after the DESIGN §7 keys.
+OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
+DEFAULT_CONFIDENCE = 0.6
+_HEADING = re.compile(r"(?m)^## ")
+
+
+def confidence_num(value: object) -> float:
+    """Model confidence as a float in [0, 1]; anything unusable gets the drain's 0.6.
+
+    Unlike the original we clamp: a "confidence 7" would otherwise read as certainty.
+    """
+    if isinstance(value, bool):
+        return DEFAULT_CONFIDENCE
+    try:
+        num = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return DEFAULT_CONFIDENCE
+    if not math.isfinite(num):
+        return DEFAULT_CONFIDENCE
+    return min(1.0, max(0.0, num))
+
+
+def confidence_bucket(num: float) -> str:
+    """high ≥ 0.8, medium ≥ 0.5, else low (SPEC §4.2)."""
+    return "high" if num >= 0.8 else "medium" if num >= 0.5 else "low"
+
+
+def causal_type(value: object) -> str:
+    """Closed enum; anything else (including ``"causes\\ninjected: pwned"``) is ``relates_to``."""
+    text = str(value).strip() if isinstance(value, str) else ""
+    return text if text in CAUSAL_TYPES else "relates_to"
+
+
+def _text(value: object) -> str:
+    return "" if value is None else clean_text(value)
+
+
+def _str_list(value: object) -> list[str]:
+    """A model list of strings; a bare string is ONE item (the original iterated its chars)."""
+    if value is None:
+        return []
+    items: Iterable[object] = [value] if isinstance(value, str | Mapping) else value  # type: ignore[assignment]
+    if not isinstance(items, Iterable):
+        items = [items]
+    out: list[str] = []
+    for item in items:
+        name = item.get("name") if isinstance(item, Mapping) else item
+        text = " ".join(_text(name).split())
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def causal_relations(value: object) -> list[dict[str, str]]:
+    """``[{source, target, type}]`` with empty endpoints dropped and the type whitelisted."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for rel in value:
+        if not isinstance(rel, Mapping):
+            continue
+        source = " ".join(_text(rel.get("source")).split())
+        target = " ".join(_text(rel.get("target")).split())
+        if source and target:
+            out.append({"source": source, "target": target, "type": causal_type(rel.get("type"))})
+    return out
+
+
+def render_body(learning: Mapping[str, object]) -> str:
+    """The model's markdown body; wrapped in Problem/Solution/Context if it has no heading."""
+    body = _text(learning.get("body")).strip()
+    if _HEADING.search(body):
+        return body
+    problem = _text(learning.get("problem")).strip()
+    fix = _text(learning.get("fix")).strip()
+    return f"## Problem\n{problem}\n\n## Solution\n{fix}\n\n## Context\n{body}".rstrip()
+
+
+def learning_type(value: object) -> str:
+    """The model's classification if it is one we know, else the drain's ``bug-fix``."""
+    text = str(value).strip().lower() if isinstance(value, str) else ""
+    return text if text in LEARNING_TYPES else "bug-fix"
+
+
+def note_frontmatter(
+    learning: Mapping[str, object],
+    *,
+    note_id: str,
+    created: str,
+    updated: str,
+    source_path: str | None,
+    session_id: str | None,
+    status: str = "active",
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """The ordered frontmatter mapping (DESIGN §7 key order, then optional keys, then extra)."""
+    if status not in NOTE_STATUSES:
+        raise ValueError(f"unknown note status {status!r}")
+    num = confidence_num(learning.get("confidence_num"))
+    fm: dict[str, object] = {
+        "type": "learning",
+        "id": note_id,
+        "created": _text(created),
+        "updated": _text(updated),
+        "scope": "global",
+        "confidence": confidence_bucket(num),
+        "confidence_num": num,
+        "learning_type": learning_type(learning.get("learning_type")),
+        "title": _text(learning.get("title")),
+        "tags": _str_list(learning.get("tags")),
+        "key_insight": _text(learning.get("key_insight")),
+        "problem": _text(learning.get("problem")),
+        "root_cause": _text(learning.get("root_cause")),
+        "fix": _text(learning.get("fix")),
+        "rule": _text(learning.get("rule")),
+        "category": _text(learning.get("category")).strip() or "Unknown",
+        "entities": _str_list(learning.get("entities")),
+        "causal_relations": causal_relations(learning.get("causal_relations")),
+    }
+    if source_path is not None:
+        fm["source_path"] = _text(source_path)
+    if session_id is not None:
+        fm["session_id"] = _text(session_id)
+    fm["status"] = status
+    extra = dict(extra or {})
+    for key in OPTIONAL_KEYS:
+        if extra.get(key) is not None:
+            fm[key] = extra.pop(key)
+    for key, value in extra.items():
+        if key not in fm:  # extra never overrides the rendered core keys
+            fm[key] = value
+    return fm
+
+
+def render_frontmatter_note(frontmatter: Mapping[str, object], body: str) -> str:
+    """Assemble ``---`` / frontmatter / ``---`` / body; the only place the fences are written."""
+    return f"---\n{yaml_block(frontmatter)}\n---\n\n{_text(body).strip()}\n"
+
+
+def render_note(
+    learning: Mapping[str, object],
+    *,
+    note_id: str,
+    created: str,
+    updated: str,
+    source_path: str | None,
+    session_id: str | None,
+    status: str = "active",
+    extra: Mapping[str, object] | None = None,
+) -> str:
+    """The full markdown note for ``learning`` (see :func:`note_frontmatter`)."""
+    fm = note_frontmatter(
+        learning,
+        note_id=note_id,
+        created=created,
+        updated=updated,
+        source_path=source_path,
+        session_id=session_id,
+        status=status,
+        extra=extra,
+    )
+    return render_frontmatter_note(fm, render_body(learning))
+
+
+def sidecar_data(
+    note_id: str, learning: Mapping[str, object], *, extracted_at: str
+) -> dict[str, object]:
+    """Sidecar mapping: the learning's entities plus every causal endpoint as an entity.
+
+    Endpoints are added (type ``concept``) because a relationship whose end is not an entity
+    becomes a dangling edge in the graph index.
+    """
+    entities: list[dict[str, object]] = []
+    seen: set[str] = set()
+
+    def add(name: str, etype: str, description: str = "") -> None:
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            entities.append({"name": name, "type": etype, "description": description})
+
+    raw = learning.get("entities")
+    for item in raw if isinstance(raw, list) else _str_list(raw):
+        if isinstance(item, Mapping):
+            name = " ".join(_text(item.get("name")).split())
+            if name:
+                etype = " ".join(_text(item.get("type")).split()) or "technology"
+                add(name, etype, " ".join(_text(item.get("description")).split()))
+        else:
+            for name in _str_list(item):
+                add(name, "technology")
+    relationships = []
+    for rel in causal_relations(learning.get("causal_relations")):
+        add(rel["source"], "concept")
+        add(rel["target"], "concept")
+        relationships.append({**rel, "description": "", "strength": 5})
+    return {
+        "document_id": note_id,
+        "extracted_at": _text(extracted_at),
+        "entities": entities,
+        "relationships": relationships,
+    }
+
+
+def render_sidecar_data(data: Mapping[str, object]) -> str:
+    """Serialise a sidecar mapping with the same safe emitter as the notes."""
+    return yaml_block(data) + "\n"
+
+
+def render_sidecar(note_id: str, learning: Mapping[str, object], *, extracted_at: str) -> str:
+    """``<id>.entities.yaml`` text (DESIGN §7): document_id, extracted_at, entities, relationships."""
+    return render_sidecar_data(sidecar_data(note_id, learning, extracted_at=extracted_at))

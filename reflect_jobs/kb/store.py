@@ -1,0 +1,185 @@
+"""The knowledge base on disk: ``kb/documents/<id>.md`` + ``<id>.entities.yaml``.
+
+Notes are the source of truth; every index under ``kb/index/`` can be rebuilt from them.
+Each write is atomic and verified by parsing it back, so "written" always means "exists and
+parses" (SPEC-drain §10 B12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fsio import atomic_write
+from .ids import learning_id
+from .parse import Note, NoteError, load_sidecar, parse_note
+from .render import (
+    NOTE_STATUSES,
+    render_frontmatter_note,
+    render_note,
+    render_sidecar,
+)
+
+RETIRED_STATUSES = NOTE_STATUSES - {"active"}
+SIDECAR_SUFFIX = ".entities.yaml"
+
+
+@dataclass
+class NoteFile:
+    """Where a note landed and the sha256 of its bytes (the incremental-reindex key)."""
+
+    id: str
+    path: Path
+    sidecar_path: Path
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class KBPaths:
+    """The KB layout; index files live apart from notes so ``reindex --force`` can wipe them."""
+
+    root: Path
+    documents: Path
+    index: Path
+    graph: Path
+
+
+def kb_paths(kb: str | os.PathLike[str], *, create: bool = True) -> KBPaths:
+    """Resolve (and by default create) ``documents/``, ``index/`` and ``index/graph/``."""
+    root = Path(kb)
+    paths = KBPaths(root, root / "documents", root / "index", root / "index" / "graph")
+    if create:
+        for directory in (paths.documents, paths.index, paths.graph):
+            directory.mkdir(parents=True, exist_ok=True)
+    return paths
+
+
+def iter_notes(kb: str | os.PathLike[str]) -> Iterator[Path]:
+    """``documents/*.md`` in sorted order (stable reindex order); hidden temp files skipped."""
+    documents = Path(kb) / "documents"
+    if not documents.is_dir():
+        return iter(())
+    return iter(sorted(p for p in documents.glob("*.md") if not p.name.startswith(".")))
+
+
+def sidecar_path_for(note_path: Path) -> Path:
+    """``<id>.md`` → ``<id>.entities.yaml``."""
+    return note_path.with_name(note_path.stem + SIDECAR_SUFFIX)
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the UTF-8 note bytes, exactly as written."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _note_file(note_id: str, path: Path, text: str) -> NoteFile:
+    return NoteFile(note_id, path, sidecar_path_for(path), content_hash(text))
+
+
+def write_learning(
+    kb: str | os.PathLike[str],
+    learning: Mapping[str, object],
+    *,
+    created: str,
+    updated: str,
+    source_path: str | None,
+    session_id: str | None,
+    extra: Mapping[str, object] | None = None,
+    status: str = "active",
+) -> NoteFile:
+    """Write (or overwrite) the note and sidecar for ``learning``; return the note's location.
+
+    The id is content-derived, so re-adding the same learning overwrites its file: the
+    existing note's ``created`` and its lifecycle keys (``sources``, ``proof_count``) are
+    kept. The sidecar is written first so that a reader never sees a note whose entities are
+    still missing (it would fall back to heuristic extraction). Raises :class:`NoteError`
+    when the title is empty or what was written does not parse back.
+    """
+    title = str(learning.get("title") or "").strip()
+    if not title:
+        raise NoteError("CREATE missing learning.title")
+    note_id = learning_id(title, str(learning.get("rule") or ""))
+    documents = kb_paths(kb).documents
+    path = documents / f"{note_id}.md"
+    merged_extra = dict(extra or {})
+    if path.exists():
+        try:
+            old = parse_note(path).frontmatter
+        except NoteError:
+            old = {}
+        if isinstance(old.get("created"), str) and old["created"]:
+            created = old["created"]
+        for key in ("sources", "proof_count"):
+            if key in old and key not in merged_extra:
+                merged_extra[key] = old[key]
+    sidecar = sidecar_path_for(path)
+    atomic_write(sidecar, render_sidecar(note_id, learning, extracted_at=updated))
+    text = render_note(
+        learning,
+        note_id=note_id,
+        created=created,
+        updated=updated,
+        source_path=source_path,
+        session_id=session_id,
+        status=status,
+        extra=merged_extra,
+    )
+    atomic_write(path, text)
+    note = parse_note(path)
+    side = load_sidecar(sidecar)
+    if note.id != note_id or side["document_id"] != note_id:
+        raise NoteError(f"{path}: id mismatch after write ({note.id!r}, {side['document_id']!r})")
+    return _note_file(note_id, path, text)
+
+
+def _rewrite(note: Note, updates: Mapping[str, object]) -> NoteFile:
+    """Re-render ``note`` with ``updates`` merged into its frontmatter (order kept)."""
+    assert note.path is not None
+    fm = dict(note.frontmatter)
+    fm.update(updates)
+    text = render_frontmatter_note(fm, note.body)
+    atomic_write(note.path, text)
+    check = parse_note(note.path)
+    if check.id != note.id or check.frontmatter.get("status") != fm.get("status"):
+        raise NoteError(f"{note.path}: frontmatter update did not round-trip")
+    return _note_file(note.id, note.path, text)
+
+
+def retire_note(
+    path: str | os.PathLike[str],
+    *,
+    status: str,
+    reason: str,
+    superseded_by: str | None = None,
+    now: str,
+) -> NoteFile:
+    """Mark a note retired/superseded/archived/deleted in its frontmatter; the file stays.
+
+    Keeping the file keeps history greppable and makes the action reversible; search and the
+    indexes filter on ``status`` instead (DESIGN §7).
+    """
+    if status not in RETIRED_STATUSES:
+        raise ValueError(f"retire status must be one of {sorted(RETIRED_STATUSES)}")
+    note = parse_note(Path(path))
+    updates: dict[str, object] = {
+        "status": status,
+        "retired_reason": " ".join(str(reason).split()),
+        "updated": now,
+    }
+    if superseded_by is not None:
+        updates["superseded_by"] = superseded_by
+    return _rewrite(note, updates)
+
+
+def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, now: str) -> NoteFile:
+    """Record another source confirming the note (an UPDATE action) and its proof count."""
+    note = parse_note(Path(path))
+    sources = note.frontmatter.get("sources")
+    sources = [str(s) for s in sources] if isinstance(sources, list) else []
+    source = " ".join(str(source).split())
+    if source and source not in sources:
+        sources.append(source)
+    return _rewrite(note, {"sources": sources, "proof_count": int(proof_count), "updated": now})
