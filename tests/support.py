@@ -60,3 +60,29 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):  # type: 
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+def write_claude_transcript(path: Path, corrections: list[str], *, filler: int = 3, session: str = "s-test", trailing: bool = False) -> Path:
+    """A synthetic Claude Code session: filler exchanges around explicit human corrections."""
+    import json
+
+    lines = []
+    n = 0
+
+    def rec(role: str, text: str) -> None:
+        nonlocal n
+        n += 1
+        lines.append(json.dumps({"type": role, "uuid": f"u{n}", "sessionId": session, "timestamp": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}Z", "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}}))
+
+    for i, correction in enumerate(corrections):
+        for j in range(filler):
+            rec("user", f"Open module m{i}_{j}.py next.")
+            rec("assistant", f"Opened m{i}_{j}.py; it has {40 + j} lines.")
+        rec("user", correction)
+        rec("assistant", "Noted.")
+    if trailing:  # the filler that a later correction would follow: windows stay stable
+        for j in range(filler):
+            rec("user", f"Open module m{len(corrections)}_{j}.py next.")
+            rec("assistant", f"Opened m{len(corrections)}_{j}.py; it has {40 + j} lines.")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
