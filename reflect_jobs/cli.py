@@ -188,7 +188,7 @@ def jobs(state: str | None, limit: int, as_json: bool) -> None:
     if not rows:
         click.echo("no jobs")
         return
-    click.echo(_table([[r["id"], r["harness"], r["stage"], r["state"], r["outcome"], r["attempts"], (r["updated_at"] or "")[:19], Path(r["transcript_path"]).name] for r in rows], ["id", "harness", "stage", "state", "outcome", "paid", "updated", "transcript"]))
+    click.echo(_table([[r["id"], r["harness"], r["stage"], r["state"], r["outcome"], r["attempts"], (r["updated_at"] or "")[:19], Path(r["transcript_path"]).name] for r in rows], ["id", "harness", "stage", "state", "outcome", "calls", "updated", "transcript"]))
 
 
 def _load_job(session: Any, job_id: str) -> Any:

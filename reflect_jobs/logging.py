@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 import sys
 import threading
 
@@ -28,6 +29,10 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
         if key in _configured:
             return
         settings.home.mkdir(parents=True, exist_ok=True)
+        # Model-loading progress bars would land in drain output and JSON pipes.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TQDM_DISABLE", "1")
         shared = [
             structlog.contextvars.merge_contextvars,
             structlog.stdlib.add_log_level,
@@ -44,6 +49,12 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
         root.propagate = False
         for handler in list(root.handlers):
             root.removeHandler(handler)
+        # Huey's own chatter ("Executing task …") and the libraries' INFO lines belong in
+        # the log file, not on a person's terminal or in a command's JSON output.
+        for name in ("huey", "nano-graphrag", "sentence_transformers", "transformers"):
+            lib = logging.getLogger(name)
+            lib.setLevel(logging.INFO if name == "huey" else logging.WARNING)
+            lib.propagate = False
         file_handler = logging.handlers.RotatingFileHandler(
             settings.log_path, maxBytes=settings.log_max_bytes, backupCount=1, encoding="utf-8"
         )
@@ -58,6 +69,7 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
             )
         )
         root.addHandler(file_handler)
+        logging.getLogger("huey").addHandler(file_handler)
         if console if console is not None else sys.stderr.isatty():
             tty = logging.StreamHandler(sys.stderr)
             tty.setFormatter(

@@ -16,6 +16,7 @@ Nothing here imports Huey; ``tasks.py`` wraps these functions as Huey tasks.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -379,7 +380,9 @@ def run_write(rt: Runtime, job_id: str) -> None:
                     transition(session, job, to_state="queued", to_stage="prepare", detail="slice file missing; preparing again", worker=worker, next_run_at=utcnow())
             rt.dispatcher.schedule("prepare", job_id)
             return
-        booked = rt.caps.reserve()
+        backend_name = s.resolved_writer_backend()
+        # The heuristic writer calls no model: it costs nothing, so it takes no budget unit.
+        booked = rt.caps.reserve() if backend_name != "heuristic" else None
         if isinstance(booked, Deferral):
             with owned(rt, job_id, worker) as (session, job):
                 if job is not None:
@@ -388,7 +391,6 @@ def run_write(rt: Runtime, job_id: str) -> None:
             return
         reservation = booked
         prompt = build_prompt(Path(slice_path).read_text(encoding="utf-8"), allowed_ids=related)
-        backend_name = s.resolved_writer_backend()
         try:
             backend = make_backend(
                 backend_name,
@@ -428,6 +430,8 @@ def run_write(rt: Runtime, job_id: str) -> None:
             plan = plan_actions(parse_actions(result.text), allowed_ids=set(related))
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
+    if result is not None and result.backend == "heuristic" and outcome.entries:
+        outcome = dataclasses.replace(outcome, entries=0)
     if outcome.entries == 0 and reservation is not None:
         rt.caps.refund(reservation)
 

@@ -1,0 +1,48 @@
+# reflect-jobs — see README.md. `make demo` and `make test` are the two commands.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install demo test test-fast chaos bench lint format clean
+
+install: $(STAMP)
+
+# Order matters (NOTES-deps): CPU torch first, so sentence-transformers does not pull a
+# multi-GB CUDA build; nano-graphrag without its heavy extras (graspologic, dspy, litellm).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[index,dev]'
+	$(BIN)/pip install -q --no-deps nano-graphrag==0.0.8.2
+	touch $(STAMP)
+
+demo: install
+	bash scripts/demo.sh
+
+test: install
+	$(BIN)/python -m pytest -q -m "not chaos"
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not chaos and not slow and not services"
+
+chaos: install
+	$(BIN)/python -m pytest -q tests/chaos
+
+bench: install
+	$(BIN)/python bench/bench_hook.py
+	$(BIN)/python bench/bench_queue.py
+	$(BIN)/python bench/bench_prepare.py
+
+lint: install
+	$(BIN)/ruff check reflect_jobs workers tests bench alembic
+	$(BIN)/ruff format --check reflect_jobs workers tests bench
+
+format: install
+	$(BIN)/ruff format reflect_jobs workers tests bench
+
+clean:
+	rm -rf .demo .pytest_cache .ruff_cache build *.egg-info
