@@ -1,0 +1,81 @@
+"""$0 job throughput: capture → prepare → done (gate skip) through a real Huey consumer.
+
+Run: .venv/bin/python bench/bench_queue.py [--jobs N] [--workers 1,2,4] [--redis-pg]
+Enqueues N captures of no-signal transcripts (distinct sessions) with the hook's fast path,
+then times `reflect-jobs drain --until-idle` (process start included, reported separately
+from the drain's own measured seconds). With --redis-pg the same runs use Redis for the
+queue and a fresh PostgreSQL database for the ledger (127.0.0.1, trust auth).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT))
+
+from reflect_jobs import fastqueue  # noqa: E402
+
+
+def make_pg_db() -> str:
+    import psycopg
+
+    name = "rj_bench_" + uuid.uuid4().hex[:8]
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+
+
+def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "REFLECT_HOME": f"{tmp}/home", "GLOBAL_LEARNINGS_PATH": f"{tmp}/kb", "REFLECT_CAPTURE_SETTLE_SEC": "0", "REFLECT_INDEX_VECTORS": "0", "REFLECT_WRITER_BACKEND": "heuristic"}
+        if redis_pg:
+            qname = "rjbench" + uuid.uuid4().hex[:6]
+            env["REFLECT_QUEUE_URL"] = "redis://127.0.0.1:6379/0"
+            env["REFLECT_DB_URL"] = make_pg_db()
+            env["REFLECT_REDIS_QUEUE_NAME"] = qname
+        src = ROOT / "samples" / "hello-world-script.jsonl"  # no signal: a $0 skip
+        paths = []
+        for i in range(n):
+            p = Path(tmp) / f"t{i}.jsonl"
+            p.write_bytes(src.read_bytes() + f'{{"type":"summary","summary":"{i}"}}\n'.encode())
+            paths.append(p)
+        subprocess.run([str(BIN / "reflect-jobs"), "db", "upgrade"], env=env, check=True, capture_output=True)
+        if redis_pg:
+            import redis
+
+            redis.Redis.from_url("redis://127.0.0.1:6379/0").delete("huey.redis.reflect", "huey.schedule.reflect")
+        for i, p in enumerate(paths):
+            fastqueue.enqueue(env.get("REFLECT_QUEUE_URL") or f"sqlite:///{tmp}/home/queue.db", "reflect_jobs.tasks.capture", ("claude", f"s{i}", str(p), "Stop", time.time()))
+        t0 = time.perf_counter()
+        out = subprocess.run([str(BIN / "reflect-jobs"), "drain", "--until-idle", "--json", "-w", str(workers), "--max-seconds", "600"], env=env, check=True, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        summary = json.loads(out.stdout)
+        assert summary["counts"].get("done") == n, summary
+        return wall, summary["seconds"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=300)
+    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--redis-pg", action="store_true")
+    args = ap.parse_args()
+    store = "Redis + PostgreSQL" if args.redis_pg else "SQLite + SQLite"
+    print(f"$0 jobs (capture→prepare→done), {args.jobs} jobs, {store}")
+    for w in (int(x) for x in args.workers.split(",")):
+        wall, inner = run(args.jobs, w, args.redis_pg)
+        print(f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); {args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
