@@ -6,9 +6,9 @@ URL is handed over in ``config.attributes`` so no alembic.ini with credentials i
 
 from __future__ import annotations
 
-from alembic import context
 from sqlalchemy import create_engine
 
+from alembic import context
 from reflect_jobs.ledger.models import Base
 
 config = context.config

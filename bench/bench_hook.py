@@ -51,8 +51,12 @@ def main() -> None:
         bare = timed([sys.executable, "-c", "pass"], b"", env, args.runs)
         results = {"bare": bare}
         for name, path in (("hook small", small), ("hook 1.5MB", big)):
-            payload = json.dumps({"session_id": name, "transcript_path": str(path), "hook_event_name": "Stop"}).encode()
-            results[name] = timed([str(BIN / "reflect-jobs-hook"), "claude"], payload, env, args.runs)
+            payload = json.dumps(
+                {"session_id": name, "transcript_path": str(path), "hook_event_name": "Stop"}
+            ).encode()
+            results[name] = timed(
+                [str(BIN / "reflect-jobs-hook"), "claude"], payload, env, args.runs
+            )
         print(f"hook latency, {args.runs} runs each ({sys.executable})")
         for name, xs in results.items():
             ratio = statistics.median(xs) / statistics.median(bare)

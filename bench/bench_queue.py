@@ -37,27 +37,55 @@ def make_pg_db() -> str:
 
 def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "REFLECT_HOME": f"{tmp}/home", "GLOBAL_LEARNINGS_PATH": f"{tmp}/kb", "REFLECT_CAPTURE_SETTLE_SEC": "0", "REFLECT_INDEX_VECTORS": "0", "REFLECT_WRITER_BACKEND": "heuristic"}
+        env = {
+            **os.environ,
+            "REFLECT_HOME": f"{tmp}/home",
+            "GLOBAL_LEARNINGS_PATH": f"{tmp}/kb",
+            "REFLECT_CAPTURE_SETTLE_SEC": "0",
+            "REFLECT_INDEX_VECTORS": "0",
+            "REFLECT_WRITER_BACKEND": "heuristic",
+        }
         if redis_pg:
-            qname = "rjbench" + uuid.uuid4().hex[:6]
             env["REFLECT_QUEUE_URL"] = "redis://127.0.0.1:6379/0"
             env["REFLECT_DB_URL"] = make_pg_db()
-            env["REFLECT_REDIS_QUEUE_NAME"] = qname
         src = ROOT / "samples" / "hello-world-script.jsonl"  # no signal: a $0 skip
         paths = []
         for i in range(n):
             p = Path(tmp) / f"t{i}.jsonl"
             p.write_bytes(src.read_bytes() + f'{{"type":"summary","summary":"{i}"}}\n'.encode())
             paths.append(p)
-        subprocess.run([str(BIN / "reflect-jobs"), "db", "upgrade"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [str(BIN / "reflect-jobs"), "db", "upgrade"], env=env, check=True, capture_output=True
+        )
         if redis_pg:
             import redis
 
-            redis.Redis.from_url("redis://127.0.0.1:6379/0").delete("huey.redis.reflect", "huey.schedule.reflect")
+            redis.Redis.from_url("redis://127.0.0.1:6379/0").delete(
+                "huey.redis.reflect", "huey.schedule.reflect"
+            )
         for i, p in enumerate(paths):
-            fastqueue.enqueue(env.get("REFLECT_QUEUE_URL") or f"sqlite:///{tmp}/home/queue.db", "reflect_jobs.tasks.capture", ("claude", f"s{i}", str(p), "Stop", time.time()))
+            fastqueue.enqueue(
+                env.get("REFLECT_QUEUE_URL") or f"sqlite:///{tmp}/home/queue.db",
+                "reflect_jobs.tasks.capture",
+                ("claude", f"s{i}", str(p), "Stop", time.time()),
+            )
         t0 = time.perf_counter()
-        out = subprocess.run([str(BIN / "reflect-jobs"), "drain", "--until-idle", "--json", "-w", str(workers), "--max-seconds", "600"], env=env, check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                str(BIN / "reflect-jobs"),
+                "drain",
+                "--until-idle",
+                "--json",
+                "-w",
+                str(workers),
+                "--max-seconds",
+                "600",
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         summary = json.loads(out.stdout)
         assert summary["counts"].get("done") == n, summary
@@ -74,7 +102,9 @@ def main() -> None:
     print(f"$0 jobs (capture→prepare→done), {args.jobs} jobs, {store}")
     for w in (int(x) for x in args.workers.split(",")):
         wall, inner = run(args.jobs, w, args.redis_pg)
-        print(f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); {args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s)")
+        print(
+            f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); {args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s)"
+        )
 
 
 if __name__ == "__main__":

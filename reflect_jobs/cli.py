@@ -40,8 +40,12 @@ def _iso(dt: datetime | None) -> str | None:
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
     cells = [[str(c) if c is not None else "" for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(click.style(h.ljust(w), bold=True) for h, w in zip(headers, widths, strict=True))
+    widths = [
+        max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)
+    ]
+    line = "  ".join(
+        click.style(h.ljust(w), bold=True) for h, w in zip(headers, widths, strict=True)
+    )
     out = [line]
     for r in cells:
         out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
@@ -62,7 +66,13 @@ def main() -> None:
 @click.option("--harness", type=click.Choice(HARNESSES), default="claude", show_default=True)
 @click.option("--session-id", default=None, help="Defaults to the transcript's file stem.")
 @click.option("--event", default="manual", show_default=True)
-@click.option("--settle", type=int, default=0, show_default=True, help="Seconds to wait for more captures before preparing.")
+@click.option(
+    "--settle",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seconds to wait for more captures before preparing.",
+)
 def enqueue(path: str, harness: str, session_id: str | None, event: str, settle: int) -> None:
     """Capture a transcript now; prints the job id."""
     s = _settings()
@@ -71,7 +81,9 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
         raise click.UsageError(f"transcript not found: {p}")
     from . import pipeline, tasks
 
-    job_id = pipeline.run_capture(tasks.runtime(), harness, session_id or p.stem, str(p), event, settle)
+    job_id = pipeline.run_capture(
+        tasks.runtime(), harness, session_id or p.stem, str(p), event, settle
+    )
     if job_id is None:
         click.echo("reflect-jobs is disabled (REFLECT_DISABLED=1): nothing enqueued", err=True)
         sys.exit(1)
@@ -80,19 +92,33 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
 
 
 @main.command()
-@click.option("--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS).")
+@click.option(
+    "--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS)."
+)
 def worker(workers: int | None) -> None:
     """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully."""
     s = _settings()
-    exe = shutil.which("huey_consumer", path=os.path.dirname(sys.executable)) or shutil.which("huey_consumer")
+    exe = shutil.which("huey_consumer", path=os.path.dirname(sys.executable)) or shutil.which(
+        "huey_consumer"
+    )
     if exe is None:
-        raise click.ClickException("huey_consumer not found next to this Python; reinstall reflect-jobs")
+        raise click.ClickException(
+            "huey_consumer not found next to this Python; reinstall reflect-jobs"
+        )
     argv = [
-        exe, "workers.consumer.huey",
-        "-w", str(workers or s.workers), "-k", "thread",
-        "-g", "TERM", "-t", str(max(30, s.timeout_sec)),
+        exe,
+        "workers.consumer.huey",
+        "-w",
+        str(workers or s.workers),
+        "-k",
+        "thread",
+        "-g",
+        "TERM",
+        "-t",
+        str(max(30, s.timeout_sec)),
         "-f",  # flush locks left by a killed consumer
-        "-l", str(s.home / "consumer.log"),
+        "-l",
+        str(s.home / "consumer.log"),
     ]
     s.home.mkdir(parents=True, exist_ok=True)
     os.execv(exe, argv)
@@ -108,11 +134,16 @@ def drain(until_idle: bool, max_seconds: float | None, workers: int | None, as_j
     s = _settings()
     from .drain import run_drain
 
-    summary = run_drain(s, until_idle=until_idle, max_seconds=max_seconds, workers=workers or s.workers)
+    summary = run_drain(
+        s, until_idle=until_idle, max_seconds=max_seconds, workers=workers or s.workers
+    )
     if as_json:
         _emit(summary)
     else:
-        click.echo(f"drained in {summary['seconds']:.1f}s: " + ", ".join(f"{k}={v}" for k, v in summary["counts"].items()))
+        click.echo(
+            f"drained in {summary['seconds']:.1f}s: "
+            + ", ".join(f"{k}={v}" for k, v in summary["counts"].items())
+        )
 
 
 # --- status and inspection ---------------------------------------------------------------
@@ -140,21 +171,48 @@ def status(as_json: bool, line: bool) -> None:
         b = data["budget"]
         flag = " HALTED" if data["halted"] else ""
         warn = f" ⚠{len(data['warnings'])}" if data["warnings"] else ""
-        click.echo(f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}{flag}{warn}")
+        click.echo(
+            f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}{flag}{warn}"
+        )
         return
-    click.echo(click.style("reflect-jobs status", bold=True) + f"  (db {data['stores']['db']}, queue {data['stores']['queue']})")
+    click.echo(
+        click.style("reflect-jobs status", bold=True)
+        + f"  (db {data['stores']['db']}, queue {data['stores']['queue']})"
+    )
     click.echo("jobs: " + (", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"))
     b, r, q = data["budget"], data["run_window"], data["quota"]
-    click.echo(f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})")
-    click.echo(f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else ""))
-    click.echo(f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}")
+    click.echo(
+        f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+    )
+    click.echo(
+        f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
+    )
+    click.echo(
+        f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
+    )
     if data["halted"]:
-        click.secho(f"WRITE STAGE HALTED: {data['halt_reason']} — fix it, run `reflect-jobs doctor`, then `reflect-jobs resume`", fg="red", bold=True)
+        click.secho(
+            f"WRITE STAGE HALTED: {data['halt_reason']} — fix it, run `reflect-jobs doctor`, then `reflect-jobs resume`",
+            fg="red",
+            bold=True,
+        )
     for w in data["warnings"]:
         click.secho(f"warning: {w}", fg="yellow")
 
 
-JOB_KEYS = ("id", "harness", "session_id", "transcript_path", "stage", "state", "outcome", "attempts", "created_at", "updated_at", "next_run_at")
+JOB_KEYS = (
+    "id",
+    "harness",
+    "session_id",
+    "transcript_path",
+    "stage",
+    "state",
+    "outcome",
+    "attempts",
+    "created_at",
+    "updated_at",
+    "next_run_at",
+)
 
 
 def job_dict(job: Any) -> dict[str, Any]:
@@ -166,7 +224,13 @@ def job_dict(job: Any) -> dict[str, Any]:
 
 
 @main.command()
-@click.option("--state", type=click.Choice(["queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"]), default=None)
+@click.option(
+    "--state",
+    type=click.Choice(
+        ["queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"]
+    ),
+    default=None,
+)
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def jobs(state: str | None, limit: int, as_json: bool) -> None:
@@ -188,7 +252,24 @@ def jobs(state: str | None, limit: int, as_json: bool) -> None:
     if not rows:
         click.echo("no jobs")
         return
-    click.echo(_table([[r["id"], r["harness"], r["stage"], r["state"], r["outcome"], r["attempts"], (r["updated_at"] or "")[:19], Path(r["transcript_path"]).name] for r in rows], ["id", "harness", "stage", "state", "outcome", "calls", "updated", "transcript"]))
+    click.echo(
+        _table(
+            [
+                [
+                    r["id"],
+                    r["harness"],
+                    r["stage"],
+                    r["state"],
+                    r["outcome"],
+                    r["attempts"],
+                    (r["updated_at"] or "")[:19],
+                    Path(r["transcript_path"]).name,
+                ]
+                for r in rows
+            ],
+            ["id", "harness", "stage", "state", "outcome", "calls", "updated", "transcript"],
+        )
+    )
 
 
 def _load_job(session: Any, job_id: str) -> Any:
@@ -202,7 +283,9 @@ def _load_job(session: Any, job_id: str) -> Any:
 
 @main.command()
 @click.argument("job_id")
-@click.option("--slice", "show_slice", is_flag=True, help="Print the slice sent (or to be sent) to the model.")
+@click.option(
+    "--slice", "show_slice", is_flag=True, help="Print the slice sent (or to be sent) to the model."
+)
 @click.option("--json", "as_json", is_flag=True)
 def show(job_id: str, show_slice: bool, as_json: bool) -> None:
     """A job and its events."""
@@ -215,29 +298,75 @@ def show(job_id: str, show_slice: bool, as_json: bool) -> None:
     with session_scope(s.db_url) as session:
         job = _load_job(session, job_id)
         data = job_dict(job)
-        data.update(prepare_stats=job.prepare_stats, actions=job.actions, slice_path=job.slice_path, recoveries=job.recoveries, failures=job.failures)
+        data.update(
+            prepare_stats=job.prepare_stats,
+            actions=job.actions,
+            slice_path=job.slice_path,
+            recoveries=job.recoveries,
+            failures=job.failures,
+        )
         data["events"] = [
-            {"at": _iso(e.at), "stage": e.to_stage, "from": e.from_state, "to": e.to_state, "outcome": e.outcome, "detail": e.detail, "worker": e.worker}
-            for e in session.scalars(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id))
+            {
+                "at": _iso(e.at),
+                "stage": e.to_stage,
+                "from": e.from_state,
+                "to": e.to_state,
+                "outcome": e.outcome,
+                "detail": e.detail,
+                "worker": e.worker,
+            }
+            for e in session.scalars(
+                select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)
+            )
         ]
         data["costs"] = [
-            {"at": _iso(c.at), "outcome": c.outcome, "entries": c.entries, "tokens": c.tokens, "cost_usd": c.cost_usd, "backend": c.backend, "model": c.model}
-            for c in session.scalars(select(CostRow).where(CostRow.job_id == job_id).order_by(CostRow.id))
+            {
+                "at": _iso(c.at),
+                "outcome": c.outcome,
+                "entries": c.entries,
+                "tokens": c.tokens,
+                "cost_usd": c.cost_usd,
+                "backend": c.backend,
+                "model": c.model,
+            }
+            for c in session.scalars(
+                select(CostRow).where(CostRow.job_id == job_id).order_by(CostRow.id)
+            )
         ]
     if show_slice:
         path = data.get("slice_path")
         if not path or not os.path.exists(path):
-            raise click.ClickException(f"job {job_id} has no slice on disk (slices are removed when a job finishes)")
+            raise click.ClickException(
+                f"job {job_id} has no slice on disk (slices are removed when a job finishes)"
+            )
         click.echo(Path(path).read_text(encoding="utf-8"))
         return
     if as_json:
         _emit(data)
         return
-    click.echo(f"{data['id']}  {data['stage']}/{data['state']}  outcome={data['outcome']}  paid attempts={data['attempts']}")
-    click.echo(f"transcript: {data['transcript_path']} ({data['harness']}, session {data['session_id']})")
+    click.echo(
+        f"{data['id']}  {data['stage']}/{data['state']}  outcome={data['outcome']}  paid attempts={data['attempts']}"
+    )
+    click.echo(
+        f"transcript: {data['transcript_path']} ({data['harness']}, session {data['session_id']})"
+    )
     if data["error"]:
         click.secho(f"error: {data['error']}", fg="red")
-    click.echo(_table([[e["at"][:19], e["stage"], f"{e['from'] or '-'} → {e['to']}", e["outcome"], (e["detail"] or "")[:70]] for e in data["events"]], ["at", "stage", "state", "outcome", "detail"]))
+    click.echo(
+        _table(
+            [
+                [
+                    e["at"][:19],
+                    e["stage"],
+                    f"{e['from'] or '-'} → {e['to']}",
+                    e["outcome"],
+                    (e["detail"] or "")[:70],
+                ]
+                for e in data["events"]
+            ],
+            ["at", "stage", "state", "outcome", "detail"],
+        )
+    )
 
 
 def _retry(job_ids: list[str], states: tuple[str, ...] | None) -> list[tuple[str, str]]:
@@ -251,7 +380,11 @@ def _retry(job_ids: list[str], states: tuple[str, ...] | None) -> list[tuple[str
 
     done: list[tuple[str, str]] = []
     with session_scope(s.db_url) as session:
-        targets = list(session.scalars(select(Job).where(Job.state.in_(states)))) if states else [_load_job(session, j) for j in job_ids]
+        targets = (
+            list(session.scalars(select(Job).where(Job.state.in_(states))))
+            if states
+            else [_load_job(session, j) for j in job_ids]
+        )
         for job in targets:
             try:
                 done.append((job.id, retry_job(session, job)))
@@ -268,7 +401,9 @@ def _retry(job_ids: list[str], states: tuple[str, ...] | None) -> list[tuple[str
 @click.option("--all-quarantined", is_flag=True)
 def retry(job_ids: tuple[str, ...], all_poisoned: bool, all_quarantined: bool) -> None:
     """Send poisoned/quarantined/halted jobs back to their stage."""
-    states = tuple(st for st, on in (("poisoned", all_poisoned), ("quarantined", all_quarantined)) if on)
+    states = tuple(
+        st for st, on in (("poisoned", all_poisoned), ("quarantined", all_quarantined)) if on
+    )
     if not job_ids and not states:
         raise click.UsageError("name job ids, or --all-poisoned / --all-quarantined")
     done = _retry(list(job_ids), states or None)
@@ -347,7 +482,12 @@ def resume() -> None:
 
 @main.command()
 @click.option("--since", default="30d", show_default=True, help="Nd, Nh, Nw or all")
-@click.option("--by", type=click.Choice(["day", "transcript", "model", "outcome", "writer", "backend"]), default="day", show_default=True)
+@click.option(
+    "--by",
+    type=click.Choice(["day", "transcript", "model", "outcome", "writer", "backend"]),
+    default="day",
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True)
 def cost(since: str, by: str, as_json: bool) -> None:
     """What the writer spent, grouped."""
@@ -363,11 +503,26 @@ def cost(since: str, by: str, as_json: bool) -> None:
     if not report["rows"]:
         click.echo(f"No reflect cost events in the last {since}.")
         return
-    rows = [[k, v["runs"], v["entries"], v["tokens"], v["cache_read"], v["io"], f"${v['cost_usd']:.4f}"] for k, v in report["rows"].items()]
+    rows = [
+        [k, v["runs"], v["entries"], v["tokens"], v["cache_read"], v["io"], f"${v['cost_usd']:.4f}"]
+        for k, v in report["rows"].items()
+    ]
     t = report["total"]
-    rows.append(["TOTAL", t["runs"], t["entries"], t["tokens"], t["cache_read"], t["io"], f"${t['cost_usd']:.4f}"])
+    rows.append(
+        [
+            "TOTAL",
+            t["runs"],
+            t["entries"],
+            t["tokens"],
+            t["cache_read"],
+            t["io"],
+            f"${t['cost_usd']:.4f}",
+        ]
+    )
     click.echo(_table(rows, [by, "runs", "entries", "tokens", "cache_rd", "io", "$est"]))
-    click.echo(f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads ($est uses per-model prices when the CLI reported none)")
+    click.echo(
+        f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads ($est uses per-model prices when the CLI reported none)"
+    )
 
 
 # --- KB ----------------------------------------------------------------------------------
@@ -375,7 +530,12 @@ def cost(since: str, by: str, as_json: bool) -> None:
 
 @main.command()
 @click.argument("query")
-@click.option("--mode", type=click.Choice(["hybrid", "naive", "local", "global", "lexical"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "naive", "local", "global", "lexical"]),
+    default="hybrid",
+    show_default=True,
+)
 @click.option("-k", "k", type=int, default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def search(query: str, mode: str, k: int, as_json: bool) -> None:
@@ -418,7 +578,9 @@ def reindex(force: bool, as_json: bool) -> None:
     if as_json:
         _emit(stats.to_dict())
     else:
-        click.echo(f"{stats.notes} notes: {stats.inserted} (re)indexed, {stats.removed} removed, {stats.unchanged} unchanged, graph {stats.graph}")
+        click.echo(
+            f"{stats.notes} notes: {stats.inserted} (re)indexed, {stats.removed} removed, {stats.unchanged} unchanged, graph {stats.graph}"
+        )
         for e in stats.errors:
             click.secho(f"warning: {e}", fg="yellow", err=True)
 
@@ -431,7 +593,10 @@ def repair(maintain: bool) -> None:
     from .index.maintenance import repair as do_repair
 
     report = do_repair(s.kb_path, maintain=maintain)
-    click.echo(f"graphml: {report.action}: {report.detail}" + (f"; maintain {report.maintained}" if report.maintained else ""))
+    click.echo(
+        f"graphml: {report.action}: {report.detail}"
+        + (f"; maintain {report.maintained}" if report.maintained else "")
+    )
     if report.action == "unrepairable" and not report.rebuilt:
         sys.exit(1)
 
@@ -451,7 +616,11 @@ def doctor(as_json: bool) -> None:
         _emit(checks)
     else:
         for c in checks:
-            mark = click.style("ok  ", fg="green") if c["ok"] else click.style("FAIL", fg="red", bold=True)
+            mark = (
+                click.style("ok  ", fg="green")
+                if c["ok"]
+                else click.style("FAIL", fg="red", bold=True)
+            )
             click.echo(f"{mark} {c['name']}: {c['detail']}")
             if not c["ok"] and c.get("fix"):
                 click.echo(f"     fix: {c['fix']}")
@@ -483,7 +652,15 @@ def errors(ack_id: str | None, show_all: bool, as_json: bool) -> None:
         if not show_all:
             q = q.where(ErrorRecord.acked.is_(False))
         rows = [
-            {"id": e.id, "severity": e.severity, "kind": e.kind, "count": e.count, "last_at": _iso(e.last_at), "message": e.message, "acked": e.acked}
+            {
+                "id": e.id,
+                "severity": e.severity,
+                "kind": e.kind,
+                "count": e.count,
+                "last_at": _iso(e.last_at),
+                "message": e.message,
+                "acked": e.acked,
+            }
             for e in session.scalars(q)
         ]
     if as_json:
@@ -491,7 +668,22 @@ def errors(ack_id: str | None, show_all: bool, as_json: bool) -> None:
     elif not rows:
         click.echo("no errors")
     else:
-        click.echo(_table([[r["id"], r["severity"], r["kind"], r["count"], r["last_at"][:19], r["message"][:80]] for r in rows], ["id", "sev", "kind", "n", "last", "message"]))
+        click.echo(
+            _table(
+                [
+                    [
+                        r["id"],
+                        r["severity"],
+                        r["kind"],
+                        r["count"],
+                        r["last_at"][:19],
+                        r["message"][:80],
+                    ]
+                    for r in rows
+                ],
+                ["id", "sev", "kind", "n", "last", "message"],
+            )
+        )
 
 
 @main.group()

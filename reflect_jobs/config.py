@@ -196,10 +196,14 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     kb = Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings"
     db_url = _env("REFLECT_DB_URL", env) or f"sqlite:///{home / 'reflect.db'}"
     if not db_url.startswith(("sqlite", "postgresql")):
-        raise SettingsError(f"REFLECT_DB_URL must be a sqlite:/// or postgresql:// URL, got {db_url!r}")
+        raise SettingsError(
+            f"REFLECT_DB_URL must be a sqlite:/// or postgresql:// URL, got {db_url!r}"
+        )
     qurl = queue_url(env)
     if not qurl.startswith(("sqlite://", "redis://", "rediss://", "unix://")):
-        raise SettingsError(f"REFLECT_QUEUE_URL must be sqlite:///PATH or redis://HOST, got {qurl!r}")
+        raise SettingsError(
+            f"REFLECT_QUEUE_URL must be sqlite:///PATH or redis://HOST, got {qurl!r}"
+        )
     timeout = _int(env, "REFLECT_DRAIN_TIMEOUT", 300, minimum=1)
     cwd_raw = _env("REFLECT_DRAIN_CWD", env)
     util = _float(env, "REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)

@@ -36,15 +36,26 @@ class _InFlight:
         with self.lock:
             if signal == S.SIGNAL_EXECUTING:
                 self.n += 1
-            elif signal in (S.SIGNAL_COMPLETE, S.SIGNAL_ERROR, S.SIGNAL_LOCKED, S.SIGNAL_INTERRUPTED,
-                            S.SIGNAL_RATE_LIMITED, S.SIGNAL_RETRYING, S.SIGNAL_CANCELED, S.SIGNAL_REVOKED,
-                            S.SIGNAL_EXPIRED, S.SIGNAL_TIMEOUT):
+            elif signal in (
+                S.SIGNAL_COMPLETE,
+                S.SIGNAL_ERROR,
+                S.SIGNAL_LOCKED,
+                S.SIGNAL_INTERRUPTED,
+                S.SIGNAL_RATE_LIMITED,
+                S.SIGNAL_RETRYING,
+                S.SIGNAL_CANCELED,
+                S.SIGNAL_REVOKED,
+                S.SIGNAL_EXPIRED,
+                S.SIGNAL_TIMEOUT,
+            ):
                 self.n = max(0, self.n - 1)
 
 
 def _ledger_busy(settings: Settings) -> bool:
     with session_scope(settings.db_url) as session:
-        running = session.scalar(select(func.count()).select_from(Job).where(Job.state == "running"))
+        running = session.scalar(
+            select(func.count()).select_from(Job).where(Job.state == "running")
+        )
         if running:
             return True
         due = due_jobs(session, limit=50)
@@ -53,7 +64,9 @@ def _ledger_busy(settings: Settings) -> bool:
         return bool(due)
 
 
-def run_drain(settings: Settings, *, until_idle: bool, max_seconds: float | None, workers: int) -> dict[str, Any]:
+def run_drain(
+    settings: Settings, *, until_idle: bool, max_seconds: float | None, workers: int
+) -> dict[str, Any]:
     from . import tasks
 
     huey = tasks.huey
@@ -102,5 +115,7 @@ def run_drain(settings: Settings, *, until_idle: bool, max_seconds: float | None
         consumer.stop(graceful=True)
         huey.disconnect_signal(inflight)
     with session_scope(settings.db_url) as session:
-        counts = Counter(dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all()))
+        counts = Counter(
+            dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+        )
     return {"seconds": time.monotonic() - started, "counts": dict(sorted(counts.items()))}

@@ -114,7 +114,9 @@ def push_redis(url: str, data: bytes, *, name: str = QUEUE_NAME, timeout: float 
         if parsed.password:
             user = unquote(parsed.username) if parsed.username else None
             pw = unquote(parsed.password)
-            commands.append(_resp(b"AUTH", user.encode(), pw.encode()) if user else _resp(b"AUTH", pw.encode()))
+            commands.append(
+                _resp(b"AUTH", user.encode(), pw.encode()) if user else _resp(b"AUTH", pw.encode())
+            )
         if db != "0":
             commands.append(_resp(b"SELECT", db.encode()))
         commands.append(_resp(b"LPUSH", f"huey.redis.{name}".encode(), data))

@@ -54,10 +54,17 @@ def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple
     if not isinstance(transcript, str) or not transcript.strip():
         raise HookInputError("payload has no transcript_path")
     session = first_present(
-        payload, "session_id", "sessionId", "parent_session_id", "parentSessionId", default="unknown"
+        payload,
+        "session_id",
+        "sessionId",
+        "parent_session_id",
+        "parentSessionId",
+        default="unknown",
     )
     session_id = str(session) if session not in (None, "") else "unknown"
-    event = event_arg or first_present(payload, "hook_event_name", "hookEventName", default="unknown")
+    event = event_arg or first_present(
+        payload, "hook_event_name", "hookEventName", default="unknown"
+    )
     path = os.path.expanduser(transcript.strip())
     if not os.path.isabs(path):
         cwd = first_present(payload, "cwd", default=None)
@@ -71,7 +78,9 @@ def log_error(message: str) -> None:
     try:
         home = home_dir_str()
         os.makedirs(home, exist_ok=True)
-        line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "error": message})
+        line = json.dumps(
+            {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "error": message}
+        )
         with open(os.path.join(home, "hook-errors.log"), "a", encoding="utf-8") as fh:
             fh.write(line[:4000] + "\n")
     except Exception:  # noqa: BLE001 - the hook must never fail the session

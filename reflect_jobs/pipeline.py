@@ -105,9 +105,25 @@ def _log_transition(job: Job, **extra: Any) -> None:
     )
 
 
-def finish(session: Session, job: Job, *, outcome: str, state: str = "done", detail: str | None = None, worker: str | None = None) -> None:
+def finish(
+    session: Session,
+    job: Job,
+    *,
+    outcome: str,
+    state: str = "done",
+    detail: str | None = None,
+    worker: str | None = None,
+) -> None:
     """A terminal transition plus the bookkeeping every terminal job gets."""
-    transition(session, job, to_state=state, to_stage="done" if state == "done" else None, outcome=outcome, detail=detail, worker=worker)
+    transition(
+        session,
+        job,
+        to_state=state,
+        to_stage="done" if state == "done" else None,
+        outcome=outcome,
+        detail=detail,
+        worker=worker,
+    )
     if state == "done":
         _remember_transcript(session, job)
         _drop_slice(job)
@@ -165,7 +181,14 @@ def run_capture(
             mtime=mtime,
             settle_sec=settle,
         )
-    log.info("captured", job_id=res.job_id, created=res.created, harness=harness, session_id=session_id, hook_event=event)
+    log.info(
+        "captured",
+        job_id=res.job_id,
+        created=res.created,
+        harness=harness,
+        session_id=session_id,
+        hook_event=event,
+    )
     # Always (re)schedule: a coalesced capture pushed the settle time out, and the earlier
     # message will find the job not yet due. Extra messages are harmless no-op claims.
     rt.dispatcher.schedule("prepare", res.job_id, res.prepare_at if settle > 0 else None)
@@ -264,7 +287,9 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:
                 bumped = sum(
-                    learnings.add_proof(session, lid, path, reason="same signal set seen again", job_id=job_id)
+                    learnings.add_proof(
+                        session, lid, path, reason="same signal set seen again", job_id=job_id
+                    )
                     for lid in prepared.dup_learning_ids
                 )
                 detail += f" proof_bumped={bumped}"
@@ -275,7 +300,14 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         job.slice_path = str(slice_path)
         job.chunk_hashes = list(prepared.new_chunk_hashes)
         job.related_ids = list(prepared.related_ids)
-        transition(session, job, to_state="queued", to_stage="write", detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals", worker=worker)
+        transition(
+            session,
+            job,
+            to_state="queued",
+            to_stage="write",
+            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals",
+            worker=worker,
+        )
         _log_transition(job)
     rt.dispatcher.schedule("write", job_id)
 
@@ -288,10 +320,24 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
             return
         path, harness = job.transcript_path, job.harness
     try:
-        prepared = cascade_prepare(read_transcript(path, harness=harness), _LedgerView(rt.db), source_name=os.path.basename(path), max_chars=rt.settings.max_input_chars)
-        log.info("dry run: prepare", job_id=job_id, action=prepared.action, reason=prepared.reason, slice_chars=len(prepared.slice_text), would_call=prepared.action == "reflect")
+        prepared = cascade_prepare(
+            read_transcript(path, harness=harness),
+            _LedgerView(rt.db),
+            source_name=os.path.basename(path),
+            max_chars=rt.settings.max_input_chars,
+        )
+        log.info(
+            "dry run: prepare",
+            job_id=job_id,
+            action=prepared.action,
+            reason=prepared.reason,
+            slice_chars=len(prepared.slice_text),
+            would_call=prepared.action == "reflect",
+        )
     except (UnreadableTranscript, OSError) as exc:
-        log.info("dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc))
+        log.info(
+            "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
+        )
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -332,7 +378,12 @@ def run_write(rt: Runtime, job_id: str) -> None:
     if s.dry_run:
         # Read-only by contract (SPEC §5.10 as documented for 5.2.5): no claim, no call,
         # no cost row, no budget; the log says what would have run.
-        log.info("dry run: would call model", job_id=job_id, backend=s.resolved_writer_backend(), model=s.model)
+        log.info(
+            "dry run: would call model",
+            job_id=job_id,
+            backend=s.resolved_writer_backend(),
+            model=s.model,
+        )
         return
     with session_scope(rt.db) as session:
         job = claim(session, job_id, "write", worker=worker, lease_sec=s.lease_sec)
@@ -340,11 +391,19 @@ def run_write(rt: Runtime, job_id: str) -> None:
             return
         reason = control.halt_reason(session)
         if reason:
-            transition(session, job, to_state="halted", detail=f"write stage halted: {reason}", worker=worker)
+            transition(
+                session,
+                job,
+                to_state="halted",
+                detail=f"write stage halted: {reason}",
+                worker=worker,
+            )
             _log_transition(job)
             return
         pending = costs.pending_attempt(session, job_id)
-        recorded = ModelResult.from_json(pending.raw_answer) if pending and pending.raw_answer else None
+        recorded = (
+            ModelResult.from_json(pending.raw_answer) if pending and pending.raw_answer else None
+        )
         pending_id = pending.id if pending else None
         if recorded is None and s.quota_gate:
             decision = quota_gate(
@@ -357,7 +416,9 @@ def run_write(rt: Runtime, job_id: str) -> None:
             if not decision.open:
                 until = utcnow() + timedelta(seconds=min(s.quota_ttl_sec, 900))
                 _defer(session, job, until, f"quota gate closed: {decision.reason}", worker)
-                control.record_error(session, kind="drain_quota_deferred", severity="warn", message=decision.reason)
+                control.record_error(
+                    session, kind="drain_quota_deferred", severity="warn", message=decision.reason
+                )
                 rt.dispatcher.schedule("write", job_id, until)
                 return
         slice_path, related = job.slice_path, list(job.related_ids or [])
@@ -377,7 +438,15 @@ def run_write(rt: Runtime, job_id: str) -> None:
         if not slice_path or not os.path.exists(slice_path):
             with owned(rt, job_id, worker) as (session, job):
                 if job is not None:
-                    transition(session, job, to_state="queued", to_stage="prepare", detail="slice file missing; preparing again", worker=worker, next_run_at=utcnow())
+                    transition(
+                        session,
+                        job,
+                        to_state="queued",
+                        to_stage="prepare",
+                        detail="slice file missing; preparing again",
+                        worker=worker,
+                        next_run_at=utcnow(),
+                    )
             rt.dispatcher.schedule("prepare", job_id)
             return
         backend_name = s.resolved_writer_backend()
@@ -416,14 +485,18 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 job_row.attempts += 1
                 session.flush()
                 pending_id = row.id
-                snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
+                snaps = (
+                    extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
+                )
                 if snaps:
                     control.store_quota_snapshots(session, snaps, bucket_of)
     else:
         result, missing = recorded, None
         log.info("reusing recorded answer", job_id=job_id, cost_row=pending_id)
 
-    outcome: AttemptOutcome = backend_missing_outcome(missing) if result is None else classify_attempt(result, ctx)
+    outcome: AttemptOutcome = (
+        backend_missing_outcome(missing) if result is None else classify_attempt(result, ctx)
+    )
     plan = None
     if outcome.disposition == "ok" and result is not None and ctx.expect_actions:
         try:
@@ -449,12 +522,27 @@ def run_write(rt: Runtime, job_id: str) -> None:
         job.invalid_streak = 0 if outcome.writer_class in ("valid", "") else job.invalid_streak + 1
         kind = ERROR_KINDS.get(outcome.outcome)
         if kind:
-            control.record_error(session, kind=kind[0], severity=kind[1], message=f"{outcome.outcome}: {outcome.detail}", context={"job_id": job_id, "transcript_path": job.transcript_path})
+            control.record_error(
+                session,
+                kind=kind[0],
+                severity=kind[1],
+                message=f"{outcome.outcome}: {outcome.detail}",
+                context={"job_id": job_id, "transcript_path": job.transcript_path},
+            )
         disp = outcome.disposition
         if disp == "ok":
             job.result = {"outcome": outcome.outcome, "detail": outcome.detail}
             job.actions = _plan_json(plan)
-            transition(session, job, to_state="queued", to_stage="add", outcome=outcome.outcome, detail=outcome.detail, worker=worker, next_run_at=utcnow())
+            transition(
+                session,
+                job,
+                to_state="queued",
+                to_stage="add",
+                outcome=outcome.outcome,
+                detail=outcome.detail,
+                worker=worker,
+                next_run_at=utcnow(),
+            )
             _log_transition(job)
         elif disp == "retry":
             job.failures += 1
@@ -462,20 +550,50 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 job.timeouts += 1
             job.error = outcome.detail
             until = utcnow() + _backoff(rt, job.failures)
-            control.record_error(session, kind="drain_write_failed", severity="warn", message=f"{outcome.outcome}: {outcome.detail}", context={"job_id": job_id})
-            transition(session, job, to_state="retrying", outcome=outcome.outcome, detail=outcome.detail, next_run_at=until, worker=worker)
+            control.record_error(
+                session,
+                kind="drain_write_failed",
+                severity="warn",
+                message=f"{outcome.outcome}: {outcome.detail}",
+                context={"job_id": job_id},
+            )
+            transition(
+                session,
+                job,
+                to_state="retrying",
+                outcome=outcome.outcome,
+                detail=outcome.detail,
+                next_run_at=until,
+                worker=worker,
+            )
             _log_transition(job, retry_at=until.isoformat())
         elif disp == "halt":
-            control.set_flag(session, control.HALT_KEY, f"{outcome.outcome}: {outcome.detail}"[:500])
+            control.set_flag(
+                session, control.HALT_KEY, f"{outcome.outcome}: {outcome.detail}"[:500]
+            )
             job.error = outcome.detail
-            transition(session, job, to_state="halted", outcome=outcome.outcome, detail=outcome.detail, worker=worker)
+            transition(
+                session,
+                job,
+                to_state="halted",
+                outcome=outcome.outcome,
+                detail=outcome.detail,
+                worker=worker,
+            )
             _log_transition(job)
         elif disp == "done":
             finish(session, job, outcome=outcome.outcome, detail=outcome.detail, worker=worker)
         else:  # poison | quarantine
             job.error = outcome.detail
             state = "quarantined" if disp == "quarantine" else "poisoned"
-            finish(session, job, outcome=outcome.outcome, state=state, detail=outcome.detail, worker=worker)
+            finish(
+                session,
+                job,
+                outcome=outcome.outcome,
+                state=state,
+                detail=outcome.detail,
+                worker=worker,
+            )
         next_eta = job.next_run_at if disp == "retry" else None
     if disp == "ok":
         rt.dispatcher.schedule("add", job_id)
@@ -485,8 +603,18 @@ def run_write(rt: Runtime, job_id: str) -> None:
 
 def _plan_json(plan: Any) -> dict[str, Any]:
     if plan is None:
-        return {"creates": [], "updates": [], "deletes": [], "notes": ["agentic writer: no actions"]}
-    return {"creates": plan.creates, "updates": plan.updates, "deletes": plan.deletes, "notes": plan.notes}
+        return {
+            "creates": [],
+            "updates": [],
+            "deletes": [],
+            "notes": ["agentic writer: no actions"],
+        }
+    return {
+        "creates": plan.creates,
+        "updates": plan.updates,
+        "deletes": plan.deletes,
+        "notes": plan.notes,
+    }
 
 
 # --- add -------------------------------------------------------------------------------
@@ -508,7 +636,19 @@ def run_add(rt: Runtime, job_id: str) -> None:
     written: list[Any] = []
     try:
         for learning in plan.get("creates", []):
-            written.append((learning, kb.write_learning(s.kb_path, learning, created=now_iso, updated=now_iso, source_path=source, session_id=session_id)))
+            written.append(
+                (
+                    learning,
+                    kb.write_learning(
+                        s.kb_path,
+                        learning,
+                        created=now_iso,
+                        updated=now_iso,
+                        source_path=source,
+                        session_id=session_id,
+                    ),
+                )
+            )
     except (OSError, kb.NoteError) as exc:
         # Disk full, permissions, a note that does not parse back: nothing is committed,
         # the paid answer stays on the job, and the add stage retries with backoff.
@@ -518,12 +658,28 @@ def run_add(rt: Runtime, job_id: str) -> None:
             add_failures = int((job.result or {}).get("add_failures", 0)) + 1
             job.result = {**(job.result or {}), "add_failures": add_failures}
             job.error = f"add failed: {type(exc).__name__}: {exc}"
-            control.record_error(session, kind="add_failed", message=job.error, context={"job_id": job_id})
+            control.record_error(
+                session, kind="add_failed", message=job.error, context={"job_id": job_id}
+            )
             if add_failures >= s.max_retries:
-                finish(session, job, outcome="poison_add_failed", state="poisoned", detail=job.error, worker=worker)
+                finish(
+                    session,
+                    job,
+                    outcome="poison_add_failed",
+                    state="poisoned",
+                    detail=job.error,
+                    worker=worker,
+                )
                 return
             until = utcnow() + _backoff(rt, add_failures)
-            transition(session, job, to_state="retrying", detail=job.error, next_run_at=until, worker=worker)
+            transition(
+                session,
+                job,
+                to_state="retrying",
+                detail=job.error,
+                next_run_at=until,
+                worker=worker,
+            )
             _log_transition(job)
         rt.dispatcher.schedule("add", job_id, until)
         return
@@ -556,7 +712,9 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 updated += 1
                 row = session.get(learnings.Learning, lid)
                 if row is not None and row.note_path and os.path.exists(row.note_path):
-                    kb.bump_note(Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso)
+                    kb.bump_note(
+                        Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso
+                    )
         for dele in plan.get("deletes", []):
             lid = dele.get("target_id", "")
             reason = str(dele.get("reason") or "retired by belief revision")
@@ -564,7 +722,9 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 deleted += 1
                 row = session.get(learnings.Learning, lid)
                 if row is not None and row.note_path and os.path.exists(row.note_path):
-                    kb.retire_note(Path(row.note_path), status="retired", reason=reason, now=now_iso)
+                    kb.retire_note(
+                        Path(row.note_path), status="retired", reason=reason, now=now_iso
+                    )
         learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
         notes_touched = created + updated + deleted
         summary = f"created={created} updated={updated} deleted={deleted}"

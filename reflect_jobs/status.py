@@ -29,42 +29,95 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     from .writer.quota import quota_gate
 
     huey = make_huey(settings)
-    caps = Caps(huey.storage, daily_max=settings.daily_max, run_max=settings.run_max, window_sec=settings.debounce_sec)
+    caps = Caps(
+        huey.storage,
+        daily_max=settings.daily_max,
+        run_max=settings.run_max,
+        window_sec=settings.debounce_sec,
+    )
     usage = caps.usage()
     now = utcnow()
     warnings: list[str] = []
     with session_scope(settings.db_url) as session:
         counts = Counter({s: 0 for s in STATES})
-        counts.update(dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all()))
+        counts.update(
+            dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+        )
         halt = control.halt_reason(session)
         last_ok = costs.last_success_at(session)
         beat = control.last_heartbeat(session)
         snaps = control.quota_snapshots(session)
         day = usage["day"]
         ledger_used = costs.budget_used(session, str(day))
-        today_ok = session.scalar(select(func.count()).select_from(CostRow).where(CostRow.day == day, CostRow.outcome == "ok")) or 0
-        oldest_wait = session.scalar(select(func.min(Job.created_at)).where(Job.state.in_(("queued", "deferred", "retrying"))))
-        poisoned_day = session.scalar(select(func.count()).select_from(Job).where(Job.state == "poisoned", Job.finished_at >= now - timedelta(days=1))) or 0
-    decision = quota_gate(snaps, now=now.timestamp(), ttl_sec=settings.quota_ttl_sec, util_threshold=settings.quota_util_threshold, api_key_auth=settings.api_key_auth) if settings.quota_gate else None
+        today_ok = (
+            session.scalar(
+                select(func.count())
+                .select_from(CostRow)
+                .where(CostRow.day == day, CostRow.outcome == "ok")
+            )
+            or 0
+        )
+        oldest_wait = session.scalar(
+            select(func.min(Job.created_at)).where(
+                Job.state.in_(("queued", "deferred", "retrying"))
+            )
+        )
+        poisoned_day = (
+            session.scalar(
+                select(func.count())
+                .select_from(Job)
+                .where(Job.state == "poisoned", Job.finished_at >= now - timedelta(days=1))
+            )
+            or 0
+        )
+    decision = (
+        quota_gate(
+            snaps,
+            now=now.timestamp(),
+            ttl_sec=settings.quota_ttl_sec,
+            util_threshold=settings.quota_util_threshold,
+            api_key_auth=settings.api_key_auth,
+        )
+        if settings.quota_gate
+        else None
+    )
     waiting = counts["queued"] + counts["deferred"] + counts["retrying"] + counts["halted"]
     if halt:
         warnings.append(f"write stage halted: {halt}")
-    if waiting and oldest_wait is not None and now - oldest_wait > timedelta(seconds=settings.stall_warn_sec):
+    if (
+        waiting
+        and oldest_wait is not None
+        and now - oldest_wait > timedelta(seconds=settings.stall_warn_sec)
+    ):
         since = f"since {last_ok:%Y-%m-%d %H:%M}" if last_ok else "ever"
         if last_ok is None or now - last_ok > timedelta(seconds=settings.stall_warn_sec):
             warnings.append(f"{waiting} job(s) waiting and no success {since}")
     if waiting and (beat is None or now - beat > HEARTBEAT_STALE):
-        warnings.append("no worker heartbeat in the last 5 minutes: is `reflect-jobs worker` running?")
+        warnings.append(
+            "no worker heartbeat in the last 5 minutes: is `reflect-jobs worker` running?"
+        )
     used = max(int(usage["daily_used"]), ledger_used)
     if used >= settings.daily_max and today_ok == 0:
-        warnings.append(f"today's budget ({settings.daily_max}) was spent with zero successes (drain_budget_all_failures)")
+        warnings.append(
+            f"today's budget ({settings.daily_max}) was spent with zero successes (drain_budget_all_failures)"
+        )
     if poisoned_day:
-        warnings.append(f"{poisoned_day} job(s) poisoned in the last 24 h: `reflect-jobs poison list`")
+        warnings.append(
+            f"{poisoned_day} job(s) poisoned in the last 24 h: `reflect-jobs poison list`"
+        )
     return {
         "counts": dict(counts),
         "budget": {"day": day, "used": used, "limit": settings.daily_max},
-        "run_window": {"used": usage["run_used"], "limit": settings.run_max, "resets_at": usage["run_resets_at"]},
-        "quota": {"gate": "open" if decision is None or decision.open else "closed", "reason": "" if decision is None else decision.reason, "window": "" if decision is None else decision.window},
+        "run_window": {
+            "used": usage["run_used"],
+            "limit": settings.run_max,
+            "resets_at": usage["run_resets_at"],
+        },
+        "quota": {
+            "gate": "open" if decision is None or decision.open else "closed",
+            "reason": "" if decision is None else decision.reason,
+            "window": "" if decision is None else decision.window,
+        },
         "halted": bool(halt),
         "halt_reason": halt,
         "last_success_at": last_ok.isoformat() if last_ok else None,

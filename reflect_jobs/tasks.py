@@ -60,12 +60,24 @@ class HueyDispatcher:
 @cache
 def runtime() -> pipeline.Runtime:
     configure_logging(settings)
-    caps = Caps(huey.storage, daily_max=settings.daily_max, run_max=settings.run_max, window_sec=settings.debounce_sec)
+    caps = Caps(
+        huey.storage,
+        daily_max=settings.daily_max,
+        run_max=settings.run_max,
+        window_sec=settings.debounce_sec,
+    )
     return pipeline.Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
 
 
 @huey.task()
-def capture(harness: str, session_id: str, transcript_path: str, event: str = "unknown", hook_ts: float | None = None, settle_sec: int | None = None) -> str | None:
+def capture(
+    harness: str,
+    session_id: str,
+    transcript_path: str,
+    event: str = "unknown",
+    hook_ts: float | None = None,
+    settle_sec: int | None = None,
+) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``."""
     return pipeline.run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
 
@@ -100,12 +112,19 @@ def reindex_task(force: bool = False) -> dict | None:
             report = maintenance.repair(rt.settings.kb_path, maintain=due)
             if report.action not in ("valid", "missing"):
                 with session_scope(rt.db) as session:
-                    control.record_error(session, kind="graphml_corrupt", severity="warn", message=f"{report.action}: {report.detail}")
+                    control.record_error(
+                        session,
+                        kind="graphml_corrupt",
+                        severity="warn",
+                        message=f"{report.action}: {report.detail}",
+                    )
             stats = maintenance.reindex(rt.settings.kb_path, force=force)
             log.info("reindexed", repair=report.action, **stats.to_dict())
             if stats.errors:
                 with session_scope(rt.db) as session:
-                    control.record_error(session, kind="reindex_fail", message="; ".join(stats.errors)[:500])
+                    control.record_error(
+                        session, kind="reindex_fail", message="; ".join(stats.errors)[:500]
+                    )
             return stats.to_dict()
     except TaskLockedException:
         # Another worker is writing the graph: make sure a reindex follows it.

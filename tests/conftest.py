@@ -10,12 +10,16 @@ import os
 from pathlib import Path
 
 import pytest
-
 from support import STUB_CLAUDE, Env
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> Env:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("REFLECT_", "STUB_CLAUDE", "GLOBAL_LEARNINGS"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("REFLECT_", "STUB_CLAUDE", "GLOBAL_LEARNINGS"))
+    }
     e = Env(base)
     e.update(
         REFLECT_HOME=str(tmp_path / "home"),
@@ -31,5 +35,3 @@ def env(tmp_path: Path) -> Env:
         PYTHONDONTWRITEBYTECODE="1",
     )
     return e
-
-

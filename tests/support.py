@@ -40,12 +40,18 @@ class Env(dict):
 
         return load_settings(dict(self))
 
-    def run(self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         exe = args[0]
         argv = [str(BIN / exe), *args[1:]] if (BIN / exe).exists() else list(args)
-        proc = subprocess.run(argv, env=dict(self), input=input, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            argv, env=dict(self), input=input, capture_output=True, text=True, timeout=timeout
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"{args} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+            raise AssertionError(
+                f"{args} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            )
         return proc
 
     def cli(self, *args: str, **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
@@ -62,7 +68,14 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):  # type: 
     raise AssertionError(f"condition not met within {timeout}s")
 
 
-def write_claude_transcript(path: Path, corrections: list[str], *, filler: int = 3, session: str = "s-test", trailing: bool = False) -> Path:
+def write_claude_transcript(
+    path: Path,
+    corrections: list[str],
+    *,
+    filler: int = 3,
+    session: str = "s-test",
+    trailing: bool = False,
+) -> Path:
     """A synthetic Claude Code session: filler exchanges around explicit human corrections."""
     import json
 
@@ -72,7 +85,20 @@ def write_claude_transcript(path: Path, corrections: list[str], *, filler: int =
     def rec(role: str, text: str) -> None:
         nonlocal n
         n += 1
-        lines.append(json.dumps({"type": role, "uuid": f"u{n}", "sessionId": session, "timestamp": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}Z", "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}}))
+        lines.append(
+            json.dumps(
+                {
+                    "type": role,
+                    "uuid": f"u{n}",
+                    "sessionId": session,
+                    "timestamp": f"2026-11-01T10:{n // 60:02d}:{n % 60:02d}Z",
+                    "message": {
+                        "role": role,
+                        "content": text if role == "user" else [{"type": "text", "text": text}],
+                    },
+                }
+            )
+        )
 
     for i, correction in enumerate(corrections):
         for j in range(filler):

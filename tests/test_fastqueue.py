@@ -14,7 +14,9 @@ from reflect_jobs import fastqueue
 
 
 def test_message_unpickles_to_hueys_message():
-    data = fastqueue.encode_message("reflect_jobs.tasks.capture", ("claude", "s1", "/t.jsonl", "Stop", 1.5))
+    data = fastqueue.encode_message(
+        "reflect_jobs.tasks.capture", ("claude", "s1", "/t.jsonl", "Stop", 1.5)
+    )
     msg = pickle.loads(data)
     assert isinstance(msg, Message)
     assert msg.name == "reflect_jobs.tasks.capture"
@@ -24,7 +26,7 @@ def test_message_unpickles_to_hueys_message():
 
 
 def test_ddl_matches_installed_huey():
-    assert fastqueue.TASK_TABLE_DDL == SqliteStorage.table_task
+    assert SqliteStorage.table_task == fastqueue.TASK_TABLE_DDL
     assert fastqueue.TASK_INDEX_DDL.split() == SqliteStorage.index_task.split()
 
 
@@ -42,7 +44,9 @@ def _huey_with_task(path):
 
 def test_huey_executes_a_fast_enqueued_message_on_a_fresh_file(tmp_path):
     path = tmp_path / "queue.db"
-    fastqueue.enqueue(f"sqlite:///{path}", "reflect_jobs.tasks.capture", ("claude", "s", "/p", "Stop", 2.0))
+    fastqueue.enqueue(
+        f"sqlite:///{path}", "reflect_jobs.tasks.capture", ("claude", "s", "/p", "Stop", 2.0)
+    )
     assert sqlite3.connect(path).execute("select count(*) from task").fetchone() == (1,)
     huey, seen = _huey_with_task(path)
     task = huey.dequeue()
@@ -65,7 +69,11 @@ def test_redis_push_is_consumed_by_redis_huey():
 
     capture.__module__ = "reflect_jobs.tasks"
     huey.task()(capture)
-    fastqueue.push_redis("redis://127.0.0.1:6379/0", fastqueue.encode_message("reflect_jobs.tasks.capture", ("codex", "s9", "/q", "Stop", 3.0)), name=name)
+    fastqueue.push_redis(
+        "redis://127.0.0.1:6379/0",
+        fastqueue.encode_message("reflect_jobs.tasks.capture", ("codex", "s9", "/q", "Stop", 3.0)),
+        name=name,
+    )
     huey.execute(huey.dequeue())
     assert seen == [("codex", "s9", "/q", "Stop", 3.0)]
 

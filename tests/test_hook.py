@@ -9,8 +9,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select
-
 from support import BIN, transcripts_dir
+
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job
 
@@ -20,7 +20,13 @@ HOOK = str(BIN / "reflect-jobs-hook")
 def _hook(env, payload, harness="claude"):
     raw = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
     started = time.monotonic()
-    proc = subprocess.run([HOOK, harness], input=raw if isinstance(raw, bytes) else raw.encode(), env=dict(env), capture_output=True, timeout=30)
+    proc = subprocess.run(
+        [HOOK, harness],
+        input=raw if isinstance(raw, bytes) else raw.encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=30,
+    )
     return proc, time.monotonic() - started
 
 
@@ -50,7 +56,15 @@ def test_camelcase_copilot_payload(env):
 
 
 def test_garbage_input_exits_0_fast_logs_and_enqueues_nothing(env):
-    cases = [b"", b"not json", b"\x00\xff\xfe garbage", b"[1,2]", b'{"session_id": "x"}', json.dumps({"transcript_path": "/no/such/file.jsonl"}).encode(), b'{"transcript_path": 42}']
+    cases = [
+        b"",
+        b"not json",
+        b"\x00\xff\xfe garbage",
+        b"[1,2]",
+        b'{"session_id": "x"}',
+        json.dumps({"transcript_path": "/no/such/file.jsonl"}).encode(),
+        b'{"transcript_path": 42}',
+    ]
     for raw in cases:
         proc, elapsed = _hook(env, raw)
         assert proc.returncode == 0 and proc.stdout == b"", raw
@@ -91,8 +105,14 @@ def test_locked_queue_is_logged_and_the_hook_still_exits_0(env):
 def test_60_concurrent_hooks_60_jobs_and_20_of_one_session_1_job(env):
     t = transcripts_dir() / "coverage-test-fix.jsonl"
     env["REFLECT_CAPTURE_SETTLE_SEC"] = "3600"  # keep jobs settling: we count captures, not runs
-    payloads = [{"session_id": f"sess-{i}", "transcript_path": str(t), "hook_event_name": "Stop"} for i in range(60)]
-    payloads += [{"session_id": "one-session", "transcript_path": str(t), "hook_event_name": ev} for ev in ("PreCompact", "Stop", "SessionEnd", "Stop") * 5]
+    payloads = [
+        {"session_id": f"sess-{i}", "transcript_path": str(t), "hook_event_name": "Stop"}
+        for i in range(60)
+    ]
+    payloads += [
+        {"session_id": "one-session", "transcript_path": str(t), "hook_event_name": ev}
+        for ev in ("PreCompact", "Stop", "SessionEnd", "Stop") * 5
+    ]
     with ThreadPoolExecutor(max_workers=40) as pool:
         results = list(pool.map(lambda p: _hook(env, p)[0].returncode, payloads))
     assert results == [0] * 80

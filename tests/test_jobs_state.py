@@ -30,12 +30,26 @@ def db(tmp_path):
 
 def _capture(db, session_id="s1", settle=0, harness="claude"):
     with session_scope(db) as s:
-        return record_capture(s, harness=harness, session_id=session_id, transcript_path="/t.jsonl", event="Stop", size=10, mtime=1.0, settle_sec=settle)
+        return record_capture(
+            s,
+            harness=harness,
+            session_id=session_id,
+            transcript_path="/t.jsonl",
+            event="Stop",
+            size=10,
+            mtime=1.0,
+            settle_sec=settle,
+        )
 
 
 def _events(db, job_id):
     with session_scope(db) as s:
-        return [(e.from_state, e.to_state) for e in s.scalars(select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id))]
+        return [
+            (e.from_state, e.to_state)
+            for e in s.scalars(
+                select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id)
+            )
+        ]
 
 
 def test_capture_creates_a_queued_prepare_job_with_an_event(db):
@@ -58,7 +72,11 @@ def test_captures_of_one_session_coalesce_and_push_settle_out(db):
 
 
 def test_other_sessions_and_harnesses_get_their_own_jobs(db):
-    ids = {_capture(db, "a").job_id, _capture(db, "b").job_id, _capture(db, "a", harness="codex").job_id}
+    ids = {
+        _capture(db, "a").job_id,
+        _capture(db, "b").job_id,
+        _capture(db, "a", harness="codex").job_id,
+    }
     assert len(ids) == 3
 
 
@@ -84,7 +102,17 @@ def test_claim_waits_for_next_run_at(db):
     res = _capture(db, settle=60)
     with session_scope(db) as s:
         assert claim(s, res.job_id, "prepare", worker="w", lease_sec=60) is None
-        assert claim(s, res.job_id, "prepare", worker="w", lease_sec=60, now=utcnow() + timedelta(seconds=61)) is not None
+        assert (
+            claim(
+                s,
+                res.job_id,
+                "prepare",
+                worker="w",
+                lease_sec=60,
+                now=utcnow() + timedelta(seconds=61),
+            )
+            is not None
+        )
 
 
 def test_many_threads_race_one_claim_exactly_one_wins(db):
@@ -136,7 +164,9 @@ def test_expired_lease_is_recovered_then_poisoned_after_max(db):
     for n in range(1, 5):
         with session_scope(db) as s:
             t0 = utcnow() + timedelta(seconds=10 * n)
-            assert claim(s, res.job_id, "prepare", worker=f"dead{n}", lease_sec=0, now=t0) is not None
+            assert (
+                claim(s, res.job_id, "prepare", worker=f"dead{n}", lease_sec=0, now=t0) is not None
+            )
         with session_scope(db) as s:
             out = recover_expired(s, max_recoveries=3, now=t0 + timedelta(seconds=1))
         assert len(out) == 1
@@ -145,7 +175,11 @@ def test_expired_lease_is_recovered_then_poisoned_after_max(db):
             if n <= 3:
                 assert (job.state, job.recoveries, out[0].poisoned) == ("queued", n, False)
             else:
-                assert (job.state, job.outcome, out[0].poisoned) == ("poisoned", "poison_crash_loop", True)
+                assert (job.state, job.outcome, out[0].poisoned) == (
+                    "poisoned",
+                    "poison_crash_loop",
+                    True,
+                )
 
 
 def test_live_lease_is_not_recovered(db):

@@ -7,13 +7,26 @@ import threading
 import pytest
 from huey.storage import SqliteStorage
 
-from reflect_jobs.limits import Caps, Deferral, Reservation, daily_key, next_day, run_key, window_end
+from reflect_jobs.limits import (
+    Caps,
+    Deferral,
+    Reservation,
+    daily_key,
+    next_day,
+    run_key,
+    window_end,
+)
 
 T0 = 1_764_500_000.0  # a fixed instant
 
 
 def _caps(tmp_path, daily=20, run=3):
-    return Caps(SqliteStorage("reflect", filename=str(tmp_path / "q.db")), daily_max=daily, run_max=run, window_sec=600)
+    return Caps(
+        SqliteStorage("reflect", filename=str(tmp_path / "q.db")),
+        daily_max=daily,
+        run_max=run,
+        window_sec=600,
+    )
 
 
 def test_run_cap_defers_until_window_end(tmp_path):

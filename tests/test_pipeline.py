@@ -8,12 +8,13 @@ import signal
 import subprocess
 import time
 from datetime import timedelta
+from pathlib import Path
 
 from sqlalchemy import func, select
+from support import BIN, transcripts_dir, wait_for, write_claude_transcript
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
-from support import BIN, transcripts_dir, wait_for, write_claude_transcript
 
 
 def _jobs(env):
@@ -22,7 +23,7 @@ def _jobs(env):
 
 def _calls(env) -> int:
     p = env["STUB_CLAUDE_LOG"]
-    return len(open(p).read().splitlines()) if os.path.exists(p) else 0
+    return len(Path(p).read_text().splitlines()) if os.path.exists(p) else 0
 
 
 def _notes(env):
@@ -35,10 +36,14 @@ def test_real_transcript_end_to_end_one_note_indexed_and_searchable(env):
     job_id = env.cli("enqueue", str(t)).stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     (job,) = _jobs(env)
-    assert job["id"] == job_id and (job["stage"], job["state"], job["outcome"]) == ("done", "done", "ok")
+    assert job["id"] == job_id and (job["stage"], job["state"], job["outcome"]) == (
+        "done",
+        "done",
+        "ok",
+    )
     assert job["attempts"] == 1 and _calls(env) == 1
     assert _notes(env) == ["lrn-use-pnpm-not-npm-in-the-web-workspace-d96def.md"]
-    call = json.loads(open(env["STUB_CLAUDE_LOG"]).readline())
+    call = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[0])
     assert call["child_env"] == "1" and "--allowedTools" in call["argv"]
     hits = json.loads(env.cli("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)
     assert hits and hits[0]["id"] == "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
@@ -51,18 +56,29 @@ def test_real_transcript_end_to_end_one_note_indexed_and_searchable(env):
 
 
 def test_unchanged_recapture_is_free_and_grown_transcript_sends_only_new_windows(env, tmp_path):
-    t = write_claude_transcript(tmp_path / "grow.jsonl", ["No, never use a bare except in this codebase; catch KeyError."], trailing=True)
+    t = write_claude_transcript(
+        tmp_path / "grow.jsonl",
+        ["No, never use a bare except in this codebase; catch KeyError."],
+        trailing=True,
+    )
     env.cli("enqueue", str(t), "--session-id", "g")
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     env.cli("enqueue", str(t), "--session-id", "g")
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     outcomes = sorted(j["outcome"] for j in _jobs(env))
     assert outcomes == ["ok", "skip_unchanged"] and _calls(env) == 1
-    write_claude_transcript(t, ["No, never use a bare except in this codebase; catch KeyError.", "Wrong: always run the migrations with alembic upgrade head, not create_all."], trailing=True)
+    write_claude_transcript(
+        t,
+        [
+            "No, never use a bare except in this codebase; catch KeyError.",
+            "Wrong: always run the migrations with alembic upgrade head, not create_all.",
+        ],
+        trailing=True,
+    )
     job_id = env.cli("enqueue", str(t), "--session-id", "g").stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == 2
-    last = json.loads(open(env["STUB_CLAUDE_LOG"]).read().splitlines()[-1])
+    last = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[-1])
     stats = json.loads(env.cli("show", job_id, "--json").stdout)["prepare_stats"]
     assert stats["chunks_skipped"] >= 1 and stats["chunks_total"] > stats["chunks_skipped"]
     assert last["prompt_chars"] > 0
@@ -71,7 +87,10 @@ def test_unchanged_recapture_is_free_and_grown_transcript_sends_only_new_windows
 def test_daily_cap_defers_without_failing_or_charging(env, tmp_path):
     env["REFLECT_DRAIN_DAILY_MAX"] = "1"
     for i in range(3):
-        t = write_claude_transcript(tmp_path / f"c{i}.jsonl", [f"No, that's wrong: never call service {i} without a timeout."])
+        t = write_claude_transcript(
+            tmp_path / f"c{i}.jsonl",
+            [f"No, that's wrong: never call service {i} without a timeout."],
+        )
         env.cli("enqueue", str(t), "--session-id", f"cap{i}")
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     states = sorted((j["state"], j["outcome"]) for j in _jobs(env))
@@ -86,7 +105,9 @@ def test_daily_cap_defers_without_failing_or_charging(env, tmp_path):
 def test_zero_turn_answer_halts_the_write_stage_for_free_until_resume(env, tmp_path):
     env["STUB_CLAUDE_MODE"] = "zero_turns"
     for i in range(2):
-        t = write_claude_transcript(tmp_path / f"h{i}.jsonl", [f"Never deploy on friday {i}, I already told you."])
+        t = write_claude_transcript(
+            tmp_path / f"h{i}.jsonl", [f"Never deploy on friday {i}, I already told you."]
+        )
         env.cli("enqueue", str(t), "--session-id", f"h{i}")
     # One worker: a call already in flight on another worker cannot be recalled, but no
     # call may *start* once the halt is recorded.
@@ -106,7 +127,9 @@ def test_zero_turn_answer_halts_the_write_stage_for_free_until_resume(env, tmp_p
 def test_poisoned_job_can_be_retried(env, tmp_path):
     env["STUB_CLAUDE_MODE"] = "prose"
     env["REFLECT_DRAIN_INVALID_THRESHOLD"] = "1"
-    t = write_claude_transcript(tmp_path / "p.jsonl", ["Stop doing that, the rule is tabs not spaces."])
+    t = write_claude_transcript(
+        tmp_path / "p.jsonl", ["Stop doing that, the rule is tabs not spaces."]
+    )
     job_id = env.cli("enqueue", str(t)).stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     (job,) = _jobs(env)
@@ -123,7 +146,9 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path)
     """A worker died after the answer was recorded: recovery applies it without a new call."""
     from reflect_jobs.writer.backends import make_backend
 
-    t = write_claude_transcript(tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."])
+    t = write_claude_transcript(
+        tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]
+    )
     env["REFLECT_DRAIN_DRY_RUN"] = "0"
     job_id = env.cli("enqueue", str(t)).stdout.strip()
     env["STUB_CLAUDE_MODE"] = "prose"  # what a second (forbidden) call would get
@@ -137,7 +162,13 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path)
     # Simulate the crashed worker: it claimed the job, paid, recorded the answer, died.
     ok_env = dict(env, STUB_CLAUDE_MODE="ok", STUB_CLAUDE_LOG=str(tmp_path / "paid.jsonl"))
     os.environ.update({k: v for k, v in ok_env.items() if k.startswith("STUB_")})
-    result = make_backend("claude", claude_bin=env["REFLECT_DRAIN_CLAUDE_BIN"], model="sonnet", cwd=str(tmp_path), drain_timeout=300).call("x")
+    result = make_backend(
+        "claude",
+        claude_bin=env["REFLECT_DRAIN_CLAUDE_BIN"],
+        model="sonnet",
+        cwd=str(tmp_path),
+        drain_timeout=300,
+    ).call("x")
     from reflect_jobs.ledger import costs
 
     with session_scope(settings.db_url) as s:
@@ -158,10 +189,25 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path)
 
 
 def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path):
-    t = write_claude_transcript(tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."])
-    env.update(STUB_CLAUDE_MODE="sequence", STUB_CLAUDE_SEQUENCE="sleep,ok", STUB_CLAUDE_STATE=str(tmp_path / "seq"), STUB_CLAUDE_SLEEP="60", REFLECT_LEASE_SEC="4", REFLECT_DRAIN_TIMEOUT="120")
+    t = write_claude_transcript(
+        tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."]
+    )
+    env.update(
+        STUB_CLAUDE_MODE="sequence",
+        STUB_CLAUDE_SEQUENCE="sleep,ok",
+        STUB_CLAUDE_STATE=str(tmp_path / "seq"),
+        STUB_CLAUDE_SLEEP="60",
+        REFLECT_LEASE_SEC="4",
+        REFLECT_DRAIN_TIMEOUT="120",
+    )
     job_id = env.cli("enqueue", str(t)).stdout.strip()
-    consumer = subprocess.Popen([str(BIN / "reflect-jobs"), "worker", "-w", "2"], env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    consumer = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: _calls(env) >= 1, timeout=60)
     finally:
@@ -175,7 +221,9 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     assert (job["state"], job["outcome"]) == ("done", "ok")
     assert len(_notes(env)) == 1
     with session_scope(env.settings().db_url) as s:
-        details = [e.detail or "" for e in s.scalars(select(JobEvent).where(JobEvent.job_id == job_id))]
+        details = [
+            e.detail or "" for e in s.scalars(select(JobEvent).where(JobEvent.job_id == job_id))
+        ]
         assert any("lease of" in d and "expired" in d for d in details)
         assert s.get(Job, job_id).recoveries == 1
         assert s.scalar(select(func.count()).select_from(Learning)) == 1
@@ -183,9 +231,10 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
 
 def test_stage_runners_are_idempotent(env, tmp_path):
     """Running any stage task twice changes nothing the second time."""
+    from huey.storage import SqliteStorage
+
     from reflect_jobs import pipeline
     from reflect_jobs.limits import Caps
-    from huey.storage import SqliteStorage
 
     class Recorder:
         def __init__(self):
@@ -197,13 +246,29 @@ def test_stage_runners_are_idempotent(env, tmp_path):
         def kb_changed(self):
             self.sent.append("kb")
 
-    t = write_claude_transcript(tmp_path / "i.jsonl", ["No, the rule is: never log the request body."])
+    t = write_claude_transcript(
+        tmp_path / "i.jsonl", ["No, the rule is: never log the request body."]
+    )
     s = env.settings()
     os.environ.update({k: v for k, v in env.items() if k.startswith("STUB_")})
     rec = Recorder()
-    rt = pipeline.Runtime(settings=s, dispatcher=rec, caps=Caps(SqliteStorage("reflect", filename=str(tmp_path / "q.db")), daily_max=20, run_max=3, window_sec=600), worker="w1")
+    rt = pipeline.Runtime(
+        settings=s,
+        dispatcher=rec,
+        caps=Caps(
+            SqliteStorage("reflect", filename=str(tmp_path / "q.db")),
+            daily_max=20,
+            run_max=3,
+            window_sec=600,
+        ),
+        worker="w1",
+    )
     job_id = pipeline.run_capture(rt, "claude", "idem", str(t), "Stop", 0)
-    for stage, run in (("prepare", pipeline.run_prepare), ("write", pipeline.run_write), ("add", pipeline.run_add)):
+    for stage, run in (
+        ("prepare", pipeline.run_prepare),
+        ("write", pipeline.run_write),
+        ("add", pipeline.run_add),
+    ):
         run(rt, job_id)
         with session_scope(s.db_url) as sess:
             before = sess.scalar(select(func.count()).select_from(JobEvent))

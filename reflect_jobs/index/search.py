@@ -50,7 +50,9 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
     try:
         warnings += staleness(kb_path, lex)
         fetch = max(k * 4, 20)
-        lexical = [doc for doc, _ in lex.search(query, fetch)] if mode in ("hybrid", "lexical") else []
+        lexical = (
+            [doc for doc, _ in lex.search(query, fetch)] if mode in ("hybrid", "lexical") else []
+        )
         vector: list[str] = []
         if mode != "lexical":
             try:
@@ -60,7 +62,9 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
                 gmode = "naive" if mode == "hybrid" else mode
                 vector = [doc for doc, _ in graph.query(query, mode=gmode, k=fetch)]
             except Exception as exc:  # noqa: BLE001 - lexical still answers
-                warnings.append(f"vector index unavailable ({type(exc).__name__}: {exc}); lexical results only")
+                warnings.append(
+                    f"vector index unavailable ({type(exc).__name__}: {exc}); lexical results only"
+                )
                 if not lexical:
                     lexical = [doc for doc, _ in lex.search(query, fetch)]
         if mode == "lexical":
@@ -74,7 +78,14 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
             meta = lex.lookup(doc_id)
             if meta is None or meta["status"] != "active":
                 continue  # unknown to the (status-aware) index, retired or superseded
-            hits.append({"id": doc_id, "title": meta["title"], "score": round(float(score), 6), "path": meta["path"]})
+            hits.append(
+                {
+                    "id": doc_id,
+                    "title": meta["title"],
+                    "score": round(float(score), 6),
+                    "path": meta["path"],
+                }
+            )
             if len(hits) >= k:
                 break
         return SearchResult(hits, warnings)

@@ -128,7 +128,15 @@ def cost_report(
             "max_run_tokens": 0,
         }
     )
-    total = {"runs": 0, "entries": 0, "tokens": 0, "cache_read": 0, "cache_creation": 0, "io": 0, "cost_usd": 0.0}
+    total = {
+        "runs": 0,
+        "entries": 0,
+        "tokens": 0,
+        "cache_read": 0,
+        "cache_creation": 0,
+        "io": 0,
+        "cost_usd": 0.0,
+    }
     for row in session.scalars(query):
         key = {
             "day": row.day,
@@ -138,10 +146,14 @@ def cost_report(
             "writer": row.writer_class or "?",
             "backend": row.backend or "?",
         }.get(by, row.day)
-        cost = row.cost_usd if row.cost_usd and row.cost_usd > 0 else (
-            estimate_cost(row.model, row.input, row.output, row.cache_read, row.cache_creation)
-            if row.tokens
-            else 0.0
+        cost = (
+            row.cost_usd
+            if row.cost_usd and row.cost_usd > 0
+            else (
+                estimate_cost(row.model, row.input, row.output, row.cache_read, row.cache_creation)
+                if row.tokens
+                else 0.0
+            )
         )
         for bucket in (rows[key], total):
             bucket["runs"] += 1
@@ -154,7 +166,9 @@ def cost_report(
         rows[key]["max_run_tokens"] = max(rows[key]["max_run_tokens"], row.tokens)
     for bucket in [*rows.values(), total]:
         bucket["cost_usd"] = round(bucket["cost_usd"], 6)
-    total["cache_reuse"] = round(total["cache_read"] / total["tokens"], 4) if total["tokens"] else 0.0
+    total["cache_reuse"] = (
+        round(total["cache_read"] / total["tokens"], 4) if total["tokens"] else 0.0
+    )
     return {"by": by, "rows": dict(sorted(rows.items())), "total": total}
 
 

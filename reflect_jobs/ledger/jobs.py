@@ -347,7 +347,9 @@ def retry_job(session: Session, job: Job, *, worker: str = "cli") -> str:
     slice is gone, in which case it starts again at prepare.
     """
     if job.state not in NEEDS_PERSON:
-        raise IllegalTransition(f"job {job.id} is {job.state}; only poisoned, quarantined or halted jobs can be retried")
+        raise IllegalTransition(
+            f"job {job.id} is {job.state}; only poisoned, quarantined or halted jobs can be retried"
+        )
     stage = job.stage
     if stage == "write" and (not job.slice_path or not os.path.exists(job.slice_path)):
         stage = "prepare"

@@ -29,7 +29,9 @@ def snapshot(row: Learning) -> dict[str, Any]:
     }
 
 
-def _history(session: Session, row: Learning, change: str, reason: str | None, job_id: str | None) -> None:
+def _history(
+    session: Session, row: Learning, change: str, reason: str | None, job_id: str | None
+) -> None:
     session.add(
         LearningHistory(
             learning_id=row.id,
@@ -53,7 +55,9 @@ def add_source(session: Session, learning_id: str, source: str, job_id: str | No
         return False
     try:
         with session.begin_nested():
-            session.add(LearningSource(learning_id=learning_id, source=source, job_id=job_id, at=utcnow()))
+            session.add(
+                LearningSource(learning_id=learning_id, source=source, job_id=job_id, at=utcnow())
+            )
     except IntegrityError:
         return False
     return True
@@ -134,7 +138,9 @@ def upsert_learning(
     return UpsertResult(learning_id, False, row.proof_count)
 
 
-def add_proof(session: Session, learning_id: str, source: str, *, reason: str | None, job_id: str | None) -> bool:
+def add_proof(
+    session: Session, learning_id: str, source: str, *, reason: str | None, job_id: str | None
+) -> bool:
     """UPDATE action: +1 proof from a new source, with a history snapshot first."""
     row = session.get(Learning, learning_id, with_for_update=True)
     if row is None:
@@ -182,7 +188,9 @@ def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, 
     now = utcnow()
     new = [h for h in dict.fromkeys(hashes) if h not in seen]
     for h in new:
-        session.add(ChunkHash(hash=h, transcript_path=transcript_path, job_id=job_id, created_at=now))
+        session.add(
+            ChunkHash(hash=h, transcript_path=transcript_path, job_id=job_id, created_at=now)
+        )
     return len(new)
 
 

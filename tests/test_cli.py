@@ -1,0 +1,136 @@
+"""The operator CLI: stable JSON shapes (DESIGN §9), exit codes, logging, graceful worker stop."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+from support import BIN, transcripts_dir, wait_for, write_claude_transcript
+
+JOB_KEYS = {
+    "id",
+    "harness",
+    "session_id",
+    "transcript_path",
+    "stage",
+    "state",
+    "outcome",
+    "attempts",
+    "created_at",
+    "updated_at",
+    "next_run_at",
+}
+
+
+def test_status_json_shape_on_a_fresh_install(env):
+    data = json.loads(env.cli("status", "--json").stdout)
+    assert set(data) >= {
+        "counts",
+        "budget",
+        "run_window",
+        "quota",
+        "halted",
+        "last_success_at",
+        "warnings",
+    }
+    assert set(data["budget"]) == {"day", "used", "limit"} and data["budget"]["limit"] == 20
+    assert set(data["run_window"]) == {"used", "limit", "resets_at"}
+    assert data["quota"]["gate"] == "open" and data["halted"] is False
+    assert all(v == 0 for v in data["counts"].values())
+    assert "reflect idle budget 0/20" in env.cli("status", "--line").stdout
+
+
+def test_jobs_show_and_cost_json_shapes(env):
+    job_id = env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")).stdout.strip()
+    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    assert set(job) >= JOB_KEYS and job["id"] == job_id
+    assert json.loads(env.cli("jobs", "--state", "poisoned", "--json").stdout) == []
+    cost = json.loads(env.cli("cost", "--by", "outcome", "--json").stdout)
+    assert cost["by"] == "outcome" and set(cost["rows"]["ok"]) >= {
+        "runs",
+        "entries",
+        "tokens",
+        "cost_usd",
+    }
+    assert cost["total"]["tokens"] == 14210 + 412 + 3120
+    hits = json.loads(env.cli("search", "pnpm", "--json", "--mode", "lexical").stdout)
+    assert set(hits[0]) == {"id", "title", "score", "path"}
+    assert "running" in env.cli("show", job_id).stdout
+
+
+def test_usage_errors_exit_2_and_handled_failures_exit_1(env):
+    assert env.cli("retry", check=False).returncode == 2
+    assert env.cli("show", "nope", check=False).returncode == 1
+    assert env.cli("enqueue", "/no/such/file.jsonl", check=False).returncode == 2
+    proc = env.cli("show", "nope", check=False)
+    assert proc.stderr.strip().count("\n") == 0 and "no job nope" in proc.stderr
+
+
+def test_drain_log_is_json_lines_with_transitions_and_rotates(env, tmp_path):
+    env["REFLECT_DRAIN_LOG_MAX_BYTES"] = "2048"
+    for i in range(3):
+        t = write_claude_transcript(
+            tmp_path / f"l{i}.jsonl",
+            [f"No, never hardcode port {8000 + i}; read it from the config."],
+        )
+        env.cli("enqueue", str(t), "--session-id", f"log{i}")
+    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    assert (env.home / "drain.log.1").exists(), "rotated at REFLECT_DRAIN_LOG_MAX_BYTES"
+    lines = [
+        json.loads(x)
+        for p in ("drain.log.1", "drain.log")
+        for x in (env.home / p).read_text().splitlines()
+    ]
+    transitions = [x for x in lines if x.get("event") == "transition"]
+    assert transitions and all(
+        {"job_id", "stage", "state", "outcome"} <= set(x) for x in transitions
+    )
+
+
+def test_db_upgrade_reports_head(env):
+    out = env.cli("db", "upgrade").stdout
+    assert "at revision 0001 (head 0001)" in out
+
+
+def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env, tmp_path):
+    t = write_claude_transcript(
+        tmp_path / "w.jsonl", ["No, always validate the webhook signature first."]
+    )
+    env.update(
+        STUB_CLAUDE_MODE="sequence",
+        STUB_CLAUDE_SEQUENCE="sleep,ok",
+        STUB_CLAUDE_STATE=str(tmp_path / "seq"),
+        STUB_CLAUDE_SLEEP="60",
+        REFLECT_LEASE_SEC="3",
+        REFLECT_DRAIN_TIMEOUT="120",
+    )
+    job_id = env.cli("enqueue", str(t)).stdout.strip()
+
+    def start():
+        return subprocess.Popen(
+            [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
+            env=dict(env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    first = start()
+    wait_for(lambda: (tmp_path / "claude-calls.jsonl").exists(), timeout=60)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    time.sleep(3.5)
+    second = start()  # start-up recovery re-queues the expired lease
+    try:
+        wait_for(
+            lambda: json.loads(env.cli("jobs", "--json").stdout)[0]["state"] == "done", timeout=60
+        )
+    finally:
+        second.send_signal(signal.SIGTERM)
+        rc = second.wait(30)
+    assert rc == 0
+    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    assert shown["outcome"] == "ok" and shown["recoveries"] == 1
