@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from support import BIN, write_claude_transcript
 
 
