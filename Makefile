@@ -30,7 +30,7 @@ test-fast: install
 	$(BIN)/python -m pytest -q -m "not chaos and not slow and not services"
 
 chaos: install
-	$(BIN)/python -m pytest -q tests/chaos
+	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q tests/chaos
 
 bench: install
 	$(BIN)/python bench/bench_hook.py

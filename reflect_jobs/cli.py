@@ -488,9 +488,13 @@ def resume() -> None:
     default="day",
     show_default=True,
 )
+@click.option(
+    "--top", type=int, default=15, show_default=True, help="Rows shown (not for --by day)."
+)
+@click.option("--outlier-tokens", type=int, default=5_000_000, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def cost(since: str, by: str, as_json: bool) -> None:
-    """What the writer spent, grouped."""
+def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> None:
+    """What the writer spent, grouped (⚠ marks a bucket with an outlier run)."""
     s = _settings()
     from .ledger.costs import cost_report, parse_since
     from .ledger.db import session_scope
@@ -503,26 +507,37 @@ def cost(since: str, by: str, as_json: bool) -> None:
     if not report["rows"]:
         click.echo(f"No reflect cost events in the last {since}.")
         return
-    rows = [
-        [k, v["runs"], v["entries"], v["tokens"], v["cache_read"], v["io"], f"${v['cost_usd']:.4f}"]
-        for k, v in report["rows"].items()
-    ]
+    items = list(report["rows"].items())
+    if by != "day":
+        items = sorted(items, key=lambda kv: -kv[1]["tokens"])[:top]
     t = report["total"]
-    rows.append(
-        [
-            "TOTAL",
-            t["runs"],
-            t["entries"],
-            t["tokens"],
-            t["cache_read"],
-            t["io"],
-            f"${t['cost_usd']:.4f}",
-        ]
-    )
+    rows = [_cost_cells(k, v, outlier_tokens) for k, v in items]
+    rows.append(_cost_cells("TOTAL", t, None))
     click.echo(_table(rows, [by, "runs", "entries", "tokens", "cache_rd", "io", "$est"]))
     click.echo(
-        f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads ($est uses per-model prices when the CLI reported none)"
+        f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads"
+        " ($est uses per-model prices when the CLI reported none)"
     )
+    outliers = [k for k, v in report["rows"].items() if v["max_run_tokens"] > outlier_tokens]
+    if outliers:
+        click.secho(
+            f"⚠ a single run over {outlier_tokens:,} tokens in: {', '.join(outliers)}", fg="yellow"
+        )
+
+
+def _cost_cells(key: str, v: dict[str, Any], outlier_tokens: int | None) -> list[Any]:
+    flag = (
+        " ⚠" if outlier_tokens is not None and v.get("max_run_tokens", 0) > outlier_tokens else ""
+    )
+    return [
+        key,
+        v["runs"],
+        v["entries"],
+        v["tokens"],
+        v["cache_read"],
+        v["io"],
+        f"${v['cost_usd']:.4f}{flag}",
+    ]
 
 
 # --- KB ----------------------------------------------------------------------------------

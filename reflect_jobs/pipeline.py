@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from . import kb
 from .cascade import prepare as cascade_prepare
 from .config import Settings
+from .faults import failpoint
 from .ledger import control, costs, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import TERMINAL, claim, record_capture, transition, worker_id
@@ -231,6 +232,10 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
             return
         # From here on a new capture of this session is a new job (a grown transcript).
         job.accepting = False
+    failpoint("after_claim:prepare")
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
         path, harness = job.transcript_path, job.harness
         prev = session.get(Transcript, path)
         unchanged = (
@@ -433,6 +438,7 @@ def run_write(rt: Runtime, job_id: str) -> None:
             expect_actions=s.writer_mode == "extract",
         )
 
+    failpoint("after_claim:write")
     reservation = None
     if recorded is None:
         if not slice_path or not os.path.exists(slice_path):
@@ -490,6 +496,7 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 )
                 if snaps:
                     control.store_quota_snapshots(session, snaps, bucket_of)
+            failpoint("after_record")
     else:
         result, missing = recorded, None
         log.info("reusing recorded answer", job_id=job_id, cost_row=pending_id)
@@ -632,6 +639,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
         source, session_id, signal_hash = job.transcript_path, job.session_id, job.signal_hash
         chunk_hashes = list(job.chunk_hashes or [])
 
+    failpoint("after_claim:add")
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     written: list[Any] = []
     try:
@@ -684,6 +692,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
         rt.dispatcher.schedule("add", job_id, until)
         return
 
+    failpoint("after_notes")
     notes_touched = 0
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -726,6 +735,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
                         Path(row.note_path), status="retired", reason=reason, now=now_iso
                     )
         learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
+        failpoint("before_commit:add")
         notes_touched = created + updated + deleted
         summary = f"created={created} updated={updated} deleted={deleted}"
         notes = plan.get("notes") or []

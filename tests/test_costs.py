@@ -1,0 +1,111 @@
+"""Cost rows and the cost report (SPEC §9.9 ported onto the ledger)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from reflect_jobs.ledger import costs
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.models import CostRow, utcnow
+
+
+@pytest.fixture
+def db(tmp_path):
+    return f"sqlite:///{tmp_path}/c.db"
+
+
+def _row(s, **kw):
+    now = kw.pop("at", utcnow())
+    base = dict(
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript="/x/a.jsonl",
+        outcome="ok",
+        entries=1,
+        model="claude-sonnet-4-5",
+        writer_class="valid",
+    )
+    base.update(kw)
+    s.add(CostRow(**base))
+
+
+def test_two_rows_same_day_sum_and_prefer_recorded_cost(db):
+    with session_scope(db) as s:
+        _row(
+            s, tokens=1000, input=100, output=100, cache_read=700, cache_creation=100, cost_usd=0.1
+        )
+        _row(
+            s, tokens=2000, input=200, output=100, cache_read=1400, cache_creation=600, cost_usd=0.2
+        )
+    with session_scope(db) as s:
+        rep = costs.cost_report(s, by="day")
+    (row,) = rep["rows"].values()
+    assert (row["runs"], row["tokens"], row["cache_read"], row["cache_creation"]) == (
+        2,
+        3000,
+        2100,
+        700,
+    )
+    assert row["cost_usd"] == pytest.approx(0.3)
+    assert rep["total"]["cache_reuse"] == pytest.approx(0.7)
+
+
+def test_estimate_when_no_cost_recorded_opus_cache_write(db):
+    with session_scope(db) as s:
+        _row(s, model="claude-opus-4", tokens=1_000_000, cache_creation=1_000_000, cost_usd=0.0)
+    with session_scope(db) as s:
+        assert costs.cost_report(s)["total"]["cost_usd"] == pytest.approx(18.75)
+
+
+def test_unknown_model_is_priced_as_sonnet():
+    assert costs.estimate_cost("mystery", 1_000_000, 0, 0, 0) == pytest.approx(3.0)
+
+
+def test_group_keys_and_free_rows_count_as_runs(db):
+    with session_scope(db) as s:
+        _row(s, tokens=10, writer_class="valid")
+        _row(
+            s,
+            outcome="skip_no_signal",
+            entries=0,
+            model="",
+            writer_class="",
+            transcript="/y/b.jsonl",
+        )
+    with session_scope(db) as s:
+        assert set(costs.cost_report(s, by="writer")["rows"]) == {"valid", "?"}
+        assert set(costs.cost_report(s, by="transcript")["rows"]) == {"a.jsonl", "b.jsonl"}
+        assert costs.cost_report(s, by="outcome")["total"]["runs"] == 2
+
+
+def test_since_filters_old_rows(db):
+    with session_scope(db) as s:
+        _row(s, tokens=5, at=utcnow() - timedelta(days=40))
+        _row(s, tokens=7)
+    with session_scope(db) as s:
+        assert costs.cost_report(s, since=costs.parse_since("30d"))["total"]["tokens"] == 7
+        assert costs.cost_report(s, since=None)["total"]["tokens"] == 12
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("7d", 7 * 86400), ("24h", 86400), ("2w", 14 * 86400), ("3", 3 * 86400)]
+)
+def test_parse_since(text, seconds):
+    assert costs.parse_since(text).total_seconds() == seconds
+
+
+def test_parse_since_bogus_means_all_time():
+    assert costs.parse_since("bogus") is None and costs.parse_since("all") is None
+
+
+def test_cli_cost_table_flags_outliers(env):
+    from reflect_jobs.ledger.db import session_scope as scope
+
+    with scope(env.settings().db_url) as s:
+        _row(s, tokens=6_000_000, cost_usd=1.0, transcript="/x/huge.jsonl")
+        _row(s, tokens=100, cost_usd=0.01, transcript="/x/small.jsonl")
+    out = env.cli("cost", "--by", "transcript").stdout
+    assert "huge.jsonl" in out and "⚠" in out and "TOTAL" in out
+    assert out.index("huge.jsonl") < out.index("small.jsonl"), "sorted by tokens"
