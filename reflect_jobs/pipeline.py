@@ -26,12 +26,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from . import kb
+from .cascade import RelatedCandidate
 from .cascade import prepare as cascade_prepare
 from .config import Settings
 from .faults import failpoint
+from .index import semantic
 from .ledger import control, costs, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import TERMINAL, claim, record_capture, transition, worker_id
@@ -218,6 +221,48 @@ class _LedgerView:
             return learnings.LedgerView(s).learnings_with_signal_hash(signal_hash)
 
 
+def _semantic_related(rt: Runtime):  # type: ignore[no-untyped-def]
+    """Related learnings by embedding similarity, when a vector index exists."""
+    if not semantic.vectors_enabled():
+        return None
+
+    def lookup(signals):  # type: ignore[no-untyped-def]
+        text = "\n".join(sig.text for sig in signals[:20])
+        hits = [
+            (doc, score)
+            for doc, score in semantic.similar(rt.settings.kb_path, text, k=5)
+            if score >= 0.5
+        ]
+        if not hits:
+            return []
+        with session_scope(rt.db) as session:
+            rows = {
+                r.id: r
+                for r in session.scalars(
+                    select(learnings.Learning).where(
+                        learnings.Learning.id.in_([d for d, _ in hits])
+                    )
+                )
+            }
+            return [
+                (
+                    RelatedCandidate(
+                        id=r.id,
+                        title=r.title,
+                        category=r.category,
+                        status=r.status,
+                        proof_count=r.proof_count,
+                        created_at=r.created_at.isoformat(),
+                    ),
+                    float(score),
+                )
+                for doc, score in hits
+                if (r := rows.get(doc)) is not None
+            ]
+
+    return lookup
+
+
 def run_prepare(rt: Runtime, job_id: str) -> None:
     """The $0 cascade: skip, or write the slice and queue the paid write."""
     worker = rt.who()
@@ -261,6 +306,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 _LedgerView(rt.db),
                 source_name=os.path.basename(path),
                 max_chars=rt.settings.max_input_chars,
+                semantic=_semantic_related(rt),
             )
         except UnreadableTranscript as exc:
             outcome, detail = "skip_unreadable", str(exc)
@@ -642,8 +688,17 @@ def run_add(rt: Runtime, job_id: str) -> None:
     failpoint("after_claim:add")
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     written: list[Any] = []
+    twins: list[tuple[dict[str, Any], str, float]] = []
+    creates = []
+    for learning in plan.get("creates", []):
+        twin = semantic.find_twin(s.kb_path, learning, s.dedup_threshold)
+        own_id = kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
+        if twin is not None and twin[0] != own_id:
+            twins.append((learning, twin[0], twin[1]))  # a near-duplicate: proof, not a note
+        else:
+            creates.append(learning)
     try:
-        for learning in plan.get("creates", []):
+        for learning in creates:
             written.append(
                 (
                     learning,
@@ -715,6 +770,16 @@ def run_add(rt: Runtime, job_id: str) -> None:
             )
             created += int(res.created)
             updated += int(not res.created)
+        for learning, twin_id, score in twins:
+            title = str(learning.get("title", ""))[:80]
+            reason = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
+            if learnings.add_proof(session, twin_id, source, reason=reason, job_id=job_id):
+                updated += 1
+                row = session.get(learnings.Learning, twin_id)
+                if row is not None and row.note_path and os.path.exists(row.note_path):
+                    kb.bump_note(
+                        Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso
+                    )
         for upd in plan.get("updates", []):
             lid = upd.get("target_id", "")
             if learnings.add_proof(session, lid, source, reason=upd.get("reason"), job_id=job_id):

@@ -133,6 +133,20 @@ def reindex_task(force: bool = False) -> dict | None:
         return None
 
 
+@huey.periodic_task(crontab(minute="*/30"))
+def communities() -> bool | None:
+    """Every 30 minutes: re-cluster the graph and regenerate community reports if it changed.
+
+    Deferred here so that an insert never re-clusters the whole graph (B14); the global
+    search mode reads the reports this builds.
+    """
+    try:
+        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL if settings.queue_is_redis else None):
+            return maintenance.rebuild_communities(settings.kb_path)
+    except TaskLockedException:
+        return None  # a reindex holds the graph; the next run catches up
+
+
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
 
 

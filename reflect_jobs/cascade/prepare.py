@@ -21,11 +21,17 @@ original did) would pay for a model call on a transcript we may already have lea
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from reflect_jobs.cascade.gate import gate
-from reflect_jobs.cascade.model import LedgerView, Prepared, Slice
+from reflect_jobs.cascade.model import LedgerView, Prepared, RelatedCandidate, Signal, Slice
 from reflect_jobs.cascade.privacy import strip_private
-from reflect_jobs.cascade.revision import REVISION_MARKER, related_learnings, revision_block
+from reflect_jobs.cascade.revision import (
+    RETIRED_STATUSES,
+    REVISION_MARKER,
+    related_learnings,
+    revision_block,
+)
 from reflect_jobs.cascade.secrets import redact_secrets
 from reflect_jobs.cascade.signals import detect_signals, signal_set_hash
 from reflect_jobs.cascade.slicing import GAP, bounded_view, build_slice
@@ -69,8 +75,13 @@ def prepare(
     source_name: str,
     max_chars: int = 60_000,
     context: int = 3,
+    semantic: Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]] | None = None,
 ) -> Prepared:
-    """Decide skip/reflect for ``transcript`` and build the prompt-ready slice."""
+    """Decide skip/reflect for ``transcript`` and build the prompt-ready slice.
+
+    ``semantic`` (optional) adds related learnings found by embedding similarity — the
+    caller passes it when a vector index exists; lexical overlap alone misses paraphrases.
+    """
     orig_chars = sum(len(t.text) for t in transcript.turns) + max(len(transcript.turns) - 1, 0)
     turns, redactions = filter_turns(transcript.turns)
     signals = detect_signals(turns)
@@ -94,6 +105,8 @@ def prepare(
         return result
 
     related = related_learnings(signals, ledger.related_candidates())
+    if semantic is not None:
+        related = merge_related(related, semantic(signals))
     block = revision_block(related)
     budget = max(max_chars - HEADER_RESERVE - len(block), max_chars // 2, 1)
     lines = [line for turn in turns for line in turn.text.split("\n")]
@@ -120,3 +133,19 @@ def prepare(
     result.new_chunk_hashes = [c.hash for c in fresh]
     result.related_ids = [cand.id for cand, _ in related]
     return result
+
+
+def merge_related(
+    lexical: list[tuple[RelatedCandidate, float]],
+    semantic: list[tuple[RelatedCandidate, float]],
+    limit: int = 5,
+) -> list[tuple[RelatedCandidate, float]]:
+    """Union by id keeping the best score; best first, then oldest, at most ``limit``."""
+    best: dict[str, tuple[RelatedCandidate, float]] = {}
+    for cand, score in [*lexical, *semantic]:
+        if cand.status.lower() in RETIRED_STATUSES:
+            continue
+        if cand.id not in best or score > best[cand.id][1]:
+            best[cand.id] = (cand, score)
+    ranked = sorted(best.values(), key=lambda cs: (-cs[1], cs[0].created_at))
+    return ranked[:limit]

@@ -70,70 +70,86 @@ def reindex(
     vectors: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReindexStats:
-    """Bring the lexical (and graph/vector) index in line with ``documents/*.md``."""
+    """Bring the lexical (and graph/vector) index in line with ``documents/*.md``.
+
+    Cost is one read + sha256 per note and a parse only for notes whose bytes changed, so
+    adding one note to a large KB stays cheap (B14). Retired notes stay in the lexical index
+    with their status (search filters them) so an unchanged retired note is not re-parsed on
+    every pass; they are removed from the vector index.
+    """
     vectors = vectors_enabled() if vectors is None else vectors
     paths = kb.kb_paths(kb_path)
     stats = ReindexStats()
     lex = lexical_index(kb_path)
+    changed: list[tuple[kb.Note, str]] = []
+    drop_from_graph: list[str] = []
     try:
         if force or not lex.check():
             lex.rebuild()
         indexed = lex.indexed_hashes()
         on_disk: set[str] = set()
-        changed: list[tuple[kb.Note, str]] = []
-        retired: list[str] = []
         notes = list(kb.iter_notes(paths.root))
         for i, path in enumerate(notes, 1):
             stats.notes += 1
+            if progress:
+                progress(i, len(notes))
             try:
                 data = path.read_bytes()
+            except OSError as exc:
+                stats.unreadable += 1
+                stats.errors.append(f"{path.name}: {exc}")
+                continue
+            digest = _sha(data)
+            on_disk.add(path.stem)
+            if indexed.get(path.stem) == digest:
+                stats.unchanged += 1
+                continue
+            try:
                 note = kb.parse_note(data.decode("utf-8", errors="replace"))
-            except (OSError, kb.NoteError) as exc:
+            except kb.NoteError as exc:
                 stats.unreadable += 1
                 stats.errors.append(f"{path.name}: {exc}")
                 continue
             note.path = path
-            on_disk.add(note.id)
+            on_disk.add(note.id)  # a hand-written note may be named differently from its id
             status = str(note.frontmatter.get("status") or "active")
+            _lex_upsert(lex, note, digest, status)
             if status in RETIRED:
-                if note.id in indexed:
-                    retired.append(note.id)
-                continue
-            digest = _sha(data)
-            if indexed.get(note.id) == digest:
-                stats.unchanged += 1
+                stats.removed += 1
+                drop_from_graph.append(note.id)
             else:
+                stats.inserted += 1
                 changed.append((note, digest))
-            if progress:
-                progress(i, len(notes))
         gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
-        for note, digest in changed:
-            fm = note.frontmatter
-            text = " ".join(
-                str(fm.get(k) or "")
-                for k in ("key_insight", "problem", "root_cause", "fix", "rule", "tags", "entities")
-            )
-            lex.upsert(
-                note.id,
-                title=str(fm.get("title", "")),
-                body=text + "\n" + note.body,
-                path=str(note.path),
-                content_hash=digest,
-            )
-        for doc_id in retired + gone:
+        for doc_id in gone:
             lex.remove(doc_id)
-        stats.inserted, stats.removed = len(changed), len(retired) + len(gone)
+        stats.removed += len(gone)
+        drop_from_graph += gone
     finally:
         lex.close()
 
     if vectors:
         try:
-            _update_graph(kb_path, changed, retired + gone, force=force)
+            _update_graph(kb_path, changed, drop_from_graph, force=force)
             stats.graph = "updated"
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
             stats.graph = f"failed: {type(exc).__name__}: {exc}"
             stats.errors.append(stats.graph)
     return stats
+
+
+def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> None:
+    fm = note.frontmatter
+    fields = ("key_insight", "problem", "root_cause", "fix", "rule", "tags", "entities")
+    text = " ".join(str(fm.get(k) or "") for k in fields)
+    lex.upsert(
+        note.id,
+        title=str(fm.get("title", "")),
+        body=text + "\n" + note.body,
+        path=str(note.path),
+        content_hash=digest,
+        status="active" if status not in RETIRED else status,
+    )
 
 
 def _update_graph(
@@ -219,3 +235,22 @@ def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
     elif maintain and path.exists():
         report.maintained = asdict(graphml_repair.maintain(path))
     return report
+
+
+def rebuild_communities(kb_path: Path) -> bool:
+    """The periodic clustering + community reports (deferred off the insert path, B14).
+
+    Returns True when it rebuilt, False when there was nothing to do (no vector index, or
+    nothing changed since the last rebuild).
+    """
+    if not vectors_enabled():
+        return False
+    graph_dir = kb.kb_paths(kb_path).graph
+    if not graph_dir.is_dir() or not any(graph_dir.iterdir()):
+        return False
+    index = _graph_index(kb_path)
+    if not index.communities_stale:
+        return False
+    with contextlib.redirect_stdout(sys.stderr):
+        index.rebuild_communities()
+    return True
