@@ -56,9 +56,11 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
         vector: list[str] = []
         if mode != "lexical":
             try:
-                from .graph import GraphIndex
+                from .semantic import graph_index
 
-                graph = GraphIndex(paths.graph)
+                graph = graph_index(kb_path)
+                if graph is None:
+                    raise LookupError("no vector index yet (or REFLECT_INDEX_VECTORS=0)")
                 gmode = "naive" if mode == "hybrid" else mode
                 vector = [doc for doc, _ in graph.query(query, mode=gmode, k=fetch)]
             except Exception as exc:  # noqa: BLE001 - lexical still answers

@@ -23,7 +23,9 @@ _cache: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def _index(kb_path: Path) -> Any | None:
+def graph_index(kb_path: Path) -> Any | None:
+    """This process's GraphIndex for the KB (loaded once; it reloads itself when another
+    process commits), or None when vectors are off or nothing is indexed yet."""
     if not vectors_enabled():
         return None
     graph_dir = kb.kb_paths(kb_path, create=False).graph
@@ -43,7 +45,7 @@ def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
     if not text.strip():
         return []
     try:
-        index = _index(kb_path)
+        index = graph_index(kb_path)
         return [] if index is None else index.query(text, mode="naive", k=k)
     except Exception:  # noqa: BLE001 - fail open (see module docstring)
         return []
