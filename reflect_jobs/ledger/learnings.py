@@ -120,7 +120,9 @@ def upsert_learning(
             with session.begin_nested():
                 session.add(row)
         except IntegrityError:  # a concurrent add of the same id: fall through to update
-            row = session.get(Learning, learning_id, populate_existing=True)
+            # Lock the winner's row: without FOR UPDATE two racing adds would both read
+            # proof_count N and both write N+1 (a lost update, seen on PostgreSQL).
+            row = session.get(Learning, learning_id, populate_existing=True, with_for_update=True)
             assert row is not None
         else:
             add_source(session, learning_id, source, job_id)
