@@ -33,13 +33,14 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def staleness(kb_path: Path, lex: LexicalIndex) -> list[str]:
-    """Warn when notes on disk are newer or more numerous than the index (SPEC "staleness")."""
-    indexed = lex.indexed_hashes()
-    notes = list(kb.iter_notes(kb_path))
-    unindexed = [p for p in notes if p.stem not in indexed]
-    if unindexed:
-        return [f"{len(unindexed)} note(s) are not indexed yet: run `reflect-jobs reindex`"]
+def staleness(kb_path: Path) -> list[str]:
+    """Warn when notes changed since the last reindex (SPEC "staleness"); O(1), not O(notes)."""
+    from .maintenance import index_lags
+
+    if index_lags(kb_path):
+        return [
+            "the index lags the notes (notes changed since the last reindex): run `reflect-jobs reindex`"
+        ]
     return []
 
 
@@ -48,7 +49,7 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
     lex = LexicalIndex(paths.index / "lexical.db")
     warnings: list[str] = []
     try:
-        warnings += staleness(kb_path, lex)
+        warnings += staleness(kb_path)
         fetch = max(k * 4, 20)
         lexical = (
             [doc for doc, _ in lex.search(query, fetch)] if mode in ("hybrid", "lexical") else []
