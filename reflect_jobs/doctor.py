@@ -2,14 +2,21 @@
 
 The checks are the failure modes behind the original's silent outages: a writer binary that
 is missing or answers "Unknown command" with zero turns (the 11-day outage), a schema that
-was never migrated, an index that lags the notes, a consumer that is not running.
+was never migrated, an index that lags the notes, a consumer that is not running — plus the
+two ways an install goes quietly wrong: hooks that were never wired (or point at a venv that
+moved, so every session ends with nothing captured) and an embedding model that only loads
+with network access (a hub-name lookup hangs for over a minute offline).
+
+Every check is free: the writer is probed with ``--version`` only, never a model call.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -37,6 +44,7 @@ def check_backend(s: Settings) -> dict[str, Any]:
     try:
         out = subprocess.run(
             [path, "--version"],
+            stdin=subprocess.DEVNULL,  # a CLI that waits for a prompt must not hang doctor
             capture_output=True,
             text=True,
             timeout=20,
@@ -105,7 +113,7 @@ def check_kb(s: Settings) -> dict[str, Any]:
         lex = LexicalIndex(paths.index / "lexical.db")
         try:
             intact = lex.check()
-            lag = staleness(s.kb_path, lex)
+            lag = staleness(s.kb_path)
         finally:
             lex.close()
     except OSError as exc:
@@ -155,5 +163,139 @@ def check_heartbeat(s: Settings) -> dict[str, Any]:
     )
 
 
+EMBED_TIMEOUT_SEC = 120
+_EMBED_PROBE = """
+import time
+t = time.monotonic()
+from reflect_jobs.index.embeddings import get_embedder
+e = get_embedder()
+v = e.embed(["doctor probe"])
+print(f"{e.model_name}\t{v.shape[1]}\t{time.monotonic() - t:.1f}")
+"""
+
+
+def _vectors_enabled() -> bool:
+    # Same rule as index.maintenance.vectors_enabled, without importing the index package.
+    return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
+
+
+def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[str, Any]:
+    """Load the embedding model the way a worker does, with the network switched off.
+
+    In a subprocess: torch costs ~4 s and a lot of memory the CLI should not keep, and a
+    hub-name model that is not cached would otherwise hang this process.
+    """
+    name = "embedding model"
+    if not _vectors_enabled():
+        return _check(name, True, "skipped: REFLECT_INDEX_VECTORS=0 (lexical index only)")
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "REFLECT_DRAIN_CHILD": "1",
+    }
+    fix_model = (
+        "set REFLECT_EMBED_MODEL to a local model directory (or unset it for the shipped "
+        "MiniLM), or REFLECT_INDEX_VECTORS=0 to run on the lexical index only"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _EMBED_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return _check(name, False, f"did not load offline within {timeout:g}s", fix_model)
+    except OSError as exc:
+        return _check(name, False, f"cannot start {sys.executable}: {exc}", fix_model)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit {proc.returncode}"
+        missing = "No module named" in last
+        fix = (
+            "install the index extra: `make install` (or pip install -e '.[index]')"
+            if missing
+            else fix_model
+        )
+        return _check(name, False, f"does not load offline: {last[:300]}", fix)
+    model, dim, secs = (proc.stdout.strip().splitlines() or ["?\t?\t?"])[-1].split("\t")
+    return _check(name, True, f"{model} ({dim}-d) loads offline in {secs}s")
+
+
+def _script_of(command: str) -> str | None:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return next((w for w in words if w.endswith("reflect-jobs-hook")), None)
+
+
+def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One check per harness: our hook on every event, pointing at a script that exists.
+
+    A harness whose settings are absent is not in use here and passes (skipped).
+    """
+    from .install import (
+        HARNESS_SPECS,
+        default_settings_path,
+        harness_hook_files,
+        harness_present,
+        read_installed,
+    )
+
+    out = []
+    for harness, spec in HARNESS_SPECS.items():
+        name = f"hooks ({harness})"
+        fix = f"reflect-jobs install hooks --harness {harness}"
+        marker = harness_present(harness, environ)
+        if marker is None:
+            out.append(_check(name, True, f"{spec.label} not set up here: skipped"))
+            continue
+        files = harness_hook_files(harness, environ)
+        found: dict[str, list[str]] = {}
+        where: list[str] = []
+        for f in files:
+            got = read_installed(f)
+            if got:
+                where.append(str(f))
+            for event, cmds in got.items():
+                found.setdefault(event, []).extend(cmds)
+        if not found:
+            target = default_settings_path(harness, environ)
+            out.append(_check(name, False, f"not installed in {target}", fix))
+            continue
+        problems = []
+        missing = [e for e in spec.events if e not in found]
+        if missing:
+            problems.append(f"missing on {', '.join(missing)}")
+        twice = [e for e, cmds in found.items() if len(cmds) > 1]
+        if twice:
+            problems.append(f"installed twice on {', '.join(twice)} (double captures)")
+        for cmd in sorted({c for cmds in found.values() for c in cmds}):
+            script = _script_of(cmd)
+            if script is None or not os.access(script, os.X_OK):
+                problems.append(f"points at a missing script: {cmd}")
+            elif cmd.split()[-1] != harness:
+                problems.append(f"runs the hook for another harness: {cmd}")
+        detail = "; ".join(problems) if problems else f"installed in {', '.join(where)}"
+        out.append(_check(name, not problems, detail, fix))
+    return out
+
+
 def run_checks(s: Settings) -> list[dict[str, Any]]:
-    return [check_backend(s), check_ledger(s), check_queue(s), check_kb(s), check_heartbeat(s)]
+    return [
+        check_backend(s),
+        check_ledger(s),
+        check_queue(s),
+        check_kb(s),
+        check_embeddings(s),
+        *check_hooks(),
+        check_heartbeat(s),
+    ]
