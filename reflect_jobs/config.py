@@ -178,14 +178,16 @@ class Settings:
 
 
 def redact_url(url: str) -> str:
-    """``scheme://user:secret@host`` → ``scheme://user:***@host``."""
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":***"
-    return f"{scheme}://{creds}@{host}"
+    """Hide secrets in a store URL for printing: ``user:***@host`` and ``?password=***``."""
+    import re
+
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        if ":" in creds:
+            creds = creds.split(":", 1)[0] + ":***"
+        url = f"{scheme}://{creds}@{host}"
+    return re.sub(r"(?i)([?&](?:password|passwd|pwd|secret|token)=)[^&]*", r"\1***", url)
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
