@@ -92,6 +92,40 @@ def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
         return wall, summary["seconds"]
 
 
+def plain_huey(n: int, workers: int, redis_url: str | None) -> float:
+    """Baseline: the same number of no-op tasks through a bare Huey consumer (jobs/s)."""
+    from huey import RedisHuey, SqliteHuey
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if redis_url:
+            huey = RedisHuey("rjbaseline", url=redis_url, results=False)
+            huey.flush()
+        else:
+            huey = SqliteHuey("rjbaseline", filename=f"{tmp}/q.db", results=False)
+
+        @huey.task()
+        def noop(i: int) -> None:
+            return None
+
+        for i in range(n):
+            noop(i)
+        consumer = huey.create_consumer(
+            workers=workers,
+            worker_type="thread",
+            periodic=False,
+            initial_delay=0.01,
+            max_delay=0.1,
+            check_worker_health=False,
+        )
+        t0 = time.perf_counter()
+        consumer.start()
+        while huey.pending_count():
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - t0
+        consumer.stop(graceful=True)
+        return n / elapsed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=300)
@@ -102,8 +136,12 @@ def main() -> None:
     print(f"$0 jobs (capture→prepare→done), {args.jobs} jobs, {store}")
     for w in (int(x) for x in args.workers.split(",")):
         wall, inner = run(args.jobs, w, args.redis_pg)
+        base = plain_huey(args.jobs, w, "redis://127.0.0.1:6379/0" if args.redis_pg else None)
+        overhead_ms = (inner / args.jobs - 1 / base) * 1000
         print(
-            f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); {args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s)"
+            f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); "
+            f"{args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s); "
+            f"plain Huey no-op {base:7.1f} tasks/s; our overhead {overhead_ms:.1f} ms/job"
         )
 
 
