@@ -773,22 +773,10 @@ def run_add(rt: Runtime, job_id: str) -> None:
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
             reason = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
-            if learnings.add_proof(session, twin_id, source, reason=reason, job_id=job_id):
-                updated += 1
-                row = session.get(learnings.Learning, twin_id)
-                if row is not None and row.note_path and os.path.exists(row.note_path):
-                    kb.bump_note(
-                        Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso
-                    )
+            updated += _prove(session, twin_id, source, reason, job_id, now_iso)
         for upd in plan.get("updates", []):
-            lid = upd.get("target_id", "")
-            if learnings.add_proof(session, lid, source, reason=upd.get("reason"), job_id=job_id):
-                updated += 1
-                row = session.get(learnings.Learning, lid)
-                if row is not None and row.note_path and os.path.exists(row.note_path):
-                    kb.bump_note(
-                        Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso
-                    )
+            lid = str(upd.get("target_id", ""))
+            updated += _prove(session, lid, source, upd.get("reason"), job_id, now_iso)
         for dele in plan.get("deletes", []):
             lid = dele.get("target_id", "")
             reason = str(dele.get("reason") or "retired by belief revision")
@@ -810,6 +798,18 @@ def run_add(rt: Runtime, job_id: str) -> None:
         finish(session, job, outcome=outcome, detail=summary, worker=worker)
     if notes_touched and not s.skip_reindex:
         rt.dispatcher.kb_changed()
+
+
+def _prove(
+    session: Session, learning_id: str, source: str, reason: str | None, job_id: str, now_iso: str
+) -> bool:
+    """UPDATE (or a semantic twin): +1 proof from ``source`` in the ledger and the note."""
+    if not learnings.add_proof(session, learning_id, source, reason=reason, job_id=job_id):
+        return False
+    row = session.get(learnings.Learning, learning_id)
+    if row is not None and row.note_path and os.path.exists(row.note_path):
+        kb.bump_note(Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso)
+    return True
 
 
 def is_terminal(state: str) -> bool:

@@ -109,26 +109,8 @@ def budget_used(session: Session, day: str) -> int:
     return int(sum(rows))
 
 
-def cost_report(
-    session: Session, *, by: str = "day", since: timedelta | None = None
-) -> dict[str, Any]:
-    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``."""
-    query = select(CostRow)
-    if since is not None:
-        query = query.where(CostRow.at >= utcnow() - since)
-    rows: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {
-            "runs": 0,
-            "entries": 0,
-            "tokens": 0,
-            "cache_read": 0,
-            "cache_creation": 0,
-            "io": 0,
-            "cost_usd": 0.0,
-            "max_run_tokens": 0,
-        }
-    )
-    total = {
+def _bucket(**extra: Any) -> dict[str, Any]:
+    return {
         "runs": 0,
         "entries": 0,
         "tokens": 0,
@@ -136,7 +118,19 @@ def cost_report(
         "cache_creation": 0,
         "io": 0,
         "cost_usd": 0.0,
+        **extra,
     }
+
+
+def cost_report(
+    session: Session, *, by: str = "day", since: timedelta | None = None
+) -> dict[str, Any]:
+    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``."""
+    query = select(CostRow)
+    if since is not None:
+        query = query.where(CostRow.at >= utcnow() - since)
+    rows: dict[str, dict[str, Any]] = defaultdict(lambda: _bucket(max_run_tokens=0))
+    total = _bucket()
     for row in session.scalars(query):
         key = {
             "day": row.day,
