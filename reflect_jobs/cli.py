@@ -52,7 +52,35 @@ def _table(rows: list[list[Any]], headers: list[str]) -> str:
     return "\n".join(out)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def known_failure(exc: BaseException) -> str | None:
+    """One clear line for failures a person can act on (DESIGN §9), else None (a bug)."""
+    name, text = type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    module = type(exc).__module__
+    if module.startswith("sqlalchemy") and name == "OperationalError":
+        if "locked" in text:
+            return "the ledger is locked by another process (waited 30 s); try again, or find the process holding reflect.db"
+        return f"cannot use the ledger: {text[:300]}"
+    if module.startswith("redis") and "Connection" in name:
+        return f"cannot reach the Redis queue: {text[:300]}"
+    if name == "SearchError":
+        return text
+    return None
+
+
+class _Main(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            message = known_failure(exc)
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="reflect-jobs")
 def main() -> None:
     """Turn coding-agent transcripts into a searchable knowledge base, in the background."""
@@ -241,7 +269,7 @@ def jobs(state: str | None, limit: int, as_json: bool) -> None:
     from .ledger.db import session_scope
     from .ledger.models import Job
 
-    with session_scope(s.db_url) as session:
+    with session_scope(s.db_url, readonly=True) as session:
         q = select(Job).order_by(Job.created_at.desc()).limit(limit)
         if state:
             q = q.where(Job.state == state)
@@ -295,7 +323,7 @@ def show(job_id: str, show_slice: bool, as_json: bool) -> None:
     from .ledger.db import session_scope
     from .ledger.models import CostRow, JobEvent
 
-    with session_scope(s.db_url) as session:
+    with session_scope(s.db_url, readonly=True) as session:
         job = _load_job(session, job_id)
         data = job_dict(job)
         data.update(
@@ -499,7 +527,7 @@ def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> N
     from .ledger.costs import cost_report, parse_since
     from .ledger.db import session_scope
 
-    with session_scope(s.db_url) as session:
+    with session_scope(s.db_url, readonly=True) as session:
         report = cost_report(session, by=by, since=parse_since(since))
     if as_json:
         _emit(report)

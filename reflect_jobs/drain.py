@@ -52,7 +52,7 @@ class _InFlight:
 
 
 def _ledger_busy(settings: Settings) -> bool:
-    with session_scope(settings.db_url) as session:
+    with session_scope(settings.db_url, readonly=True) as session:
         running = session.scalar(
             select(func.count()).select_from(Job).where(Job.state == "running")
         )

@@ -38,7 +38,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     usage = caps.usage()
     now = utcnow()
     warnings: list[str] = []
-    with session_scope(settings.db_url) as session:
+    with session_scope(settings.db_url, readonly=True) as session:
         counts = Counter({s: 0 for s in STATES})
         counts.update(
             dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())

@@ -12,6 +12,9 @@ lock (a Redis key with the Redis queue, so it holds across machines).
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
 
@@ -35,9 +38,37 @@ log = structlog.get_logger("reflect_jobs.tasks")
 
 REINDEX_PENDING = "kb:reindex-pending"
 GRAPH_LOCK = "graph-writer"
-# On Redis the lock expires, so a consumer killed mid-reindex cannot wedge every other
-# machine; SQLite deployments run one consumer whose start-up flushes stale locks (-f).
 GRAPH_LOCK_TTL = 900
+
+
+@contextlib.contextmanager
+def graph_writer() -> Iterator[None]:
+    """One graph writer at a time; a dead holder never wedges the index.
+
+    On Redis (several machines) it is a Huey lock with a TTL: a consumer killed mid-reindex
+    frees it when the TTL runs out. Locally it is an ``flock`` on a file in
+    ``$REFLECT_HOME``, which the kernel releases the moment the holding process dies — a
+    Huey lock on SQLite has no TTL, and ``huey_consumer -f`` only flushes locks already
+    declared at start-up, so a SIGKILLed reindex used to block indexing for good.
+    Raises ``TaskLockedException`` when another writer holds it.
+    """
+    if settings.queue_is_redis:
+        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL):
+            yield
+        return
+    settings.home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.home / "graph-writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TaskLockedException(GRAPH_LOCK) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 class HueyDispatcher:
@@ -103,7 +134,7 @@ def reindex_task(force: bool = False) -> dict | None:
     huey.storage.pop_data(REINDEX_PENDING)
     rt = runtime()
     try:
-        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL if settings.queue_is_redis else None):
+        with graph_writer():
             with session_scope(rt.db) as session:
                 count = control.incr_counter(session, "repairs_since_maintain")
                 due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
@@ -141,7 +172,7 @@ def communities() -> bool | None:
     search mode reads the reports this builds.
     """
     try:
-        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL if settings.queue_is_redis else None):
+        with graph_writer():
             return maintenance.rebuild_communities(settings.kb_path)
     except TaskLockedException:
         return None  # a reindex holds the graph; the next run catches up

@@ -8,6 +8,7 @@ checked against the lexical index's metadata, which reindex keeps in step with t
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,10 @@ from reflect_jobs import kb
 from .lexical import LexicalIndex
 
 RRF_K = 60
+
+
+class SearchError(RuntimeError):
+    """Search cannot answer; the message says what to run."""
 
 
 @dataclass
@@ -45,6 +50,15 @@ def staleness(kb_path: Path) -> list[str]:
 
 
 def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> SearchResult:
+    try:
+        return _search(kb_path, query, mode=mode, k=k)
+    except sqlite3.DatabaseError as exc:
+        raise SearchError(
+            f"the lexical index is damaged ({exc}): run `reflect-jobs reindex`"
+        ) from None
+
+
+def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
     paths = kb.kb_paths(kb_path)
     lex = LexicalIndex(paths.index / "lexical.db")
     warnings: list[str] = []

@@ -7,6 +7,7 @@ parses" (SPEC-drain §10 B12).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterator, Mapping
@@ -116,6 +117,7 @@ def write_learning(
             if key in old and key not in merged_extra:
                 merged_extra[key] = old[key]
     sidecar = sidecar_path_for(path)
+    sidecar_existed = sidecar.exists()
     atomic_write(sidecar, render_sidecar(note_id, learning, extracted_at=updated))
     text = render_note(
         learning,
@@ -127,7 +129,14 @@ def write_learning(
         status=status,
         extra=merged_extra,
     )
-    atomic_write(path, text)
+    try:
+        atomic_write(path, text)
+    except OSError:
+        # A full disk between the two writes must not leave a sidecar with no note.
+        if not sidecar_existed and not path.exists():
+            with contextlib.suppress(OSError):
+                sidecar.unlink()
+        raise
     note = parse_note(path)
     side = load_sidecar(sidecar)
     if note.id != note_id or side["document_id"] != note_id:

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ALEMBIC_DIR = REPO_ROOT / "alembic"
 SQLITE_BUSY_TIMEOUT_SEC = 30
+READONLY = "reflect_readonly"
 
 _engines: dict[str, Engine] = {}
 _sessionmakers: dict[str, sessionmaker[Session]] = {}
@@ -69,8 +70,12 @@ def _make_engine(url: str) -> Engine:
         @event.listens_for(engine, "begin")
         def _begin(conn):  # type: ignore[no-untyped-def]
             # IMMEDIATE takes the write lock up front: no deadlock-prone lock upgrade
-            # between two workers that both read then write.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            # between two workers that both read then write. Read-only sessions (status,
+            # jobs, show…) use a plain deferred BEGIN: under WAL they never wait for a writer.
+            if conn.get_execution_options().get(READONLY):
+                conn.exec_driver_sql("BEGIN")
+            else:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
@@ -99,10 +104,16 @@ def dispose_all() -> None:
 
 
 @contextlib.contextmanager
-def session_scope(url: str) -> Iterator[Session]:
-    """One short transaction: commit on success, roll back on any error."""
+def session_scope(url: str, *, readonly: bool = False) -> Iterator[Session]:
+    """One short transaction: commit on success, roll back on any error.
+
+    ``readonly=True`` is for reporting paths: on SQLite it reads a WAL snapshot without
+    taking the write lock, so ``status`` answers while a worker holds the ledger.
+    """
     get_engine(url)
     session = _sessionmakers[url]()
+    if readonly:
+        session.connection(execution_options={READONLY: True})
     try:
         yield session
         session.commit()
@@ -131,7 +142,7 @@ def _head_revision(cfg) -> str | None:  # type: ignore[no-untyped-def]
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
+    with engine.connect().execution_options(**{READONLY: True}) as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 

@@ -23,6 +23,8 @@ def record_format(record: object) -> str | None:
     if not isinstance(record, dict):
         return None
     rtype = record.get("type")
+    if not isinstance(rtype, str):
+        rtype = None  # a list/dict "type" is hostile or broken input, never a known record
     if isinstance(record.get("message"), dict) or rtype in _CLAUDE_TYPES:
         return "claude"
     if rtype in _CODEX_TYPES and isinstance(record.get("payload"), dict):
