@@ -108,13 +108,13 @@ LONG = pytest.mark.skipif(
 @LONG
 def test_ledger_locked_35s_drain_gives_up_nothing_lost(env, tmp_path) -> None:
     """Past the 30 s busy timeout. Observed: the drain's very first ledger transaction
-    (the start-up recovery pass, inside the Alembic revision check) waits 30 s, then the
-    drain dies with ``database is locked`` (exit 1). Nothing is lost or charged: the job is
+    (the start-up recovery pass) waits 30 s, then the drain stops with one line, "the
+    ledger is locked by another process" (exit 1). Nothing is lost or charged: the job is
     still ``queued`` at prepare, and the next drain after the lock ends completes it."""
     out = _drain_during_lock(env, tmp_path, hold=35)
     drain = out["drain"]
     assert drain.returncode == 1, drain.stderr[-2000:]
-    assert "database is locked" in drain.stderr
+    assert "the ledger is locked by another process" in drain.stderr
     assert not out["waited_past_release"], "the drain gave up before the lock was released"
     job = out["job"]
     assert (job["stage"], job["state"], job["attempts"]) == ("prepare", "queued", 0), job
