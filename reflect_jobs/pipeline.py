@@ -420,8 +420,25 @@ def _backoff(rt: Runtime, failures: int) -> timedelta:
     return timedelta(seconds=rt.settings.retry_base_sec * (2 ** max(failures - 1, 0)))
 
 
+@dataclass
+class _WriteTicket:
+    """What the write stage took from the ledger when it claimed the job."""
+
+    ctx: AttemptContext
+    slice_path: str | None
+    related: list[str]
+    recorded: ModelResult | None  # an answer paid for before a crash, to reuse
+    cost_row_id: int | None
+
+
 def run_write(rt: Runtime, job_id: str) -> None:
-    """Gates, one model call (or a recorded answer reused), outcome as a job state."""
+    """Gates, one model call (or a recorded answer reused), outcome as a job state.
+
+    The gates run in order, each free: kill switch and dry run (no claim at all), then —
+    inside the claim transaction — the write-stage halt and the quota gate, then a missing
+    slice (back to prepare), and last the caps, which reserve the budget unit right before
+    the call. Anything that holds the job defers it; nothing here fails or charges a job.
+    """
     s = rt.settings
     worker = rt.who()
     if s.disabled:
@@ -436,10 +453,45 @@ def run_write(rt: Runtime, job_id: str) -> None:
             model=s.model,
         )
         return
+    ticket = _claim_for_write(rt, job_id, worker)
+    if ticket is None:
+        return
+    failpoint("after_claim:write")
+    reservation = None
+    result, missing = ticket.recorded, None
+    if result is not None:
+        log.info("reusing recorded answer", job_id=job_id, cost_row=ticket.cost_row_id)
+    else:
+        if not ticket.slice_path or not os.path.exists(ticket.slice_path):
+            _back_to_prepare(rt, job_id, worker)
+            return
+        backend_name = s.resolved_writer_backend()
+        # The heuristic writer calls no model: it costs nothing, so it takes no budget unit.
+        booked = rt.caps.reserve() if backend_name != "heuristic" else None
+        if isinstance(booked, Deferral):
+            with owned(rt, job_id, worker) as (session, job):
+                if job is not None:
+                    _defer(session, job, booked.until, booked.reason, worker)
+            rt.dispatcher.schedule("write", job_id, booked.until)
+            return
+        reservation = booked
+        result, missing = _call_model(rt, job_id, backend_name, ticket)
+        if result is not None:
+            ticket.cost_row_id = _record_answer(rt, job_id, result)
+            failpoint("after_record")
+    outcome, plan = _decide(result, missing, ticket)
+    if outcome.entries == 0 and reservation is not None:
+        rt.caps.refund(reservation)
+    _record_outcome(rt, job_id, worker, ticket, result, outcome, plan)
+
+
+def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> _WriteTicket | None:
+    """Claim the job and apply the ledger gates (halt, quota) in the same transaction."""
+    s = rt.settings
     with session_scope(rt.db) as session:
         job = claim(session, job_id, "write", worker=worker, lease_sec=s.lease_sec)
         if job is None:
-            return
+            return None
         reason = control.halt_reason(session)
         if reason:
             transition(
@@ -450,12 +502,11 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 worker=worker,
             )
             _log_transition(job)
-            return
+            return None
         pending = costs.pending_attempt(session, job_id)
         recorded = (
             ModelResult.from_json(pending.raw_answer) if pending and pending.raw_answer else None
         )
-        pending_id = pending.id if pending else None
         if recorded is None and s.quota_gate:
             decision = quota_gate(
                 control.quota_snapshots(session),
@@ -471,8 +522,7 @@ def run_write(rt: Runtime, job_id: str) -> None:
                     session, kind="drain_quota_deferred", severity="warn", message=decision.reason
                 )
                 rt.dispatcher.schedule("write", job_id, until)
-                return
-        slice_path, related = job.slice_path, list(job.related_ids or [])
+                return None
         ctx = AttemptContext(
             prior_failures=job.failures,
             prior_timeouts=job.timeouts,
@@ -483,96 +533,115 @@ def run_write(rt: Runtime, job_id: str) -> None:
             token_max=s.token_max,
             expect_actions=s.writer_mode == "extract",
         )
+        return _WriteTicket(
+            ctx,
+            job.slice_path,
+            list(job.related_ids or []),
+            recorded,
+            pending.id if pending else None,
+        )
 
-    failpoint("after_claim:write")
-    reservation = None
-    if recorded is None:
-        if not slice_path or not os.path.exists(slice_path):
-            with owned(rt, job_id, worker) as (session, job):
-                if job is not None:
-                    transition(
-                        session,
-                        job,
-                        to_state="queued",
-                        to_stage="prepare",
-                        detail="slice file missing; preparing again",
-                        worker=worker,
-                        next_run_at=utcnow(),
-                    )
-            rt.dispatcher.schedule("prepare", job_id)
-            return
-        backend_name = s.resolved_writer_backend()
-        # The heuristic writer calls no model: it costs nothing, so it takes no budget unit.
-        booked = rt.caps.reserve() if backend_name != "heuristic" else None
-        if isinstance(booked, Deferral):
-            with owned(rt, job_id, worker) as (session, job):
-                if job is not None:
-                    _defer(session, job, booked.until, booked.reason, worker)
-            rt.dispatcher.schedule("write", job_id, booked.until)
-            return
-        reservation = booked
-        prompt = build_prompt(Path(slice_path).read_text(encoding="utf-8"), allowed_ids=related)
-        try:
-            backend = make_backend(
-                backend_name,
-                claude_bin=s.claude_bin,
-                model=s.model,
-                cwd=str(s.writer_cwd),
-                drain_timeout=s.timeout_sec,
-                writer_mode=s.writer_mode,
-                max_turns=s.max_turns,
+
+def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
+    """The slice is gone (deleted, disk cleaned): rebuild it instead of failing the job."""
+    with owned(rt, job_id, worker) as (session, job):
+        if job is not None:
+            transition(
+                session,
+                job,
+                to_state="queued",
+                to_stage="prepare",
+                detail="slice file missing; preparing again",
+                worker=worker,
+                next_run_at=utcnow(),
             )
-            log.info("model call", job_id=job_id, backend=backend_name, prompt_chars=len(prompt))
-            result: ModelResult | None = backend.call(prompt)
-            missing = None
-        except BackendMissing as exc:
-            result, missing = None, str(exc)
-        if result is not None:
-            # Record before parse: the answer and its cost are durable before anything
-            # can fail on them.
-            with session_scope(rt.db) as session:
-                job_row = session.get(Job, job_id)
-                assert job_row is not None
-                row = costs.record_attempt(session, job_row, result)
-                job_row.attempts += 1
-                session.flush()
-                pending_id = row.id
-                snaps = (
-                    extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
-                )
-                if snaps:
-                    control.store_quota_snapshots(session, snaps, bucket_of)
-            failpoint("after_record")
-    else:
-        result, missing = recorded, None
-        log.info("reusing recorded answer", job_id=job_id, cost_row=pending_id)
+    rt.dispatcher.schedule("prepare", job_id)
 
-    outcome: AttemptOutcome = (
-        backend_missing_outcome(missing) if result is None else classify_attempt(result, ctx)
+
+def _call_model(
+    rt: Runtime, job_id: str, backend_name: str, ticket: _WriteTicket
+) -> tuple[ModelResult | None, str | None]:
+    """The one paid call. Returns (answer, None) or (None, why the backend is missing)."""
+    s = rt.settings
+    assert ticket.slice_path is not None
+    prompt = build_prompt(
+        Path(ticket.slice_path).read_text(encoding="utf-8"), allowed_ids=ticket.related
     )
+    try:
+        backend = make_backend(
+            backend_name,
+            claude_bin=s.claude_bin,
+            model=s.model,
+            cwd=str(s.writer_cwd),
+            drain_timeout=s.timeout_sec,
+            writer_mode=s.writer_mode,
+            max_turns=s.max_turns,
+        )
+        log.info("model call", job_id=job_id, backend=backend_name, prompt_chars=len(prompt))
+        return backend.call(prompt), None
+    except BackendMissing as exc:
+        return None, str(exc)
+
+
+def _record_answer(rt: Runtime, job_id: str, result: ModelResult) -> int:
+    """Record before parse: the answer, its cost and its quota telemetry are durable before
+    anything can fail on them; a crash from here on never pays twice."""
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        row = costs.record_attempt(session, job, result)
+        job.attempts += 1
+        session.flush()
+        snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
+        if snaps:
+            control.store_quota_snapshots(session, snaps, bucket_of)
+        return row.id
+
+
+def _decide(
+    result: ModelResult | None, missing: str | None, ticket: _WriteTicket
+) -> tuple[AttemptOutcome, Any]:
+    """Score the attempt (SPEC §5.6 via classify_attempt) and plan its actions."""
+    if result is None:
+        return backend_missing_outcome(missing or "backend missing"), None
+    outcome = classify_attempt(result, ticket.ctx)
     plan = None
-    if outcome.disposition == "ok" and result is not None and ctx.expect_actions:
+    if outcome.disposition == "ok" and ticket.ctx.expect_actions:
         try:
-            plan = plan_actions(parse_actions(result.text), allowed_ids=set(related))
+            plan = plan_actions(parse_actions(result.text), allowed_ids=set(ticket.related))
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
-    if result is not None and result.backend == "heuristic" and outcome.entries:
+    if result.backend == "heuristic" and outcome.entries:
         outcome = dataclasses.replace(outcome, entries=0)
-    if outcome.entries == 0 and reservation is not None:
-        rt.caps.refund(reservation)
+    return outcome, plan
 
+
+def _record_outcome(
+    rt: Runtime,
+    job_id: str,
+    worker: str,
+    ticket: _WriteTicket,
+    result: ModelResult | None,
+    outcome: AttemptOutcome,
+    plan: Any,
+) -> None:
+    """Charge (or not), log errors, and move the job to the state its outcome maps to."""
+    disp = outcome.disposition
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        row = session.get(costs.CostRow, pending_id) if pending_id else None
+        row = session.get(costs.CostRow, ticket.cost_row_id) if ticket.cost_row_id else None
         if row is not None:
             row.outcome = outcome.outcome
             row.entries = outcome.entries
             row.writer_class = outcome.writer_class
             row.consumed = True
         elif outcome.entries == 0:
-            costs.record_free(session, job, outcome.outcome, backend=s.resolved_writer_backend())
+            costs.record_free(
+                session, job, outcome.outcome, backend=rt.settings.resolved_writer_backend()
+            )
         job.invalid_streak = 0 if outcome.writer_class in ("valid", "") else job.invalid_streak + 1
+        context = {"job_id": job_id, "transcript_path": job.transcript_path}
         kind = ERROR_KINDS.get(outcome.outcome)
         if kind:
             control.record_error(
@@ -580,9 +649,10 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 kind=kind[0],
                 severity=kind[1],
                 message=f"{outcome.outcome}: {outcome.detail}",
-                context={"job_id": job_id, "transcript_path": job.transcript_path},
+                context=context,
             )
-        disp = outcome.disposition
+        if disp != "ok":
+            job.error = outcome.detail
         if disp == "ok":
             job.result = {"outcome": outcome.outcome, "detail": outcome.detail}
             job.actions = _plan_json(plan)
@@ -601,14 +671,13 @@ def run_write(rt: Runtime, job_id: str) -> None:
             job.failures += 1
             if result is not None and result.timed_out:
                 job.timeouts += 1
-            job.error = outcome.detail
             until = utcnow() + _backoff(rt, job.failures)
             control.record_error(
                 session,
                 kind="drain_write_failed",
                 severity="warn",
                 message=f"{outcome.outcome}: {outcome.detail}",
-                context={"job_id": job_id},
+                context=context,
             )
             transition(
                 session,
@@ -624,7 +693,6 @@ def run_write(rt: Runtime, job_id: str) -> None:
             control.set_flag(
                 session, control.HALT_KEY, f"{outcome.outcome}: {outcome.detail}"[:500]
             )
-            job.error = outcome.detail
             transition(
                 session,
                 job,
@@ -634,11 +702,8 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 worker=worker,
             )
             _log_transition(job)
-        elif disp == "done":
-            finish(session, job, outcome=outcome.outcome, detail=outcome.detail, worker=worker)
-        else:  # poison | quarantine
-            job.error = outcome.detail
-            state = "quarantined" if disp == "quarantine" else "poisoned"
+        else:  # done | poison | quarantine: terminal
+            state = {"done": "done", "quarantine": "quarantined"}.get(disp, "poisoned")
             finish(
                 session,
                 job,
@@ -647,7 +712,7 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 detail=outcome.detail,
                 worker=worker,
             )
-        next_eta = job.next_run_at if disp == "retry" else None
+        next_eta = job.next_run_at
     if disp == "ok":
         rt.dispatcher.schedule("add", job_id)
     elif disp == "retry":
