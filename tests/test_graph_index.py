@@ -632,3 +632,191 @@ def test_failed_write_rolls_back_to_last_commit(tmp_path, embedder):
     assert gi.query("database ran out of connection slots", k=1)[0][0] == "pg-pool"
     gi.upsert([changed, ALL_DOCS[2]])
     assert gi.doc_ids() == {d.id for d in ALL_DOCS[:3]}
+
+
+# ------------------------------------------------------------------------------ incremental storage
+
+
+def test_one_note_upsert_writes_rows_not_files(tmp_path, embedder):
+    """+1 note touches a bounded number of rows whatever the index size, loads no read cache,
+    and leaves the GraphML export alone once it exists."""
+    small, big = tmp_path / "small", tmp_path / "big"
+    GraphIndex(small, embedder=embedder).upsert(ALL_DOCS[:2])
+    GraphIndex(big, embedder=embedder).upsert(ALL_DOCS[:19])
+    extra = ALL_DOCS[19]
+    changes = {}
+    for wd in (small, big):
+        graphml = wd / "graph_chunk_entity_relation.graphml"
+        assert graphml.exists()  # written by the first commit (it was missing)
+        before = graphml.stat().st_mtime_ns
+        gi = GraphIndex(wd, embedder=embedder)
+        n0 = gi.db.total_changes()
+        gi.upsert([extra])
+        changes[wd.name] = gi.db.total_changes() - n0
+        gs = gi.rag.chunk_entity_relation_graph
+        assert not gs.loaded and not gi.rag.chunks_vdb._loaded and not gi.rag.entities_vdb._loaded
+        assert graphml.stat().st_mtime_ns == before  # no O(graph) export per insert
+        assert not list(wd.glob("*.json")), "no whole-file stores any more"
+        assert extra.id in gi.doc_ids()
+        assert gi.query("log rotation disk full", k=1)[0][0] == extra.id
+    assert changes["small"] == changes["big"], changes
+
+
+def test_writer_killed_mid_transaction_leaves_last_commit(tmp_path, embedder):
+    wd = tmp_path / "crash"
+    gi = GraphIndex(wd, embedder=embedder)
+    gi.upsert(ALL_DOCS[:3])
+    code = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from reflect_jobs.index import graph, sqlite_store
+        from tests_support_docs import DOCS
+        real = sqlite_store.SQLiteKVStorage.upsert
+        async def die(self, data):
+            await real(self, data)
+            if self.namespace == "text_chunks":  # graph, vectors, docs already written
+                os.kill(os.getpid(), signal.SIGKILL)
+        sqlite_store.SQLiteKVStorage.upsert = die
+        gi = graph.GraphIndex({str(wd)!r})
+        gi.upsert(DOCS)
+        """
+    )
+    (tmp_path / "tests_support_docs.py").write_text(
+        "from reflect_jobs.index.graph import IndexDoc\n"
+        f"DOCS = [IndexDoc(*a) for a in {[(d.id, d.text, d.sidecar) for d in ALL_DOCS[3:6]]!r}]\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300)
+    assert r.returncode == -9, r.stderr[-2000:]
+    gi2 = GraphIndex(wd, embedder=embedder)
+    assert gi2.doc_ids() == {d.id for d in ALL_DOCS[:3]}
+    assert len(gi2.rag.chunks_vdb) == len(gi2.rag.text_chunks._data) == len(gi2.chunk_to_doc)
+    g = gi2.rag.chunk_entity_relation_graph.graph
+    assert '"DOCKER"' not in g and '"REDIS"' not in g
+    # the surviving instance notices nothing changed and keeps working
+    assert gi.doc_ids() == gi2.doc_ids()
+    gi.upsert(ALL_DOCS[3:6])
+    assert gi2.doc_ids() == {d.id for d in ALL_DOCS[:6]}
+
+
+def test_graphml_is_an_export(tmp_path, embedder):
+    wd = tmp_path / "exp"
+    gi = GraphIndex(wd, embedder=embedder)
+    gi.upsert(ALL_DOCS[:2])
+    p = gi.graphml_path()
+    import networkx as nx
+
+    assert set(nx.read_graphml(p).nodes) == set(gi.rag.chunk_entity_relation_graph.graph.nodes)
+    gi.upsert(ALL_DOCS[2:4])  # the export may lag between rebuilds ...
+    assert (
+        len(nx.read_graphml(p).nodes) < gi.rag.chunk_entity_relation_graph.graph.number_of_nodes()
+    )
+    gi.rebuild_communities()  # ... and is refreshed by the periodic rebuild
+    g = nx.read_graphml(p)
+    assert set(g.nodes) == set(gi.rag.chunk_entity_relation_graph.graph.nodes)
+    assert any("clusters" in d for _, d in g.nodes(data=True))
+    p.unlink()
+    gi.remove([ALL_DOCS[0].id])  # a commit that finds it missing writes it again
+    assert set(nx.read_graphml(p).nodes) == set(gi.rag.chunk_entity_relation_graph.graph.nodes)
+    p.write_text("garbage")  # a damaged export never affects the index
+    gi2 = GraphIndex(wd, embedder=embedder)
+    assert gi2.doc_ids() == {d.id for d in ALL_DOCS[1:4]}
+    assert gi2.export_graphml() == p and nx.read_graphml(p).number_of_nodes() > 0
+
+
+def test_reopens_after_the_directory_is_rebuilt(tmp_path, embedder):
+    """reindex --force deletes the graph directory and builds a new index in it."""
+    import shutil
+
+    wd = tmp_path / "g"
+    reader = GraphIndex(wd, embedder=embedder)
+    reader_docs = GraphIndex(wd, embedder=embedder)
+    reader_docs.upsert(ALL_DOCS[:3])
+    assert reader.query("database connection slots exhausted", k=1)[0][0] == "pg-pool"
+    shutil.rmtree(wd)
+    wd.mkdir()
+    GraphIndex(wd, embedder=embedder).upsert(ALL_DOCS[4:6])
+    assert reader.doc_ids() == {d.id for d in ALL_DOCS[4:6]}
+    assert reader.query("session keys never expire", k=1)[0][0] == "redis-ttl"
+
+
+def test_old_whole_file_format_is_migrated(tmp_path, embedder):
+    """A format-1 workdir (manifest + JSON KV + nano-vectordb JSON + GraphML) is imported."""
+    import base64
+    import json
+
+    import networkx as nx
+    import numpy as np
+
+    src = GraphIndex(tmp_path / "src", embedder=embedder)
+    src.upsert(ALL_DOCS[:5])
+    src.rebuild_communities()
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "reflect_index_manifest.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "settings": {"embedding_dim": embedder.dim},
+                "communities": src.communities,
+                "docs": dict(src.docs.items()),
+            }
+        )
+    )
+    for ns in ("full_docs", "text_chunks", "community_reports"):
+        store = getattr(src.rag, ns)._data
+        (old / f"kv_store_{ns}.json").write_text(json.dumps(dict(store.items())))
+    for ns, vdb in (
+        ("chunks", src.rag.chunks_vdb),
+        ("entities", src.rag.entities_vdb),
+        ("communities", src.community_vdb),
+    ):
+        vdb._load()
+        n = len(vdb._ids)
+        data = [{"__id__": i, **m} for i, m in zip(vdb._ids, vdb._meta, strict=True)]
+        mat = np.ascontiguousarray(vdb._mat[:n])
+        (old / f"vdb_{ns}.json").write_text(
+            json.dumps(
+                {
+                    "embedding_dim": embedder.dim,
+                    "data": data,
+                    "matrix": base64.b64encode(mat.tobytes()).decode(),
+                }
+            )
+        )
+    nx.write_graphml(src.rag.chunk_entity_relation_graph.graph, old / GRAPHML)
+
+    gi = GraphIndex(old, embedder=embedder)
+    assert not (old / "reflect_index_manifest.json").exists()
+    assert not list(old.glob("*.json")) and (old / GRAPHML).exists()
+    assert gi.doc_ids() == src.doc_ids()
+    assert gi.communities["built"] and not gi.communities_stale
+    q = "connection pool exhausted"
+    for mode in ("naive", "local", "global"):
+        assert gi.query(q, mode=mode, k=3) == src.query(q, mode=mode, k=3), mode
+    gi.remove(["pg-pool"])
+    assert '"PGBOUNCER"' not in gi.rag.chunk_entity_relation_graph.graph
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "reflect_index_manifest.json").write_text("{not json")
+    from reflect_jobs.index.graph import IndexFormatError
+
+    with pytest.raises(IndexFormatError, match="reindex --force"):
+        GraphIndex(broken, embedder=embedder)
+
+
+GRAPHML = "graph_chunk_entity_relation.graphml"
+
+
+def test_damaged_database_names_the_fix(tmp_path, embedder):
+    from reflect_jobs.index.graph import IndexFormatError
+
+    wd = tmp_path / "dmg"
+    GraphIndex(wd, embedder=embedder).upsert(ALL_DOCS[:1])
+    for suffix in ("-wal", "-shm"):
+        Path(f"{wd / 'reflect_index.db'}{suffix}").unlink(missing_ok=True)
+    (wd / "reflect_index.db").write_bytes(os.urandom(64 * 1024))
+    with pytest.raises(IndexFormatError, match="reindex --force"):
+        GraphIndex(wd, embedder=embedder)

@@ -1,13 +1,16 @@
 """Graph + vector index over KB notes, built on nano-graphrag, fully offline.
 
-What nano-graphrag gives us: its storages (JSON KV stores, nano-vectordb vector stores, the
-NetworkX graph persisted as GraphML), its chunker, its entity-extraction parser/merger
-(``extract_entities``) and its community-report generator.  What we do NOT use is
-``GraphRAG.ainsert``: it keys documents by content hash (a changed note becomes a second doc,
-SPEC B13), only extracts entities for *new* content (so a queue of sidecars handed out in
-corpus order lands on the wrong notes, B13), drops and regenerates every community report and
-re-clusters the whole graph on every insert (B14), and has no delete.  Instead
-:class:`GraphIndex` runs its own insert/remove pipeline over the same storages:
+What nano-graphrag gives us: its chunker, its entity-extraction parser/merger
+(``extract_entities``), its community-report generator and the storage interfaces they talk
+to.  What we do NOT use is ``GraphRAG.ainsert``: it keys documents by content hash (a changed
+note becomes a second doc, SPEC B13), only extracts entities for *new* content (so a queue of
+sidecars handed out in corpus order lands on the wrong notes, B13), drops and regenerates every
+community report and re-clusters the whole graph on every insert (B14), and has no delete.
+Nor do we use its default storages: they rewrite whole files (JSON KV stores, nano-vectordb
+matrices, the GraphML graph) on every commit, so one insert cost O(index) — about 24 MB
+rewritten at 5,000 notes.  Instead :class:`GraphIndex` runs its own insert/remove pipeline over
+SQLite-backed storages (:mod:`reflect_jobs.index.sqlite_store`, passed to ``GraphRAG`` as its
+``key_string_value_json_storage_cls`` / ``vector_db_storage_cls`` / ``graph_storage_cls``):
 
 * Keys are derived from the note id: ``doc-md5(id)``, ``chunk-md5(doc key + chunk text)``, so a
   changed note reuses its doc key, two notes with identical text never share a chunk, and a
@@ -19,17 +22,42 @@ re-clusters the whole graph on every insert (B14), and has no delete.  Instead
   records registered for exactly that chunk.  Entities are attached to every chunk of the note,
   relationships to its first chunk (so edge weights equal the sidecar strength).  A note with no
   entities gets a placeholder entity named after its id.
-* A manifest (``reflect_index_manifest.json``) maps note id -> doc key, chunk keys, a
-  fingerprint of text+sidecar, and the note's normalised entity/relationship contributions, so
-  ``remove()`` can delete chunks and vectors, strip the note's chunk ids from node/edge
-  ``source_id``, drop nodes/edges left with no source, and recompute the descriptions, types and
-  weights of shared nodes/edges from the notes that remain (and re-embed those entities).
+* A manifest (table ``docs``; :attr:`GraphIndex.docs` is a live read-only view) maps note id ->
+  doc key, chunk keys, a fingerprint of text+sidecar, and the note's normalised
+  entity/relationship contributions, so ``remove()`` can delete chunks and vectors, strip the
+  note's chunk ids from node/edge ``source_id``, drop nodes/edges left with no source, and
+  recompute the descriptions, types and weights of shared nodes/edges from the notes that
+  remain (and re-embed those entities).
 * Clustering and community reports are deferred to :meth:`GraphIndex.rebuild_communities`
   (louvain via networkx; no graspologic).  Upserts never cluster and make no report calls.
-* Every file is written atomically (tmp + ``os.replace``); the manifest is written last and is
-  the commit point.  Writers are serialised by a thread lock and an ``flock`` on
-  ``workdir/.index.lock``; an instance reloads its in-memory state when another process has
-  committed since (checked by a ``stat`` of the manifest before every call).
+
+Persistence (``workdir/reflect_index.db``, SQLite in WAL mode):
+
+* Every store writes only the rows it touches: KV values as JSON, vectors as float32 BLOBs,
+  graph nodes/edges as JSON rows.  The cost of upserting or removing one note no longer grows
+  with the index (except through the entities it shares with other notes).
+* One SQLite transaction per ``upsert``/``remove``/``rebuild_communities``/``clear`` spans every
+  store and is the commit point; on any error it is rolled back and the in-memory read caches
+  are dropped (nothing half-applied survives, in memory or on disk).
+* Read caches (the vector matrices, the chunk -> note map, a networkx graph) are loaded lazily
+  by queries / clustering and kept in sync on writes; a writer that only inserts never loads
+  them, so opening the index and adding a note is cheap.
+* Writers are serialised by a thread lock and an ``flock`` on ``workdir/.index.lock``.  Every
+  commit bumps a generation counter in the ``meta`` table; before every call an instance
+  compares it (and the database file's inode, for ``reindex --force`` which deletes the
+  directory) and drops its caches when another process has committed since.
+* ``graph_chunk_entity_relation.graphml`` (:meth:`GraphIndex.graphml_path`) is now an *export*
+  of the graph tables, not the store: it is rewritten at the end of every
+  :meth:`~GraphIndex.rebuild_communities` (the periodic task), written after any commit that
+  finds it missing (so a fresh or ``--force``-rebuilt index always has one), and on demand by
+  :meth:`~GraphIndex.export_graphml`.  Between rebuilds it may lag the index; edits to it
+  (``repair --maintain``) do not flow back into the index and are overwritten by the next
+  export.
+* Migration: a workdir in the old whole-file format (``reflect_index_manifest.json`` +
+  ``kv_store_*.json`` + ``vdb_*.json`` + GraphML) is imported into the database once, in one
+  transaction, the first time it is opened (under the write lock); the old JSON files are then
+  deleted.  If they cannot be read, :class:`IndexFormatError` says to run
+  ``reflect-jobs reindex --force`` (which rebuilds the index from the notes anyway).
 
 Queries do not go through nano-graphrag's answer-generation path: they read the vector stores
 and the graph directly and return ``(note id, score)`` pairs.
@@ -47,9 +75,9 @@ import logging
 import math
 import os
 import re
-import tempfile
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,11 +96,6 @@ from nano_graphrag._op import (  # noqa: E402
     extract_entities,
     generate_community_report,
 )
-from nano_graphrag._storage import (  # noqa: E402
-    JsonKVStorage,
-    NanoVectorDBStorage,
-    NetworkXStorage,
-)
 from nano_graphrag._utils import (  # noqa: E402
     EmbeddingFunc,
     clean_str,
@@ -81,7 +104,17 @@ from nano_graphrag._utils import (  # noqa: E402
 )
 from nano_graphrag.graphrag import GraphRAG  # noqa: E402
 from nano_graphrag.prompt import GRAPH_FIELD_SEP, PROMPTS  # noqa: E402
-from nano_vectordb import NanoVectorDB  # noqa: E402
+
+from .sqlite_store import (  # noqa: E402
+    DB_NAME,
+    SCHEMA_VERSION,
+    IndexDB,
+    IndexFormatError,
+    JsonTableView,
+    SQLiteGraphStorage,
+    SQLiteKVStorage,
+    SQLiteVectorStorage,
+)
 
 log = logging.getLogger("reflect_jobs.index.graph")
 
@@ -92,10 +125,8 @@ for _name in ("nano-graphrag", "nano-vectordb"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 GRAPHML_NAME = "graph_chunk_entity_relation.graphml"
-MANIFEST_NAME = "reflect_index_manifest.json"
-COMMUNITY_VDB_NAME = "vdb_communities.json"
+LEGACY_MANIFEST = "reflect_index_manifest.json"  # format 1 (whole-file stores): migrated
 LOCK_NAME = ".index.lock"
-MANIFEST_VERSION = 1
 
 _MARKER = "<<reflect-chunk:{}>>"
 _MARKER_RE = re.compile(r"<<reflect-chunk:(chunk-[0-9a-f]{32})>>")
@@ -335,149 +366,6 @@ def _entity_summary(prompt: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# storages: atomic writes, deletes, deferred graspologic-free clustering
-
-
-def _atomic_write_text(path: str, text: str) -> None:
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@dataclass
-class ReflectKVStorage(JsonKVStorage):
-    async def index_done_callback(self):
-        _atomic_write_text(self._file_name, json.dumps(self._data, ensure_ascii=False))
-
-    def delete(self, ids) -> None:
-        for i in ids:
-            self._data.pop(i, None)
-
-
-@dataclass
-class ReflectVectorStorage(NanoVectorDBStorage):
-    """nano-vectordb storage with delete, sync query, atomic save.  ``max_content_chars``
-    (from ``addon_params['max_embed_chars'][namespace]``) caps the text embedded per vector:
-    an entity's vector is ``name + description`` and descriptions merged from many notes get
-    long, which only costs embedding time (the model truncates at 256 word pieces anyway)."""
-
-    async def upsert(self, data: dict[str, dict]):
-        cap = (self.global_config.get("addon_params", {}).get("max_embed_chars") or {}).get(
-            self.namespace
-        )
-        if cap:
-            data = {k: {**v, "content": v["content"][:cap]} for k, v in data.items()}
-        return await super().upsert(data)
-
-    def delete(self, ids: list[str]) -> None:
-        if ids:
-            self._client.delete(list(ids))
-
-    def clear(self) -> None:
-        missing = self._client_file_name + f".{os.getpid()}.{threading.get_ident()}.empty"
-        self._client = NanoVectorDB(self.embedding_func.embedding_dim, storage_file=missing)
-        self._client.storage_file = self._client_file_name
-
-    def query_vector(self, vec: np.ndarray, top_k: int) -> list[tuple[str, float, dict]]:
-        if len(self._client) == 0:
-            return []
-        res = self._client.query(
-            query=vec, top_k=top_k, better_than_threshold=self.cosine_better_than_threshold
-        )
-        return [(d["__id__"], float(d["__metrics__"]), d) for d in res]
-
-    def __len__(self) -> int:
-        return len(self._client)
-
-    async def index_done_callback(self):
-        # NanoVectorDB.save() writes in place; write to a temp name and rename instead.
-        final = self._client_file_name
-        d = os.path.dirname(final) or "."
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-        os.close(fd)
-        try:
-            self._client.storage_file = tmp
-            self._client.save()
-            os.replace(tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        finally:
-            self._client.storage_file = final
-
-
-@dataclass
-class ReflectGraphStorage(NetworkXStorage):
-    """NetworkX storage whose clustering is louvain (networkx) instead of graspologic's leiden,
-    written atomically.  Clustering only runs when :meth:`GraphIndex.rebuild_communities`
-    asks for it."""
-
-    def __post_init__(self):
-        super().__post_init__()
-        self._clustering_algorithms["louvain"] = self._louvain_clustering
-        self._clustering_algorithms["leiden"] = self._louvain_clustering
-
-    @property
-    def graph(self) -> nx.Graph:
-        return self._graph
-
-    async def index_done_callback(self):
-        d = os.path.dirname(self._graphml_xml_file) or "."
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".graphml", dir=d)
-        os.close(fd)
-        try:
-            nx.write_graphml(self._graph, tmp)
-            os.replace(tmp, self._graphml_xml_file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    async def _louvain_clustering(self):
-        g = self._graph
-        for _, data in g.nodes(data=True):
-            data.pop("clusters", None)
-        if g.number_of_nodes() == 0:
-            return
-        seed = int(self.global_config.get("graph_cluster_seed", 0)) % (2**32)
-        max_levels = int(self.global_config.get("addon_params", {}).get("max_cluster_levels", 3))
-        # louvain_partitions yields finest -> coarsest; nano-graphrag's level 0 is the coarsest.
-        parts = [list(p) for p in nx.community.louvain_partitions(g, weight="weight", seed=seed)]
-        if not parts:
-            parts = [[{n} for n in g.nodes]]
-        levels = list(reversed(parts))[:max_levels]
-        assign: dict[str, list[dict]] = defaultdict(list)
-        next_id = 0
-        parent_of: dict[str, frozenset] = {}
-        for level, partition in enumerate(levels):
-            this_of: dict[str, frozenset] = {}
-            for comm in sorted(partition, key=lambda c: (-len(c), min(c))):
-                fz = frozenset(comm)
-                for n in comm:
-                    this_of[n] = fz
-                if len(comm) < 2:
-                    continue  # singletons make no useful report
-                if level > 0 and parent_of.get(next(iter(comm))) == fz:
-                    continue  # unchanged from the level above: no duplicate report
-                for n in comm:
-                    assign[n].append({"level": level, "cluster": next_id})
-                next_id += 1
-            parent_of = this_of
-        for n, cl in assign.items():
-            g.nodes[n]["clusters"] = json.dumps(cl)
-
-
-# --------------------------------------------------------------------------------------------
 # sync wrapper
 
 
@@ -497,6 +385,92 @@ def _fingerprint(doc: IndexDoc) -> str:
     h.update(b"\0")
     h.update(json.dumps(doc.sidecar or {}, sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# manifest views over the SQLite tables
+
+
+class _Docs(JsonTableView):
+    """note id -> manifest entry (``key``, ``fp``, ``chunks``, ``entities``, ``edges``)."""
+
+    def __init__(self, db: IndexDB) -> None:
+        super().__init__(db, "docs", "id", "entry")
+
+    def put(self, doc_id: str, entry: dict) -> None:
+        self._db.execute(
+            "INSERT INTO docs VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET entry = excluded.entry",
+            (doc_id, json.dumps(entry, ensure_ascii=False)),
+        )
+
+    def delete(self, ids: list[str]) -> None:
+        self._db.executemany("DELETE FROM docs WHERE id = ?", [(i,) for i in ids])
+
+    def fingerprints(self, ids: list[str]) -> dict[str, str]:
+        rows = self._db.execute(
+            "SELECT d.id, json_extract(d.entry, '$.fp') FROM json_each(?) j "
+            "JOIN docs d ON d.id = j.value",
+            (json.dumps(ids),),
+        ).fetchall()
+        return dict(rows)
+
+
+class _ChunkDocs(Mapping):
+    """chunk key -> note id.  Point reads go to SQLite; queries load the whole map once
+    (:meth:`load`) and it is then kept in sync on writes."""
+
+    def __init__(self, db: IndexDB) -> None:
+        self._db = db
+        self._view = JsonTableView(db, "chunk_doc", "chunk", "doc_id")
+        self._cache: dict[str, str] | None = None
+        db.register(self)
+
+    def invalidate(self) -> None:
+        self._cache = None
+
+    def load(self) -> dict[str, str]:
+        if self._cache is None:
+            with self._db.snapshot():
+                self._cache = dict(
+                    self._db.execute("SELECT chunk, doc_id FROM chunk_doc ORDER BY rowid")
+                )
+        return self._cache
+
+    def __getitem__(self, k: str) -> str:
+        return self._cache[k] if self._cache is not None else self._view[k]
+
+    def __contains__(self, k: object) -> bool:
+        return k in self._cache if self._cache is not None else k in self._view
+
+    def __iter__(self):
+        return iter(list(self._cache if self._cache is not None else self._view))
+
+    def __len__(self) -> int:
+        return len(self._cache) if self._cache is not None else len(self._view)
+
+    def lookup(self, chunks: list[str]) -> dict[str, str]:
+        if self._cache is not None:
+            return {c: self._cache[c] for c in chunks if c in self._cache}
+        rows = self._db.execute(
+            "SELECT c.chunk, c.doc_id FROM json_each(?) j JOIN chunk_doc c ON c.chunk = j.value",
+            (json.dumps(list(chunks)),),
+        ).fetchall()
+        return dict(rows)
+
+    def put(self, pairs: dict[str, str]) -> None:
+        self._db.executemany(
+            "INSERT INTO chunk_doc VALUES (?, ?) "
+            "ON CONFLICT(chunk) DO UPDATE SET doc_id = excluded.doc_id",
+            list(pairs.items()),
+        )
+        if self._cache is not None:
+            self._cache.update(pairs)
+
+    def delete(self, chunks) -> None:
+        self._db.executemany("DELETE FROM chunk_doc WHERE chunk = ?", [(c,) for c in chunks])
+        if self._cache is not None:
+            for c in chunks:
+                self._cache.pop(c, None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -523,15 +497,19 @@ class GraphIndex:
             raise ValueError("chunk_overlap must be smaller than chunk_token_size")
         self.llm = PassthroughLLM()
         self._lock = threading.RLock()
-        self._sig: tuple | None = None
-        with self._file_lock(fcntl.LOCK_SH):
-            self._load()
+        self._gen: int | None = None
+        self._saved_communities: dict | None = None
+        self.communities: dict = {"built": False, "stale": False}
+        with self._lock:
+            self.db = IndexDB(self.workdir / DB_NAME)
+            self._build_rag()
+            if (self.workdir / LEGACY_MANIFEST).exists():
+                with self._file_lock(fcntl.LOCK_EX):
+                    if (self.workdir / LEGACY_MANIFEST).exists():
+                        self._import_legacy()
+            self._refresh()
 
-    # ---------------------------------------------------------------- loading / persistence
-
-    @property
-    def _manifest_path(self) -> Path:
-        return self.workdir / MANIFEST_NAME
+    # ---------------------------------------------------------------- setup / reload
 
     def graphml_path(self) -> Path:
         return self.workdir / GRAPHML_NAME
@@ -546,73 +524,86 @@ class GraphIndex:
 
         return EmbeddingFunc(embedding_dim=dim, max_token_size=max_tok, func=_embed)
 
-    def _manifest_sig(self) -> tuple | None:
-        try:
-            st = os.stat(self._manifest_path)
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+    def _build_rag(self) -> None:
+        self.rag = GraphRAG(
+            working_dir=str(self.workdir),
+            enable_local=True,
+            enable_naive_rag=True,
+            chunk_token_size=self.chunk_token_size,
+            chunk_overlap_token_size=self.chunk_overlap,
+            entity_extract_max_gleaning=0,
+            graph_cluster_algorithm="louvain",
+            embedding_func=self._embedding_func(),
+            embedding_batch_num=256,
+            embedding_func_max_async=1 << 30,
+            best_model_func=self.llm,
+            cheap_model_func=self.llm,
+            best_model_max_async=1 << 30,
+            cheap_model_max_async=1 << 30,
+            key_string_value_json_storage_cls=SQLiteKVStorage,
+            vector_db_storage_cls=SQLiteVectorStorage,
+            graph_storage_cls=SQLiteGraphStorage,
+            enable_llm_cache=False,
+            addon_params={
+                "max_cluster_levels": 3,
+                "max_embed_chars": {"entities": 300, "communities": 1000},
+                "reflect_db": self.db,  # shared, never deep-copied (IndexDB.__deepcopy__)
+            },
+        )
+        self._cfg = asdict(self.rag)
+        self.community_vdb = SQLiteVectorStorage(
+            namespace="communities",
+            global_config=self._cfg,
+            embedding_func=self.rag.embedding_func,
+        )
+        self.docs = _Docs(self.db)
+        self.chunk_to_doc = _ChunkDocs(self.db)
 
-    def _load(self) -> None:
+    def _settings(self) -> dict:
+        return {
+            "embed_model": getattr(self.embedder, "model_name", repr(self.embedder)),
+            "embedding_dim": self.rag.embedding_func.embedding_dim,
+            "chunk_token_size": self.chunk_token_size,
+            "chunk_overlap": self.chunk_overlap,
+        }
+
+    def _refresh(self) -> None:
+        """Pick up another process's commits: reopen a replaced database file, drop the
+        read caches when the commit generation moved.  Costs a stat and one row read."""
         with self._lock:
-            sig = self._manifest_sig()
-            manifest: dict = {}
-            if sig is not None:
-                manifest = json.loads(self._manifest_path.read_text(encoding="utf-8"))
-            ef = self._embedding_func()
-            settings = manifest.get("settings") or {}
-            if settings.get("embedding_dim") and settings["embedding_dim"] != ef.embedding_dim:
+            if self.db.replaced():
+                log.info("index database in %s was replaced; reopening", self.workdir)
+                self.db.open()
+                self._gen = None
+            gen = self.db.generation()
+            if gen == self._gen:
+                return
+            if self._gen is not None:
+                log.info("index in %s changed on disk; reloading", self.workdir)
+            self.db.invalidate()
+            version = self.db.meta_get("version", SCHEMA_VERSION)
+            if version != SCHEMA_VERSION:
+                raise IndexFormatError(
+                    f"index in {self.workdir} has format {version}, this version reads "
+                    f"{SCHEMA_VERSION}: rebuild it (reindex --force)"
+                )
+            settings = self.db.meta_get("settings") or {}
+            dim = self.rag.embedding_func.embedding_dim
+            if settings.get("embedding_dim") and settings["embedding_dim"] != dim:
                 raise ValueError(
                     f"index in {self.workdir} was built with {settings['embedding_dim']}-d "
                     f"embeddings ({settings.get('embed_model')}); this embedder gives "
-                    f"{ef.embedding_dim}-d: rebuild the index (reindex --force)"
+                    f"{dim}-d: rebuild the index (reindex --force)"
                 )
-            self.rag = GraphRAG(
-                working_dir=str(self.workdir),
-                enable_local=True,
-                enable_naive_rag=True,
-                chunk_token_size=self.chunk_token_size,
-                chunk_overlap_token_size=self.chunk_overlap,
-                entity_extract_max_gleaning=0,
-                graph_cluster_algorithm="louvain",
-                embedding_func=ef,
-                embedding_batch_num=256,
-                embedding_func_max_async=1 << 30,
-                best_model_func=self.llm,
-                cheap_model_func=self.llm,
-                best_model_max_async=1 << 30,
-                cheap_model_max_async=1 << 30,
-                key_string_value_json_storage_cls=ReflectKVStorage,
-                vector_db_storage_cls=ReflectVectorStorage,
-                graph_storage_cls=ReflectGraphStorage,
-                enable_llm_cache=False,
-                addon_params={
-                    "max_cluster_levels": 3,
-                    "max_embed_chars": {"entities": 300, "communities": 1000},
-                },
-            )
-            self._cfg = asdict(self.rag)
-            self.community_vdb = ReflectVectorStorage(
-                namespace="communities",
-                global_config=self._cfg,
-                embedding_func=self.rag.embedding_func,
-            )
-            self.docs: dict[str, dict] = manifest.get("docs") or {}
-            self.communities: dict = manifest.get("communities") or {"built": False, "stale": False}
-            self.chunk_to_doc: dict[str, str] = {
-                ck: did for did, e in self.docs.items() for ck in e["chunks"]
+            self.communities = self.db.meta_get("communities") or {
+                "built": False,
+                "stale": False,
             }
-            self._sig = sig
+            self._saved_communities = json.loads(json.dumps(self.communities))
+            self._gen = gen
 
-    def _maybe_reload(self, *, have_write_lock: bool = False) -> None:
-        if self._manifest_sig() == self._sig:
-            return
-        log.info("index in %s changed on disk; reloading", self.workdir)
-        if have_write_lock:
-            self._load()
-        else:
-            with self._file_lock(fcntl.LOCK_SH):  # never read a half-committed write
-                self._load()
+    def _maybe_reload(self) -> None:
+        self._refresh()
 
     @contextlib.contextmanager
     def _file_lock(self, kind: int):
@@ -625,45 +616,132 @@ class GraphIndex:
             os.close(fd)
 
     @contextlib.contextmanager
-    def _write_lock(self):
+    def _write_lock(self, *, export: str | None = "missing"):
+        """One SQLite transaction per write: it is the commit point.  On any error the
+        transaction is rolled back and the read caches dropped (the database holds the last
+        commit).  After a commit the GraphML export is refreshed (``export="always"``) or
+        written if it is missing (``"missing"``)."""
         with self._lock, self._file_lock(fcntl.LOCK_EX):
-            self._maybe_reload(have_write_lock=True)
+            self._refresh()
+            db = self.db
+            before = db.total_changes()
+            db.begin()
             try:
                 yield
+                if db.total_changes() != before or self.communities != self._saved_communities:
+                    self._gen = (self._gen or 0) + 1
+                    db.meta_set("version", SCHEMA_VERSION)
+                    db.meta_set("settings", self._settings())
+                    db.meta_set("communities", self.communities)
+                    db.meta_set("generation", self._gen)
+                db.commit()
+                self._saved_communities = json.loads(json.dumps(self.communities))
             except BaseException:
-                # drop half-applied in-memory changes; the files hold the last commit
-                self._load()
+                db.rollback()
+                self._gen = None
+                self._refresh()
                 raise
+            if export == "always" or (export == "missing" and not self.graphml_path().exists()):
+                self._export_graphml(only_if_nonempty=export == "missing")
 
-    def _write_manifest(self) -> None:
-        data = {
-            "version": MANIFEST_VERSION,
-            "settings": {
-                "embed_model": getattr(self.embedder, "model_name", repr(self.embedder)),
-                "embedding_dim": self.rag.embedding_func.embedding_dim,
-                "chunk_token_size": self.chunk_token_size,
-                "chunk_overlap": self.chunk_overlap,
-            },
-            "communities": self.communities,
-            "docs": self.docs,
-        }
-        _atomic_write_text(str(self._manifest_path), json.dumps(data, ensure_ascii=False))
-        self._sig = self._manifest_sig()
+    def _export_graphml(self, *, only_if_nonempty: bool = False) -> None:
+        gs = self.rag.chunk_entity_relation_graph
+        if only_if_nonempty and gs.number_of_nodes() == 0:
+            return
+        try:
+            gs.export_graphml(self.graphml_path())
+        except OSError as exc:  # the commit stands; the export is derived data
+            log.warning("could not write %s: %s", self.graphml_path(), exc)
 
-    async def _persist(self, *, communities: bool = False) -> None:
-        r = self.rag
-        stores = [
-            r.full_docs,
-            r.text_chunks,
-            r.chunks_vdb,
-            r.entities_vdb,
-            r.chunk_entity_relation_graph,
-        ]
-        if communities:
-            stores += [r.community_reports, self.community_vdb]
-        for s in stores:
-            await s.index_done_callback()
-        self._write_manifest()  # commit point
+    def _import_legacy(self) -> None:
+        """One-time migration of a whole-file (format 1) workdir into the database.
+
+        Reads the manifest, JSON KV stores, nano-vectordb files and the GraphML graph, writes
+        them in one transaction, then deletes the old files (the GraphML stays: it is the
+        export).  Unreadable old files raise :class:`IndexFormatError` naming the fix."""
+        import base64
+
+        wd = self.workdir
+        db = self.db
+        if not db.is_empty():  # already migrated; the old files are leftovers
+            self._remove_legacy_files()
+            return
+        try:
+            manifest = json.loads((wd / LEGACY_MANIFEST).read_text(encoding="utf-8"))
+
+            def kv(ns: str) -> dict:
+                p = wd / f"kv_store_{ns}.json"
+                return json.loads(p.read_text(encoding="utf-8")) if p.exists() else {}
+
+            def vdb(ns: str) -> list[tuple[str, bytes, str]]:
+                p = wd / f"vdb_{ns}.json"
+                if not p.exists():
+                    return []
+                d = json.loads(p.read_text(encoding="utf-8"))
+                m = np.frombuffer(base64.b64decode(d["matrix"]), dtype=np.float32)
+                m = m.reshape(-1, int(d["embedding_dim"]))
+                m = (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+                return [
+                    (
+                        row["__id__"],
+                        m[i].tobytes(),
+                        json.dumps({k: v for k, v in row.items() if k != "__id__"}),
+                    )
+                    for i, row in enumerate(d["data"])
+                ]
+
+            g = nx.read_graphml(self.graphml_path()) if self.graphml_path().exists() else nx.Graph()
+            stores = {ns: kv(ns) for ns in ("full_docs", "text_chunks", "community_reports")}
+            vectors = {ns: vdb(ns) for ns in ("chunks", "entities", "communities")}
+            docs = manifest.get("docs") or {}
+        except Exception as exc:
+            raise IndexFormatError(
+                f"{wd} holds an old-format (whole-file JSON/GraphML) index that cannot be "
+                f"migrated ({type(exc).__name__}: {exc}); rebuild it: reflect-jobs reindex --force"
+            ) from exc
+        log.warning("migrating the old-format index in %s to %s", wd, DB_NAME)
+        dumps = lambda v: json.dumps(v, ensure_ascii=False)  # noqa: E731
+        db.begin()
+        try:
+            db.wipe()
+            db.executemany(
+                "INSERT INTO docs VALUES (?, ?)", [(i, dumps(e)) for i, e in docs.items()]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO chunk_doc VALUES (?, ?)",
+                [(ck, i) for i, e in docs.items() for ck in e.get("chunks", [])],
+            )
+            for ns, data in stores.items():
+                db.executemany(
+                    "INSERT INTO kv VALUES (?, ?, ?)", [(ns, k, dumps(v)) for k, v in data.items()]
+                )
+            for ns, rows in vectors.items():
+                db.executemany("INSERT INTO vectors VALUES (?, ?, ?, ?)", [(ns, *r) for r in rows])
+            db.executemany(
+                "INSERT INTO nodes VALUES (?, ?)", [(n, dumps(d)) for n, d in g.nodes(data=True)]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO edges VALUES (?, ?, ?)",
+                [(*sorted((a, b)), dumps(d)) for a, b, d in g.edges(data=True)],
+            )
+            db.meta_set("version", SCHEMA_VERSION)
+            db.meta_set("settings", manifest.get("settings") or self._settings())
+            db.meta_set("communities", manifest.get("communities") or {"built": False})
+            db.meta_set("generation", 1)
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+        self._remove_legacy_files()
+
+    def _remove_legacy_files(self) -> None:
+        for p in self.workdir.iterdir():
+            if p.is_file() and (
+                p.name == LEGACY_MANIFEST
+                or (p.name.startswith(("kv_store_", "vdb_")) and p.name.endswith(".json"))
+            ):
+                with contextlib.suppress(OSError):
+                    p.unlink()
 
     # ---------------------------------------------------------------- public API
 
@@ -675,6 +753,8 @@ class GraphIndex:
     @property
     def communities_stale(self) -> bool:
         """True when notes changed since the last :meth:`rebuild_communities`."""
+        with self._lock:
+            self._maybe_reload()
         return bool(self.communities.get("stale")) or not self.communities.get("built")
 
     def upsert(self, docs: list[IndexDoc]) -> None:
@@ -684,26 +764,30 @@ class GraphIndex:
 
     def remove(self, ids: list[str]) -> None:
         with self._write_lock():
-            _run(lambda: self._aremove_and_persist(list(ids)))
+            _run(lambda: self._aremove_and_mark(list(ids)))
 
     def rebuild_communities(self) -> None:
-        with self._write_lock():
+        """Cluster, regenerate every community report, and refresh the GraphML export."""
+        with self._write_lock(export="always"):
             _run(self._arebuild_communities)
 
+    def export_graphml(self) -> Path:
+        """Write the current graph to :meth:`graphml_path` (O(graph)); returns the path."""
+        with self._lock, self._file_lock(fcntl.LOCK_SH):
+            self._maybe_reload()
+            self.rag.chunk_entity_relation_graph.export_graphml(self.graphml_path())
+        return self.graphml_path()
+
     def clear(self) -> None:
-        """Delete every file of this index (for ``reindex --force``)."""
-        with self._write_lock():
+        """Delete everything in this index (for ``reindex --force``)."""
+        with self._write_lock(export=None):
+            self.db.wipe()
+            self.db.invalidate()
+            self.communities = {"built": False, "stale": False}
             for p in self.workdir.iterdir():
-                if (
-                    p.is_file()
-                    and p.name != LOCK_NAME
-                    and (
-                        p.name.startswith(("kv_store_", "vdb_", "graph_"))
-                        or p.name == MANIFEST_NAME
-                    )
-                ):
+                if p.is_file() and p.name.startswith(("kv_store_", "vdb_", "graph_")):
                     p.unlink()
-            self._load()
+            self._remove_legacy_files()
 
     def query(self, text: str, *, mode: str = "naive", k: int = 10) -> list[tuple[str, float]]:
         if mode not in ("naive", "local", "global"):
@@ -715,6 +799,7 @@ class GraphIndex:
             if not self.docs:
                 return []
             vec = self._embed_query(text)
+            self.chunk_to_doc.load()
             if mode == "naive":
                 scores = self._naive_scores(vec, k)
             elif mode == "local":
@@ -748,11 +833,12 @@ class GraphIndex:
                 raise ValueError(f"bad doc id {d.id!r}")
             latest[d.id] = d
         fps = {i: _fingerprint(d) for i, d in latest.items()}
-        todo = [d for i, d in latest.items() if (self.docs.get(i) or {}).get("fp") != fps[i]]
+        known = self.docs.fingerprints(list(latest))
+        todo = [d for i, d in latest.items() if known.get(i) != fps[i]]
         if not todo:
             return
         contribs = {d.id: sidecar_contribution(d) for d in todo}
-        replaced = [d.id for d in todo if d.id in self.docs]
+        replaced = [d.id for d in todo if d.id in known]
         if replaced:
             # nodes the new versions mention are re-embedded by the insert below
             again = {e[0] for c in contribs.values() for e in c.entities}
@@ -804,33 +890,37 @@ class GraphIndex:
 
         for d in todo:
             con = contribs[d.id]
-            self.docs[d.id] = {
-                "key": compute_mdhash_id(d.id, prefix="doc-"),
-                "fp": fps[d.id],
-                "chunks": per_doc_chunks.get(d.id, []),
-                "entities": con.entities,
-                "edges": con.edges,
-            }
-            for ck in per_doc_chunks.get(d.id, []):
-                self.chunk_to_doc[ck] = d.id
+            self.docs.put(
+                d.id,
+                {
+                    "key": compute_mdhash_id(d.id, prefix="doc-"),
+                    "fp": fps[d.id],
+                    "chunks": per_doc_chunks.get(d.id, []),
+                    "entities": con.entities,
+                    "edges": con.edges,
+                },
+            )
+        self.chunk_to_doc.put({ck: c["doc_id"] for ck, c in chunks.items()})
         if self.communities.get("built"):
             self.communities["stale"] = True
-        await self._persist()
 
     # ---------------------------------------------------------------- remove
 
-    async def _aremove_and_persist(self, ids: list[str]) -> None:
-        if await self._aremove(ids):
-            if self.communities.get("built"):
-                self.communities["stale"] = True
-            await self._persist()
+    async def _aremove_and_mark(self, ids: list[str]) -> None:
+        if await self._aremove(ids) and self.communities.get("built"):
+            self.communities["stale"] = True
 
     async def _aremove(self, ids: list[str], skip_reembed: set[str] = frozenset()) -> bool:
         rag = self.rag
-        g: nx.Graph = rag.chunk_entity_relation_graph.graph
-        entries = {i: self.docs.pop(i) for i in dict.fromkeys(ids) if i in self.docs}
+        gs = rag.chunk_entity_relation_graph
+        entries: dict[str, dict] = {}
+        for i in dict.fromkeys(ids):
+            e = self.docs.get(i)
+            if e is not None:
+                entries[i] = e
         if not entries:
             return False
+        self.docs.delete(list(entries))
         removed_chunks: set[str] = set()
         touched_nodes: set[str] = set()
         touched_edges: set[tuple[str, str]] = set()
@@ -840,8 +930,7 @@ class GraphIndex:
             for a, b, *_ in e["edges"]:
                 touched_nodes.update((a, b))
                 touched_edges.add((a, b))
-        for ck in removed_chunks:
-            self.chunk_to_doc.pop(ck, None)
+        self.chunk_to_doc.delete(removed_chunks)
         rag.text_chunks.delete(removed_chunks)
         rag.full_docs.delete([e["key"] for e in entries.values()])
         rag.chunks_vdb.delete(list(removed_chunks))
@@ -850,13 +939,13 @@ class GraphIndex:
             return [s for s in src.split(GRAPH_FIELD_SEP) if s and s not in removed_chunks]
 
         # edges first (their recomputation reads the surviving docs)
-        for a, b in touched_edges:
-            if not g.has_edge(a, b):
+        for a, b in sorted(touched_edges):
+            data = gs.edge_data(a, b)
+            if data is None:
                 continue
-            data = g.edges[a, b]
             srcs = remaining_sources(data.get("source_id", ""))
             if not srcs:
-                g.remove_edge(a, b)
+                gs.remove_edge(a, b)
                 continue
             descs, weight = [], 0.0
             for did in self._docs_of_chunks(srcs):
@@ -868,15 +957,16 @@ class GraphIndex:
             if descs:
                 data["description"] = self._merge_desc(descs)
                 data["weight"] = weight
+            gs.put_edge(a, b, data)
         dead_entities: list[str] = []
         refresh: dict[str, dict] = {}
-        for n in touched_nodes:
-            if not g.has_node(n):
+        for n in sorted(touched_nodes):
+            data = gs.node_data(n)
+            if data is None:
                 continue
-            data = g.nodes[n]
             srcs = remaining_sources(data.get("source_id", ""))
             if not srcs:
-                g.remove_node(n)
+                gs.remove_node(n)
                 dead_entities.append(n)
                 continue
             types, descs, edge_descs = [], [], []
@@ -898,6 +988,7 @@ class GraphIndex:
             elif edge_descs:  # only created implicitly by relationships now
                 data["entity_type"] = '"UNKNOWN"'
                 data["description"] = self._merge_desc(edge_descs)
+            gs.put_node(n, data)
             if n not in skip_reembed:
                 refresh[n] = data
         if dead_entities:
@@ -915,10 +1006,11 @@ class GraphIndex:
         return True
 
     def _docs_of_chunks(self, chunk_keys) -> list[str]:
+        found = self.chunk_to_doc.lookup(list(chunk_keys))
         out: dict[str, None] = {}
         for ck in chunk_keys:
-            d = self.chunk_to_doc.get(ck)
-            if d is not None and d in self.docs:
+            d = found.get(ck)
+            if d is not None:
                 out[d] = None
         return list(out)
 
@@ -938,14 +1030,11 @@ class GraphIndex:
         await rag.community_reports.drop()
         before = self.llm.calls["report"]
         await generate_community_report(rag.community_reports, storage, self._cfg)
-        reports = rag.community_reports._data
+        reports = rag.community_reports._data.items()
         self.community_vdb.clear()
         if reports:
             await self.community_vdb.upsert(
-                {
-                    f"community-{k}": {"content": v.get("report_string", "")}
-                    for k, v in reports.items()
-                }
+                {f"community-{k}": {"content": v.get("report_string", "")} for k, v in reports}
             )
         self.communities = {
             "built": True,
@@ -953,7 +1042,6 @@ class GraphIndex:
             "count": len(reports),
             "report_calls": self.llm.calls["report"] - before,
         }
-        await self._persist(communities=True)
 
     # ---------------------------------------------------------------- query internals
 
@@ -965,30 +1053,39 @@ class GraphIndex:
     def _naive_scores(self, vec: np.ndarray, k: int) -> dict[str, float]:
         scores: dict[str, float] = {}
         top = max(4 * k, 20)
+        c2d = self.chunk_to_doc.load()
         for ck, sim, _ in self.rag.chunks_vdb.query_vector(vec, top):
-            d = self.chunk_to_doc.get(ck)
+            d = c2d.get(ck)
             if d is not None and sim > scores.get(d, -1.0):
                 scores[d] = sim
         return scores
 
-    def _node_docs(self, node: str) -> list[str]:
-        data = self.rag.chunk_entity_relation_graph.graph.nodes.get(node)
-        if not data:
-            return []
-        return self._docs_of_chunks(data.get("source_id", "").split(GRAPH_FIELD_SEP))
-
     def _local_scores(self, vec: np.ndarray, k: int) -> dict[str, float]:
         """Entity vectors -> the notes those entities come from, plus (at half weight) the notes
         of their one-hop graph neighbours.  An entity shared by many notes counts for less."""
-        g = self.rag.chunk_entity_relation_graph.graph
+        gs = self.rag.chunk_entity_relation_graph
+        c2d = self.chunk_to_doc.load()
+        memo: dict[str, list[str]] = {}
+
+        def node_docs(node: str) -> list[str]:
+            if node not in memo:
+                data = gs.node_data(node)
+                out: dict[str, None] = {}
+                for ck in (data or {}).get("source_id", "").split(GRAPH_FIELD_SEP):
+                    d = c2d.get(ck)
+                    if d is not None:
+                        out[d] = None
+                memo[node] = list(out)
+            return memo[node]
+
         direct: dict[str, float] = defaultdict(float)
         hood: dict[str, float] = defaultdict(float)
         hits = self.rag.entities_vdb.query_vector(vec, max(2 * k, 20))
         for rank, (_id, sim, meta) in enumerate(hits):
             name = meta.get("entity_name")
-            if not name or not g.has_node(name):
+            if not name:
                 continue
-            docs = self._node_docs(name)
+            docs = node_docs(name)
             if not docs:
                 continue
             w = sim / (1.0 + math.log(len(docs)))
@@ -996,9 +1093,15 @@ class GraphIndex:
                 direct[d] += w
             if rank >= 10:
                 continue
-            nbrs = sorted(g[name], key=lambda n: -float(g[name][n].get("weight", 1.0)))[:25]
+            # heaviest 25 neighbours; ties by name (independent of storage order)
+            nbrs = [
+                nb
+                for nb, _ in sorted(
+                    gs.neighbours(name), key=lambda x: (-float(x[1].get("weight", 1.0)), x[0])
+                )[:25]
+            ]
             for nb in nbrs:
-                nd = self._node_docs(nb)
+                nd = node_docs(nb)
                 if not nd:
                     continue
                 wn = 0.5 * sim / (1.0 + math.log(len(nd)))
@@ -1012,7 +1115,7 @@ class GraphIndex:
     def _global_scores(self, vec: np.ndarray, k: int) -> dict[str, float]:
         """Community reports (if built) -> their notes; padded/fallen back with local."""
         local = self._local_scores(vec, k)
-        reports = self.rag.community_reports._data
+        reports = self.rag.community_reports.cached()
         if not reports or len(self.community_vdb) == 0:
             return local
         scores: dict[str, float] = {}
