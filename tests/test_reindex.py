@@ -70,3 +70,21 @@ def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
     stats = maintenance.reindex(tmp_path, vectors=False)
     assert stats.inserted == 1
     assert search(tmp_path, "power loss", mode="lexical").hits
+
+
+def test_damaged_graph_store_is_rebuilt_from_the_notes(tmp_path):
+    """The vector/graph store is derived: a damaged one is rebuilt, never a stuck index."""
+    a = _note(tmp_path, "Pin the docker digest", "floating tags broke the build")
+    maintenance.reindex(tmp_path, vectors=True)
+    store = tmp_path / "index" / "graph" / "reflect_index.db"
+    assert store.exists()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / "index" / "graph" / f"reflect_index.db{suffix}").unlink(missing_ok=True)
+    store.write_bytes(b"not a database" * 512)
+    _note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    stats = maintenance.reindex(tmp_path, vectors=True)
+    assert stats.graph == "updated", stats
+    assert any("rebuilt from the notes" in e for e in stats.errors)
+    from reflect_jobs.index.graph import GraphIndex
+
+    assert GraphIndex(tmp_path / "index" / "graph").doc_ids() >= {a.id}

@@ -227,7 +227,14 @@ def reindex(
 
     if vectors:
         try:
-            _update_graph(kb_path, changed, drop_from_graph, force=force)
+            try:
+                _update_graph(kb_path, changed, drop_from_graph, force=force)
+            except Exception as exc:
+                if type(exc).__name__ != "IndexFormatError" or force:
+                    raise
+                # A damaged or foreign-format graph store: it is derived, rebuild it.
+                _update_graph(kb_path, [], [], force=True)
+                stats.errors.append(f"graph index rebuilt from the notes: {exc}")
             stats.graph = "updated"
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
             stats.graph = f"failed: {type(exc).__name__}: {exc}"
