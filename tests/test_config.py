@@ -53,4 +53,7 @@ def test_short_model_timeout_below_150():
 def test_redact_url_hides_password():
     assert redact_url("postgresql://bob:s3cret@db:5432/x") == "postgresql://bob:***@db:5432/x"
     assert redact_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
-    assert redact_url("postgresql://db/x?sslmode=require&password=hunter2") == "postgresql://db/x?sslmode=require&password=***"
+    assert (
+        redact_url("postgresql://db/x?sslmode=require&password=hunter2")
+        == "postgresql://db/x?sslmode=require&password=***"
+    )
