@@ -30,6 +30,13 @@ def _settings() -> Settings:
         raise click.UsageError(str(exc)) from None
 
 
+def _quiet_libraries(s: Settings) -> None:
+    """Route library logging (model loading, Huey) to drain.log, not the terminal or --json."""
+    from .logging import configure_logging
+
+    configure_logging(s, console=False)
+
+
 def _emit(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
@@ -584,6 +591,7 @@ def _cost_cells(key: str, v: dict[str, Any], outlier_tokens: int | None) -> list
 def search(query: str, mode: str, k: int, as_json: bool) -> None:
     """Search the knowledge base (retired notes never appear)."""
     s = _settings()
+    _quiet_libraries(s)
     from .index.search import search as do_search
 
     result = do_search(s.kb_path, query, mode=mode, k=k)
@@ -604,6 +612,7 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
 def reindex(force: bool, as_json: bool) -> None:
     """Bring the indexes in line with the notes (incremental unless --force)."""
     s = _settings()
+    _quiet_libraries(s)
     from .index.maintenance import reindex as do_reindex
 
     bar = None
@@ -633,6 +642,7 @@ def reindex(force: bool, as_json: bool) -> None:
 def repair(maintain: bool) -> None:
     """Validate and repair the KB's graphml (rebuilt from the notes when beyond repair)."""
     s = _settings()
+    _quiet_libraries(s)
     from .index.maintenance import repair as do_repair
 
     report = do_repair(s.kb_path, maintain=maintain)
@@ -652,6 +662,7 @@ def repair(maintain: bool) -> None:
 def doctor(as_json: bool) -> None:
     """Check the installation; print the fix for each failure; exit 1 if any fails."""
     s = _settings()
+    _quiet_libraries(s)
     from .doctor import run_checks
 
     checks = run_checks(s)

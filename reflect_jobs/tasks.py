@@ -20,6 +20,7 @@ from functools import cache
 
 import structlog
 from huey import crontab
+from huey.constants import EmptyData
 from huey.exceptions import TaskLockedException
 
 from . import pipeline
@@ -130,38 +131,51 @@ def add(job_id: str) -> None:
 
 @huey.task()
 def reindex_task(force: bool = False) -> dict | None:
-    """Repair the graph, then reindex — one graph writer at a time, coalesced."""
-    huey.storage.pop_data(REINDEX_PENDING)
+    """Repair the graph, then reindex — one graph writer at a time, coalesced.
+
+    Coalescing protocol: whoever wants a reindex sets the pending flag first (``kb_changed``
+    only enqueues when it was empty). The writer pops the flag *while holding the lock* and
+    loops until no request is left, so a request made during a run is served by the same
+    task. A task that finds the lock taken just returns: its flag is still set, and the
+    holder pops it before releasing. Nothing is scheduled for later, so ``drain
+    --until-idle`` never stops with a reindex owed.
+    """
     rt = runtime()
+    last: dict | None = None
     try:
         with graph_writer():
-            with session_scope(rt.db) as session:
-                count = control.incr_counter(session, "repairs_since_maintain")
-                due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
-                if due:
-                    control.set_flag(session, "repairs_since_maintain", "0")
-            report = maintenance.repair(rt.settings.kb_path, maintain=due)
-            if report.action not in ("valid", "missing"):
-                with session_scope(rt.db) as session:
-                    control.record_error(
-                        session,
-                        kind="graphml_corrupt",
-                        severity="warn",
-                        message=f"{report.action}: {report.detail}",
-                    )
-            stats = maintenance.reindex(rt.settings.kb_path, force=force)
-            log.info("reindexed", repair=report.action, **stats.to_dict())
-            if stats.errors:
-                with session_scope(rt.db) as session:
-                    control.record_error(
-                        session, kind="reindex_fail", message="; ".join(stats.errors)[:500]
-                    )
-            return stats.to_dict()
+            first = True
+            while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
+                last = _reindex_once(rt, force=force and first)
+                first = False
     except TaskLockedException:
-        # Another worker is writing the graph: make sure a reindex follows it.
-        if huey.storage.put_if_empty(REINDEX_PENDING, b"1"):
-            reindex_task.schedule(delay=5)
         return None
+    return last
+
+
+def _reindex_once(rt: pipeline.Runtime, *, force: bool) -> dict:
+    with session_scope(rt.db) as session:
+        count = control.incr_counter(session, "repairs_since_maintain")
+        due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
+        if due:
+            control.set_flag(session, "repairs_since_maintain", "0")
+    report = maintenance.repair(rt.settings.kb_path, maintain=due)
+    if report.action not in ("valid", "missing"):
+        with session_scope(rt.db) as session:
+            control.record_error(
+                session,
+                kind="graphml_corrupt",
+                severity="warn",
+                message=f"{report.action}: {report.detail}",
+            )
+    stats = maintenance.reindex(rt.settings.kb_path, force=force)
+    log.info("reindexed", repair=report.action, **stats.to_dict())
+    if stats.errors:
+        with session_scope(rt.db) as session:
+            control.record_error(
+                session, kind="reindex_fail", message="; ".join(stats.errors)[:500]
+            )
+    return stats.to_dict()
 
 
 @huey.periodic_task(crontab(minute="*/30"))
@@ -191,6 +205,8 @@ def recover_now() -> dict[str, int]:
     for job_id, stage in due:
         if stage in STAGE_TASKS:
             STAGE_TASKS[stage](job_id)
+    if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
+        reindex_task()  # a request whose task was lost (killed worker): serve it now
     if recovered or due:
         log.info("recovery", recovered=len(recovered), resent=len(due))
     return {"recovered": len(recovered), "resent": len(due)}
