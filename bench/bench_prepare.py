@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reflect_jobs.cascade import (  # noqa: E402
-    RelatedCandidate,
+    EmptyLedger,
     detect_signals,
     detect_signals_original,
     prepare,
@@ -32,19 +32,6 @@ REAL_DIR = Path("/work/shared/data/transcripts/claude-code")
 LABELLED = ROOT / "tests" / "data" / "signals_labelled.jsonl"
 SIZES_MB = (0.2, 1.5, 15)
 ORIGINAL_SCAN_CAP = 600_000  # the original extractor's front-anchored cap (SPEC §2.1)
-
-
-class MemoryLedger:
-    """In-memory LedgerView: nothing seen, nothing related."""
-
-    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
-        return set()
-
-    def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
-        return []
-
-    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
-        return []
 
 
 def real_records() -> list[str]:
@@ -77,7 +64,7 @@ def generate(path: Path, size: int, records: list[str], fixes: list[str]) -> Non
 def run_once(path: Path) -> tuple[float, int]:
     start = time.perf_counter()
     transcript = read_transcript(path)
-    out = prepare(transcript, MemoryLedger(), source_name=path.name)
+    out = prepare(transcript, EmptyLedger(), source_name=path.name)
     return time.perf_counter() - start, len(out.slice_text)
 
 
@@ -151,7 +138,7 @@ def bench_slices() -> None:
         if osigs and not oslice.strip():
             oslice = dialogue[:60_000]
         transcript = read_transcript(path)
-        out = prepare(transcript, MemoryLedger(), source_name=path.name)
+        out = prepare(transcript, EmptyLedger(), source_name=path.name)
         print(
             f"{path.name:<42} {len(dialogue):>8} {len(osigs):>8} {len(oslice):>10}"
             f" {out.signal_count:>7} {len(out.slice_text):>6}  {out.action}/{out.reason}"

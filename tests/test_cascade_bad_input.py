@@ -10,19 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reflect_jobs.cascade import RelatedCandidate, prepare
+from reflect_jobs.cascade import EmptyLedger, prepare
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
-
-
-class Ledger:
-    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
-        return set()
-
-    def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
-        return []
-
-    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
-        return []
 
 
 def make_big_transcript(path: Path, size: int) -> None:
@@ -92,7 +81,7 @@ def test_50mb_transcript_bounded_memory_and_tail_reaches_slice(tmp_path: Path) -
     tracemalloc.start()
     try:
         t = read_transcript(path)
-        out = prepare(t, Ledger(), source_name=str(path))
+        out = prepare(t, EmptyLedger(), source_name=str(path))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -122,5 +111,5 @@ def test_mostly_garbage_with_one_good_line_still_reflects(tmp_path: Path) -> Non
     p.write_bytes(os.urandom(2048).replace(b"\n", b" ") + b"\n" + good.encode() + b'\n{"trunc')
     t = read_transcript(p)
     assert t.malformed_lines == 2
-    out = prepare(t, Ledger(), source_name="mixed.jsonl")
+    out = prepare(t, EmptyLedger(), source_name="mixed.jsonl")
     assert out.action == "reflect" and "Never use var." in out.slice_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reflect_jobs.cascade import RelatedCandidate, prepare, redact_secrets
+from reflect_jobs.cascade import EmptyLedger, prepare, redact_secrets
 from reflect_jobs.transcripts import Transcript, Turn
 
 # Realistic shapes (all fake). Each entry: (name, secret, how it appears in a message).
@@ -92,17 +92,6 @@ PEM = (
 PEM_SECRET = "MIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HECdnH"
 
 
-class Ledger:
-    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
-        return set()
-
-    def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
-        return []
-
-    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
-        return []
-
-
 def test_corpus_is_big_enough() -> None:
     assert len(SECRETS) + 1 >= 30
 
@@ -126,7 +115,7 @@ def test_no_secret_survives_prepare() -> None:
         turns.append(Turn(len(turns), "user", f"Never paste this again: {template.format(secret)}"))
         turns.append(Turn(len(turns), "assistant", f"Noted {i}."))
     turns.append(Turn(len(turns), "user", f"Don't commit the key:\n{PEM}"))
-    prepared = prepare(Transcript("claude", turns), Ledger(), source_name="s.jsonl")
+    prepared = prepare(Transcript("claude", turns), EmptyLedger(), source_name="s.jsonl")
     assert prepared.action == "reflect"
     for _, secret, _ in SECRETS:
         assert secret not in prepared.slice_text

@@ -7,6 +7,7 @@ through the small ``LedgerView`` protocol and never writes.
 from reflect_jobs.cascade.gate import gate
 from reflect_jobs.cascade.model import (
     Chunk,
+    EmptyLedger,
     GateVerdict,
     LedgerView,
     Prepared,
@@ -27,6 +28,7 @@ __all__ = [
     "REVISION_MARKER",
     "Chunk",
     "GateVerdict",
+    "EmptyLedger",
     "LedgerView",
     "Prepared",
     "RelatedCandidate",

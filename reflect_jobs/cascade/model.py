@@ -65,6 +65,19 @@ class LedgerView(Protocol):
     def learnings_with_signal_hash(self, signal_hash: str) -> list[str]: ...
 
 
+class EmptyLedger:
+    """A LedgerView that has seen nothing: for benchmarks, fuzzing and one-off previews."""
+
+    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
+        return set()
+
+    def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
+        return []
+
+    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
+        return []
+
+
 @dataclass
 class Prepared:
     """The outcome of the $0 front end for one transcript."""

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from reflect_jobs.cascade import RelatedCandidate, prepare
+from reflect_jobs.cascade import EmptyLedger, prepare
 from reflect_jobs.transcripts import Transcript, UnreadableTranscript, read_transcript
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
@@ -50,19 +50,6 @@ FUZZ = settings(
 )
 _WORKDIR = Path(tempfile.mkdtemp(prefix="fuzz-transcripts-"))
 atexit.register(shutil.rmtree, _WORKDIR, ignore_errors=True)
-
-
-class EmptyLedger:
-    """A LedgerView that has seen nothing (prepare must work on any reader output)."""
-
-    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
-        return set()
-
-    def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
-        return []
-
-    def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
-        return []
 
 
 def _write(data: bytes) -> Path:
