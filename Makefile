@@ -33,9 +33,12 @@ chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q tests/chaos
 
 bench: install
-	$(BIN)/python bench/bench_hook.py
-	$(BIN)/python bench/bench_queue.py
+	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
+	$(BIN)/python bench/bench_queue.py --jobs 200
+	$(BIN)/python bench/bench_queue.py --jobs 200 --redis-pg
+	$(BIN)/python bench/bench_kb.py --sizes 100,1000,5000
+	$(BIN)/python bench/bench_cost_model.py --seed 20261101
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
