@@ -74,14 +74,25 @@ def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple
     return session_id, path, str(event)[:32]
 
 
+ERROR_LOG_MAX_BYTES = 1 << 20
+
+
 def log_error(message: str) -> None:
+    """One JSON line per failed hook; one rotated generation at 1 MiB, so a hook that fails
+    on every agent turn for months cannot fill the disk."""
     try:
         home = home_dir_str()
         os.makedirs(home, exist_ok=True)
+        path = os.path.join(home, "hook-errors.log")
+        try:
+            if os.stat(path).st_size > ERROR_LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except FileNotFoundError:
+            pass
         line = json.dumps(
             {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "error": message}
         )
-        with open(os.path.join(home, "hook-errors.log"), "a", encoding="utf-8") as fh:
+        with open(path, "a", encoding="utf-8") as fh:
             fh.write(line[:4000] + "\n")
     except Exception:  # noqa: BLE001 - the hook must never fail the session
         pass

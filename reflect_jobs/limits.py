@@ -21,6 +21,8 @@ from typing import Protocol
 class CounterStorage(Protocol):
     def incr(self, key: str, amount: int = 1) -> int: ...
 
+    def delete_counter(self, key: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class Reservation:
@@ -81,6 +83,20 @@ class Caps:
         """Give the unit back: the attempt was free (halt, quarantine, dry run…)."""
         self.storage.incr(reservation.daily_key, -1)
         self.storage.incr(reservation.run_key, -1)
+
+    def prune(self, now: float | None = None, *, keep_days: int = 2) -> None:
+        """Delete counters of windows that can no longer be reserved against.
+
+        Keys carry their window, so old ones are never read again; without pruning a
+        long-lived install would keep 144 run-window counters a day forever. Called by the
+        periodic recovery task; O(1) per call (it deletes a fixed range of past keys).
+        """
+        now = time.time() if now is None else now
+        current = int(now // self.window_sec)
+        for back in range(2, 2 + 24 * 3600 // self.window_sec + 1):
+            self.storage.delete_counter(f"caps:run:{current - back}")
+        for back in range(keep_days, keep_days + 7):
+            self.storage.delete_counter(daily_key(now - back * 86400))
 
     def usage(self, now: float | None = None) -> dict[str, object]:
         """Current counters without changing them (incr by 0 reads atomically)."""

@@ -207,6 +207,7 @@ def recover_now() -> dict[str, int]:
             STAGE_TASKS[stage](job_id)
     if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
         reindex_task()  # a request whose task was lost (killed worker): serve it now
+    rt.caps.prune()
     if recovered or due:
         log.info("recovery", recovered=len(recovered), resent=len(due))
     return {"recovered": len(recovered), "resent": len(due)}

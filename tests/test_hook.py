@@ -122,3 +122,13 @@ def test_60_concurrent_hooks_60_jobs_and_20_of_one_session_1_job(env):
     with session_scope(env.settings().db_url) as s:
         one = s.scalars(select(Job).where(Job.session_id == "one-session")).one()
         assert one.captures == 20 and one.state == "queued"
+
+
+def test_hook_error_log_rotates_at_1_mib(env):
+    env.home.mkdir(parents=True)
+    log = env.home / "hook-errors.log"
+    log.write_bytes(b"x" * (1 << 20 | 1))
+    proc, _ = _hook(env, b"not json")
+    assert proc.returncode == 0
+    assert (env.home / "hook-errors.log.1").stat().st_size > 1 << 20
+    assert log.stat().st_size < 1000 and "not JSON" in log.read_text()

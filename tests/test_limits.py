@@ -83,3 +83,15 @@ def test_exact_under_16_threads(tmp_path, backend):
         t.join()
     assert len(wins) == 10
     assert caps.usage(T0)["daily_used"] == 10
+
+
+def test_prune_deletes_past_windows_and_keeps_the_current_ones(tmp_path):
+    caps = _caps(tmp_path, daily=100, run=100)
+    for back in range(0, 7):
+        caps.reserve(T0 - back * 600)
+    caps.reserve(T0 - 3 * 86400)
+    caps.prune(T0)
+    store = caps.storage
+    assert store.incr(run_key(T0, 600), 0) == 1 and store.incr(run_key(T0 - 600, 600), 0) == 1
+    assert all(store.incr(run_key(T0 - b * 600, 600), 0) == 0 for b in range(2, 7))
+    assert store.incr(daily_key(T0), 0) == 7 and store.incr(daily_key(T0 - 3 * 86400), 0) == 0
