@@ -37,7 +37,7 @@ from .faults import failpoint
 from .index import semantic
 from .ledger import control, costs, learnings
 from .ledger.db import session_scope
-from .ledger.jobs import TERMINAL, claim, record_capture, transition, worker_id
+from .ledger.jobs import claim, record_capture, transition, worker_id
 from .ledger.models import Job, Transcript, utcnow
 from .limits import Caps, Deferral
 from .transcripts import UnreadableTranscript, read_transcript
@@ -263,6 +263,17 @@ def _semantic_related(rt: Runtime):  # type: ignore[no-untyped-def]
     return lookup
 
 
+def _cascade(rt: Runtime, path: str, harness: str):  # type: ignore[no-untyped-def]
+    """Read the transcript and run the pure cascade over read-only ledger views."""
+    return cascade_prepare(
+        read_transcript(path, harness=harness),
+        _LedgerView(rt.db),
+        source_name=os.path.basename(path),
+        max_chars=rt.settings.max_input_chars,
+        semantic=_semantic_related(rt),
+    )
+
+
 def run_prepare(rt: Runtime, job_id: str) -> None:
     """The $0 cascade: skip, or write the slice and queue the paid write."""
     worker = rt.who()
@@ -300,14 +311,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
     else:
         try:
-            transcript = read_transcript(path, harness=harness)
-            prepared = cascade_prepare(
-                transcript,
-                _LedgerView(rt.db),
-                source_name=os.path.basename(path),
-                max_chars=rt.settings.max_input_chars,
-                semantic=_semantic_related(rt),
-            )
+            prepared = _cascade(rt, path, harness)
         except UnreadableTranscript as exc:
             outcome, detail = "skip_unreadable", str(exc)
         except OSError as exc:
@@ -318,7 +322,9 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     slice_path: Path | None = None
     if outcome is None and prepared is not None:
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
-        _write_private(slice_path, prepared.slice_text)
+        # Slices hold user dialogue: a private directory and file, written atomically.
+        slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        kb.atomic_write(slice_path, prepared.slice_text, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -371,12 +377,7 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
             return
         path, harness = job.transcript_path, job.harness
     try:
-        prepared = cascade_prepare(
-            read_transcript(path, harness=harness),
-            _LedgerView(rt.db),
-            source_name=os.path.basename(path),
-            max_chars=rt.settings.max_input_chars,
-        )
+        prepared = _cascade(rt, path, harness)
         log.info(
             "dry run: prepare",
             job_id=job_id,
@@ -389,23 +390,6 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
         log.info(
             "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
         )
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Slices hold user dialogue: 0600, written atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --- write (the only paid step) --------------------------------------------------------
@@ -875,7 +859,3 @@ def _prove(
     if row is not None and row.note_path and os.path.exists(row.note_path):
         kb.bump_note(Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso)
     return True
-
-
-def is_terminal(state: str) -> bool:
-    return state in TERMINAL

@@ -17,8 +17,12 @@ from pathlib import Path
 _DEFAULT_MODE = 0o644
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
+def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> None:
     """Atomically replace ``path`` with ``data`` (``str`` is encoded as UTF-8).
+
+    The file keeps the mode of the file it replaces (0644 when new) unless ``mode`` is
+    given — private files such as slices pass 0600, and the temp file is already 0600 from
+    ``mkstemp``, so the content is never readable by others, not even for an instant.
 
     Raises the original ``OSError`` (or ``UnicodeEncodeError``) after cleaning up; the caller
     decides whether to retry. Uses raw ``os.write`` on the descriptor so there is no hidden
@@ -26,10 +30,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = _DEFAULT_MODE
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = _DEFAULT_MODE
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
