@@ -112,3 +112,16 @@ def write_claude_transcript(
             rec("assistant", f"Opened m{len(corrections)}_{j}.py; it has {40 + j} lines.")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def hang_first_model_call(env: Env, state_dir: Path, *, lease_sec: int) -> None:
+    """The stub's first call hangs (a worker can be killed inside it), later calls answer ok;
+    a short lease so recovery happens within the test."""
+    env.update(
+        STUB_CLAUDE_MODE="sequence",
+        STUB_CLAUDE_SEQUENCE="sleep,ok",
+        STUB_CLAUDE_STATE=str(state_dir / "seq"),
+        STUB_CLAUDE_SLEEP="60",
+        REFLECT_LEASE_SEC=str(lease_sec),
+        REFLECT_DRAIN_TIMEOUT="120",
+    )

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from support import BIN, transcripts_dir, wait_for, write_claude_transcript
+from support import BIN, hang_first_model_call, transcripts_dir, wait_for, write_claude_transcript
 
 JOB_KEYS = {
     "id",
@@ -99,14 +99,7 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
     t = write_claude_transcript(
         tmp_path / "w.jsonl", ["No, always validate the webhook signature first."]
     )
-    env.update(
-        STUB_CLAUDE_MODE="sequence",
-        STUB_CLAUDE_SEQUENCE="sleep,ok",
-        STUB_CLAUDE_STATE=str(tmp_path / "seq"),
-        STUB_CLAUDE_SLEEP="60",
-        REFLECT_LEASE_SEC="3",
-        REFLECT_DRAIN_TIMEOUT="120",
-    )
+    hang_first_model_call(env, tmp_path, lease_sec=3)
     job_id = env.cli("enqueue", str(t)).stdout.strip()
 
     def start():

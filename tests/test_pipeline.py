@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy import func, select
-from support import BIN, transcripts_dir, wait_for, write_claude_transcript
+from support import BIN, hang_first_model_call, transcripts_dir, wait_for, write_claude_transcript
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
@@ -192,14 +192,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     t = write_claude_transcript(
         tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."]
     )
-    env.update(
-        STUB_CLAUDE_MODE="sequence",
-        STUB_CLAUDE_SEQUENCE="sleep,ok",
-        STUB_CLAUDE_STATE=str(tmp_path / "seq"),
-        STUB_CLAUDE_SLEEP="60",
-        REFLECT_LEASE_SEC="4",
-        REFLECT_DRAIN_TIMEOUT="120",
-    )
+    hang_first_model_call(env, tmp_path, lease_sec=4)
     job_id = env.cli("enqueue", str(t)).stdout.strip()
     consumer = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
