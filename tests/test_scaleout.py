@@ -27,7 +27,8 @@ from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-REDIS_DB = 11
+# A logical database of its own; parallel checkouts on one machine set RJ_TEST_REDIS_DB.
+REDIS_DB = int(os.environ.get("RJ_TEST_REDIS_DB", "11"))
 
 
 @pytest.fixture
