@@ -845,7 +845,7 @@ def install_service(manager: str | None, output: str | None, to_stdout: bool) ->
         inst.service_values(home=s.home, kb_path=s.kb_path, timeout_sec=s.timeout_sec),
     )
     path = Path(output).expanduser().absolute() if output else inst.default_service_path(manager)
-    problems = (inst.validate_unit if manager == "systemd" else inst.validate_plist)(text)
+    problems = inst.validate(manager, text)
     if problems:
         raise click.ClickException(f"rendered {manager} unit is invalid: {'; '.join(problems)}")
     checked = inst.external_check(manager, text, path.name)
@@ -860,25 +860,18 @@ def install_service(manager: str | None, output: str | None, to_stdout: bool) ->
     if to_stdout:
         click.echo(text, nl=False)
         return
-    # launchd opens StandardOutPath in REFLECT_HOME before the worker could create it.
-    s.home.mkdir(parents=True, exist_ok=True)
-    old = path.read_text(encoding="utf-8") if path.exists() else None
-    if old == text:
+    written = inst.write_unit(path, text, home=s.home)
+    if not written.changed:
         click.echo(f"{path}: unchanged")
     else:
-        backup = None
-        if old is not None:
-            backup = inst.backup_path(path)
-            shutil.copy2(path, backup)
-        inst.atomic_write(path, text, 0o644)
+        backup = written.backup
         click.echo(f"wrote {path}" + (f" (backup {backup})" if backup else ""))
     if checked is not None:
         click.echo(f"{checked[0]}: ok")
     click.echo("enable it with:")
     for cmd in inst.enable_commands(manager, path):
         click.echo(f"  {cmd}")
-    carried = {"REFLECT_HOME", "GLOBAL_LEARNINGS_PATH"}
-    extra = sorted(k for k in os.environ if k.startswith("REFLECT_") and k not in carried)
+    extra = inst.uncarried_env()
     if extra:
         click.echo(
             f"note: {', '.join(extra)} set in this shell are not in the unit; add them to it"
