@@ -22,6 +22,7 @@ from reflect_jobs.envpaths import home_dir_str, is_truthy, queue_url
 from reflect_jobs.markers import CHILD_ENV
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
+#: The harnesses we hook into: the one tuple (the CLI's choices and install's specs import it).
 HARNESSES = ("claude", "codex", "copilot")
 MAX_STDIN_BYTES = 1 << 20
 

@@ -196,6 +196,32 @@ def test_copilot_gets_a_file_of_its_own_removed_on_uninstall(tmp_path):
     assert gone.deleted and not f.exists() and gone.backup and gone.backup.exists()
 
 
+def test_a_settings_file_we_create_is_private_and_its_directory_made(tmp_path):
+    f = tmp_path / "new" / "dir" / "settings.json"
+    change = inst.apply_hooks(f, "claude", command=f"{HOOK} claude")
+    assert change.created and f.exists()
+    assert oct(f.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_a_unit_is_written_0644_with_a_backup_of_what_it_replaces(tmp_path):
+    home, unit = tmp_path / "home", tmp_path / "units" / "reflect-jobs.service"
+    first = inst.write_unit(unit, "[Unit]\n", home=home)
+    assert first.changed and first.backup is None and home.is_dir()
+    assert oct(unit.stat().st_mode & 0o777) == oct(0o644)
+    assert not inst.write_unit(unit, "[Unit]\n", home=home).changed
+    unit.chmod(0o600)
+    second = inst.write_unit(unit, "[Unit]\nDescription=x\n", home=home)
+    assert second.changed and second.backup and second.backup.read_text() == "[Unit]\n"
+    assert oct(unit.stat().st_mode & 0o777) == oct(0o644), "a unit is 0644 whatever it was"
+
+
+def test_every_harness_the_hook_accepts_has_a_spec():
+    from reflect_jobs.hook import HARNESSES
+
+    assert tuple(inst.HARNESS_SPECS) == HARNESSES
+    assert all(spec.name == name for name, spec in inst.HARNESS_SPECS.items())
+
+
 # --- the CLI ------------------------------------------------------------------------------
 
 

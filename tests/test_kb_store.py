@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from reflect_jobs import fsio
 from reflect_jobs.kb import (
     NoteError,
     atomic_write,
     bump_note,
-    fsio,
     heuristic_sidecar,
     iter_notes,
     kb_paths,

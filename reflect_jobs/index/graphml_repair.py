@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from reflect_jobs.kb.fsio import atomic_write
+from reflect_jobs.fsio import atomic_write
 
 try:  # defusedxml refuses entity-expansion tricks; stdlib expat (>= 2.4.1) also limits them
     from defusedxml.ElementTree import fromstring as _xml_fromstring  # type: ignore[import-not-found]

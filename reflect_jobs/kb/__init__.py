@@ -4,7 +4,7 @@ Notes (``kb/documents/<id>.md``) are the source of truth; everything under ``kb/
 derived and rebuildable. See DESIGN §7 and SPEC-drain §4.2 / §7.
 """
 
-from .fsio import atomic_write
+from ..fsio import atomic_write
 from .heuristic import heuristic_sidecar
 from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fsio import atomic_write
+from ..fsio import atomic_write
 from .ids import learning_id
 from .parse import Note, NoteError, load_sidecar, parse_note
 from .render import (

@@ -1,0 +1,94 @@
+"""Commands about the knowledge base: search it, bring its indexes in line, repair its graph.
+
+``search``, ``reindex`` and ``repair``. They load the index stack (embeddings, the graph),
+so library logging is routed to drain.log first: a model's load banner in the middle of
+``--json`` output would make it unparseable.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import emit, get_settings, quiet_libraries
+
+
+@click.command()
+@click.argument("query")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "naive", "local", "global", "lexical"]),
+    default="hybrid",
+    show_default=True,
+)
+@click.option("-k", "k", type=int, default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def search(query: str, mode: str, k: int, as_json: bool) -> None:
+    """Search the knowledge base (retired notes never appear)."""
+    s = get_settings()
+    quiet_libraries(s)
+    from ..index.search import search as do_search
+
+    result = do_search(s.kb_path, query, mode=mode, k=k)
+    if as_json:
+        emit(result.hits)
+    else:
+        if not result.hits:
+            click.echo("no matches")
+        for i, h in enumerate(result.hits, 1):
+            click.echo(f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}\n   {h['path']}")
+    for w in result.warnings:
+        click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Rebuild every index from the notes.")
+@click.option("--json", "as_json", is_flag=True)
+def reindex(force: bool, as_json: bool) -> None:
+    """Bring the indexes in line with the notes (incremental unless --force)."""
+    s = get_settings()
+    quiet_libraries(s)
+    from ..index.maintenance import reindex as do_reindex
+
+    bar = None
+    if sys.stderr.isatty() and not as_json:
+        bar = click.progressbar(length=1, label="reindex", file=sys.stderr)
+
+    def progress(i: int, n: int) -> None:
+        if bar is not None:
+            bar.length = n
+            bar.update(1)
+
+    stats = do_reindex(s.kb_path, force=force, progress=progress)
+    if bar is not None:
+        bar.render_finish()
+    if as_json:
+        emit(stats.to_dict())
+    else:
+        click.echo(
+            f"{stats.notes} notes: {stats.inserted} (re)indexed, {stats.removed} removed, {stats.unchanged} unchanged, graph {stats.graph}"
+        )
+        for e in stats.errors:
+            click.secho(f"warning: {e}", fg="yellow", err=True)
+
+
+@click.command()
+@click.option("--maintain", is_flag=True, help="Also prune orphans and relink isolated nodes.")
+def repair(maintain: bool) -> None:
+    """Validate and repair the KB's graphml (rebuilt from the notes when beyond repair)."""
+    s = get_settings()
+    quiet_libraries(s)
+    from ..index.maintenance import repair as do_repair
+
+    report = do_repair(s.kb_path, maintain=maintain)
+    click.echo(
+        f"graphml: {report.action}: {report.detail}"
+        + (f"; maintain {report.maintained}" if report.maintained else "")
+    )
+    if report.action == "unrepairable" and not report.rebuilt:
+        sys.exit(1)
+
+
+#: Registered on the top-level group by :mod:`reflect_jobs.cli`.
+COMMANDS = (search, reindex, repair)

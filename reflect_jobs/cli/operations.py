@@ -1,0 +1,237 @@
+"""Commands for running and watching the system: the consumer, health, money, the schema.
+
+``worker``, ``drain``, ``status``, ``doctor``, ``cost`` and ``db upgrade``. Heavy modules
+(Huey, the index) are imported inside the command that needs them, so ``status --line`` in a
+shell prompt does not pay for a model it never loads.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+import click
+
+from ..config import Settings
+from .common import emit, get_settings, quiet_libraries, table
+
+
+@click.command()
+@click.option(
+    "--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS)."
+)
+def worker(workers: int | None) -> None:
+    """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully."""
+    s = get_settings()
+    exe = shutil.which("huey_consumer", path=os.path.dirname(sys.executable)) or shutil.which(
+        "huey_consumer"
+    )
+    if exe is None:
+        raise click.ClickException(
+            "huey_consumer not found next to this Python; reinstall reflect-jobs"
+        )
+    argv = [
+        exe,
+        "workers.consumer.huey",
+        "-w",
+        str(workers or s.workers),
+        "-k",
+        "thread",
+        "-g",
+        "TERM",
+        "-t",
+        str(max(30, s.timeout_sec)),
+        "-f",  # flush locks left by a killed consumer
+        "-l",
+        str(s.home / "consumer.log"),
+    ]
+    s.home.mkdir(parents=True, exist_ok=True)
+    os.execv(exe, argv)
+
+
+@click.command()
+@click.option("--until-idle", is_flag=True, help="Stop when no job is runnable now.")
+@click.option("--max-seconds", type=float, default=None, help="Stop after this long in any case.")
+@click.option("--workers", "-w", type=int, default=None)
+@click.option("--json", "as_json", is_flag=True)
+def drain(until_idle: bool, max_seconds: float | None, workers: int | None, as_json: bool) -> None:
+    """Run a consumer in this process (for cron, tests and the demo)."""
+    s = get_settings()
+    from ..drain import run_drain
+
+    summary = run_drain(
+        s, until_idle=until_idle, max_seconds=max_seconds, workers=workers or s.workers
+    )
+    if as_json:
+        emit(summary)
+    else:
+        click.echo(
+            f"drained in {summary['seconds']:.1f}s: "
+            + ", ".join(f"{k}={v}" for k, v in summary["counts"].items())
+        )
+
+
+def status_data(s: Settings) -> dict[str, Any]:
+    """What ``status --json`` prints.
+
+    Args:
+        s: The settings.
+
+    Returns:
+        See :func:`reflect_jobs.status.collect_status`.
+    """
+    from ..status import collect_status
+
+    return collect_status(s)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--line", is_flag=True, help="One line, for shell prompts and status lines.")
+def status(as_json: bool, line: bool) -> None:
+    """Counts by state, budget, run window, quota gate, last success and warnings."""
+    s = get_settings()
+    data = status_data(s)
+    if as_json:
+        emit(data)
+        return
+    counts = data["counts"]
+    if line:
+        parts = [f"{k}:{v}" for k, v in counts.items() if v]
+        b = data["budget"]
+        flag = " HALTED" if data["halted"] else ""
+        warn = f" ⚠{len(data['warnings'])}" if data["warnings"] else ""
+        click.echo(
+            f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}{flag}{warn}"
+        )
+        return
+    click.echo(
+        click.style("reflect-jobs status", bold=True)
+        + f"  (db {data['stores']['db']}, queue {data['stores']['queue']})"
+    )
+    click.echo("jobs: " + (", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"))
+    b, r, q = data["budget"], data["run_window"], data["quota"]
+    click.echo(
+        f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+    )
+    click.echo(
+        f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
+    )
+    click.echo(
+        f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
+    )
+    if data["halted"]:
+        click.secho(
+            f"WRITE STAGE HALTED: {data['halt_reason']} — fix it, run `reflect-jobs doctor`, then `reflect-jobs resume`",
+            fg="red",
+            bold=True,
+        )
+    for w in data["warnings"]:
+        click.secho(f"warning: {w}", fg="yellow")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def doctor(as_json: bool) -> None:
+    """Check the installation; print the fix for each failure; exit 1 if any fails."""
+    s = get_settings()
+    quiet_libraries(s)
+    from ..doctor import run_checks
+
+    checks = run_checks(s)
+    if as_json:
+        emit(checks)
+    else:
+        for c in checks:
+            mark = (
+                click.style("ok  ", fg="green")
+                if c["ok"]
+                else click.style("FAIL", fg="red", bold=True)
+            )
+            click.echo(f"{mark} {c['name']}: {c['detail']}")
+            if not c["ok"] and c.get("fix"):
+                click.echo(f"     fix: {c['fix']}")
+    if not all(c["ok"] for c in checks):
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--since", default="30d", show_default=True, help="Nd, Nh, Nw or all")
+@click.option(
+    "--by",
+    type=click.Choice(["day", "transcript", "model", "outcome", "writer", "backend"]),
+    default="day",
+    show_default=True,
+)
+@click.option(
+    "--top", type=int, default=15, show_default=True, help="Rows shown (not for --by day)."
+)
+@click.option("--outlier-tokens", type=int, default=5_000_000, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> None:
+    """What the writer spent, grouped (⚠ marks a bucket with an outlier run)."""
+    s = get_settings()
+    from ..ledger import admin
+    from ..ledger.costs import parse_since
+
+    report = admin.cost_report(s.db_url, by=by, since=parse_since(since))
+    if as_json:
+        emit(report)
+        return
+    if not report["rows"]:
+        click.echo(f"No reflect cost events in the last {since}.")
+        return
+    items = list(report["rows"].items())
+    if by != "day":
+        items = sorted(items, key=lambda kv: -kv[1]["tokens"])[:top]
+    t = report["total"]
+    rows = [_cost_cells(k, v, outlier_tokens) for k, v in items]
+    rows.append(_cost_cells("TOTAL", t, None))
+    click.echo(table(rows, [by, "runs", "entries", "tokens", "cache_rd", "io", "$est"]))
+    click.echo(
+        f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads"
+        " ($est uses per-model prices when the CLI reported none)"
+    )
+    outliers = [k for k, v in report["rows"].items() if v["max_run_tokens"] > outlier_tokens]
+    if outliers:
+        click.secho(
+            f"⚠ a single run over {outlier_tokens:,} tokens in: {', '.join(outliers)}", fg="yellow"
+        )
+
+
+def _cost_cells(key: str, v: dict[str, Any], outlier_tokens: int | None) -> list[Any]:
+    flag = (
+        " ⚠" if outlier_tokens is not None and v.get("max_run_tokens", 0) > outlier_tokens else ""
+    )
+    return [
+        key,
+        v["runs"],
+        v["entries"],
+        v["tokens"],
+        v["cache_read"],
+        v["io"],
+        f"${v['cost_usd']:.4f}{flag}",
+    ]
+
+
+@click.group()
+def db() -> None:
+    """The ledger database."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply Alembic migrations up to head."""
+    s = get_settings()
+    from ..config import redact_url
+    from ..ledger.db import get_engine, migration_status
+
+    engine = get_engine(s.db_url)
+    cur, head = migration_status(engine)
+    click.echo(f"ledger {redact_url(s.db_url)} at revision {cur} (head {head})")
+
+
+#: Registered on the top-level group by :mod:`reflect_jobs.cli`.
+COMMANDS = (worker, drain, status, doctor, cost, db)

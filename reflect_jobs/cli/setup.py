@@ -1,0 +1,217 @@
+"""Commands that set a machine up: hooks into harnesses, the consumer as a service, backfill.
+
+``install hooks``, ``install service`` and ``backfill``. What they change on disk is decided
+and written by :mod:`reflect_jobs.install` and :mod:`reflect_jobs.backfill`; this module
+turns their results into the few lines a person reads once, at setup time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .common import HARNESSES, emit, get_settings
+
+
+@click.group()
+def install() -> None:
+    """Wire reflect-jobs into a harness (hooks) and the service manager (consumer)."""
+
+
+@install.command("hooks")
+@click.option("--harness", type=click.Choice(HARNESSES), required=True)
+@click.option(
+    "--settings",
+    "settings_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The settings file to edit (default: the harness's user-level file).",
+)
+@click.option("--uninstall", is_flag=True, help="Remove our entries (and nothing else).")
+@click.option("--dry-run", is_flag=True, help="Show the edit as a diff; write nothing.")
+def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_run: bool) -> None:
+    """Merge the reflect-jobs hook into a harness's settings, idempotently (backup first)."""
+    from .. import install as inst
+
+    path = (
+        Path(settings_file).expanduser() if settings_file else inst.default_settings_path(harness)
+    )
+    spec = inst.HARNESS_SPECS[harness]
+    script = inst.hook_script()
+    if not uninstall and not os.access(script, os.X_OK):
+        raise click.ClickException(
+            f"{script} not found or not executable: reinstall reflect-jobs (make install)"
+        )
+    try:
+        change = inst.apply_hooks(
+            path,
+            harness,
+            command=inst.hook_command(harness, script),
+            uninstall=uninstall,
+            dry_run=dry_run,
+        )
+    except inst.SettingsFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    plan = change.plan
+    if not change.changed:
+        state = "not installed" if uninstall else "already installed"
+        click.echo(f"{spec.label}: {state} in {path} (unchanged)")
+        return
+    if dry_run:
+        click.echo(change.diff, nl=False)
+        click.echo(f"{spec.label}: dry run, {path} not written")
+        return
+    parts = [
+        f"{verb} {', '.join(events)}"
+        for verb, events in (
+            ("added", plan.added),
+            ("updated", plan.updated),
+            ("removed", plan.removed),
+        )
+        if events
+    ]
+    backup = f" (backup {change.backup})" if change.backup else ""
+    gone = "; the file held nothing else and was deleted" if change.deleted else ""
+    click.echo(f"{spec.label}: {'; '.join(parts)} in {path}{gone}{backup}")
+    if harness == "codex" and not uninstall:
+        click.echo("Codex asks you to review and trust new hooks the next time it starts.")
+
+
+@install.command("service")
+@click.option("--systemd", "manager", flag_value="systemd", help="A systemd user unit (Linux).")
+@click.option("--launchd", "manager", flag_value="launchd", help="A LaunchAgent (macOS).")
+@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Write here instead.")
+@click.option("--print", "to_stdout", is_flag=True, help="Print the unit; write nothing.")
+def install_service(manager: str | None, output: str | None, to_stdout: bool) -> None:
+    """Render the consumer's service unit with this installation's paths and write it."""
+    s = get_settings()
+    from .. import install as inst
+
+    manager = manager or inst.default_manager()
+    try:
+        template = inst.template_text(manager)
+    except inst.InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    text = inst.render_service(
+        manager,
+        template,
+        inst.service_values(home=s.home, kb_path=s.kb_path, timeout_sec=s.timeout_sec),
+    )
+    path = Path(output).expanduser().absolute() if output else inst.default_service_path(manager)
+    problems = inst.validate(manager, text)
+    if problems:
+        raise click.ClickException(f"rendered {manager} unit is invalid: {'; '.join(problems)}")
+    checked = inst.external_check(manager, text, path.name)
+    if checked is not None:
+        tool, ok, out = checked
+        if not ok:
+            raise click.ClickException(
+                f"{tool} rejected the unit: {out.splitlines()[0] if out else ''}"
+            )
+        for line in out.splitlines():
+            click.secho(f"{tool}: {line}", fg="yellow", err=True)
+    if to_stdout:
+        click.echo(text, nl=False)
+        return
+    written = inst.write_unit(path, text, home=s.home)
+    if not written.changed:
+        click.echo(f"{path}: unchanged")
+    else:
+        backup = written.backup
+        click.echo(f"wrote {path}" + (f" (backup {backup})" if backup else ""))
+    if checked is not None:
+        click.echo(f"{checked[0]}: ok")
+    click.echo("enable it with:")
+    for cmd in inst.enable_commands(manager, path):
+        click.echo(f"  {cmd}")
+    extra = inst.uncarried_env()
+    if extra:
+        click.echo(
+            f"note: {', '.join(extra)} set in this shell are not in the unit; add them to it"
+        )
+
+
+@click.command()
+@click.option("--since", default="7d", show_default=True, help="Nd, Nh, Nw or all")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Sessions directory (default: the harness's, e.g. ~/.claude/projects).",
+)
+@click.option("--harness", type=click.Choice(HARNESSES), default="claude", show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Enqueue at most N.")
+@click.option("--settle", type=int, default=0, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Report what would be enqueued.")
+@click.option("--json", "as_json", is_flag=True)
+def backfill(
+    since: str,
+    root: str | None,
+    harness: str,
+    limit: int | None,
+    settle: int,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Capture past sessions: each transcript changed since --since, newest first."""
+    s = get_settings()
+    from ..backfill import default_root, run_backfill
+    from ..ledger.costs import parse_since
+
+    window = None if since.strip().lower() == "all" else parse_since(since)
+    if window is None and since.strip().lower() != "all":
+        raise click.UsageError(f"--since must be like 7d, 24h, 2w or all, got {since!r}")
+    base = Path(root).expanduser() if root else default_root(harness)
+    if not base.is_dir():
+        raise click.ClickException(f"no sessions directory {base} (use --root)")
+    bar: Any = None
+    use_bar = sys.stderr.isatty() and not as_json
+
+    def on_plan(n: int) -> None:
+        nonlocal bar
+        if use_bar:
+            bar = click.progressbar(length=n, label="enqueue", file=sys.stderr)
+
+    def progress(_c: Any) -> None:
+        if bar is not None:
+            bar.update(1)
+
+    report = run_backfill(
+        s,
+        harness,
+        base,
+        window,
+        dry_run=dry_run,
+        limit=limit,
+        settle_sec=settle,
+        progress=progress,
+        on_plan=on_plan,
+    )
+    if bar is not None:
+        bar.render_finish()
+    if as_json:
+        emit(report)
+    else:
+        verb = "would enqueue" if dry_run else "enqueued"
+        skipped = ", ".join(f"{k[5:]} {v}" for k, v in sorted(report["skipped_by"].items()))
+        click.echo(
+            f"{report['found']} transcript(s) in {report['root']}: {verb} {report['enqueued']}, "
+            f"skipped {report['skipped']}"
+            + (f" ({skipped})" if skipped else "")
+            + (
+                f", not enqueued {report['not_enqueued']} (--limit)"
+                if report["not_enqueued"] and not report["disabled"]
+                else ""
+            )
+        )
+    if report["disabled"]:
+        click.echo("reflect-jobs is disabled (REFLECT_DISABLED=1): nothing enqueued", err=True)
+        sys.exit(1)
+
+
+#: Registered on the top-level group by :mod:`reflect_jobs.cli`.
+COMMANDS = (install, backfill)

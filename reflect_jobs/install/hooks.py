@@ -1,0 +1,484 @@
+"""``reflect-jobs install hooks``: our hook entry in each harness's settings, exactly once.
+
+A second ``install`` that appends a second copy of our hook doubles every capture, and a
+merge that drops an entry it did not understand breaks another tool. So the merge is a pure
+function over the parsed document (:func:`merge_hooks`, :func:`remove_hooks`), the file is
+written only when the document actually changed (a re-run is byte-identical and leaves no
+new backup), and everything that is not ours — other keys, other tools' hooks, their order —
+comes back as it was. Our entries are recognised by their command containing
+``reflect-jobs-hook``, the one thing every version of our snippet has in common.
+
+Reading, diffing, backing up and writing the file is :mod:`.jsonfile`'s job; this module
+knows the harnesses: where each keeps its hooks and which shape its entries take.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..hook import HARNESSES
+from .jsonfile import (
+    SettingsFileError,
+    dump_like,
+    parse_json,
+    read_settings,
+    replace_settings,
+    settings_diff,
+)
+
+HOOK_MARKER = "reflect-jobs-hook"
+HOOK_TIMEOUT_SEC = 5
+#: Keys of a hook entry that may hold its shell command (Claude/Codex: ``command``;
+#: Copilot: ``bash``/``powershell``).
+COMMAND_KEYS = ("command", "bash", "powershell")
+#: The file we own outright in Copilot's user hooks directory; removed when it empties.
+COPILOT_FILE = "reflect-jobs.json"
+
+
+# --- harnesses -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Harness:
+    """Where a harness keeps its hooks and which shape its entries take.
+
+    ``grouped`` harnesses (Claude Code, Codex) nest commands in matcher groups:
+    ``{"Stop": [{"hooks": [{"type": "command", "command": …, "timeout": 5}]}]}``.
+    Copilot CLI lists commands directly: ``{"agentStop": [{"type": "command", "bash": …}]}``
+    and wants ``"version": 1`` at the top of the file.
+    """
+
+    name: str
+    events: tuple[str, ...]
+    grouped: bool
+    label: str
+
+    def entry(self, command: str) -> dict[str, Any]:
+        """One new hook entry of ours, running ``command``, in this harness's shape."""
+        if self.grouped:
+            return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SEC}
+        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_SEC}
+
+    @property
+    def command_key(self) -> str:
+        """The key our entries put their command under."""
+        return "command" if self.grouped else "bash"
+
+    def skeleton(self) -> dict[str, Any]:
+        """The document of a file we create from nothing."""
+        return {} if self.grouped else {"version": 1}
+
+
+_SPECS = {
+    "claude": Harness(
+        "claude", ("PreCompact", "Stop", "SubagentStop", "SessionEnd"), True, "Claude Code"
+    ),
+    # Codex has no SessionEnd hook (SPEC-drain §1.1).
+    "codex": Harness("codex", ("PreCompact", "Stop", "SubagentStop"), True, "Codex"),
+    "copilot": Harness(
+        "copilot", ("preCompact", "agentStop", "subagentStop", "sessionEnd"), False, "Copilot CLI"
+    ),
+}
+#: One spec per harness the hook accepts, in :data:`reflect_jobs.hook.HARNESSES` order (a
+#: harness added there without a spec here fails at import, not at install time).
+HARNESS_SPECS: dict[str, Harness] = {name: _SPECS[name] for name in HARNESSES}
+
+
+def _env_dir(environ: Mapping[str, str], var: str, default: str) -> Path:
+    raw = (environ.get(var) or "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    home = (environ.get("HOME") or "").strip()
+    return (Path(home) if home else Path.home()) / default
+
+
+def harness_home(harness: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The harness's config directory, honouring the variables each harness itself reads.
+
+    Args:
+        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        ``$CLAUDE_CONFIG_DIR`` / ``$CODEX_HOME`` / ``$COPILOT_HOME``, else ``~/.<harness>``.
+    """
+    env = os.environ if environ is None else environ
+    var, default = {
+        "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
+        "codex": ("CODEX_HOME", ".codex"),
+        "copilot": ("COPILOT_HOME", ".copilot"),
+    }[harness]
+    return _env_dir(env, var, default)
+
+
+def default_settings_path(harness: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``install hooks`` writes by default.
+
+    Copilot CLI loads every ``*.json`` in its user hooks directory, so we get a file of our own
+    there instead of editing a shared one (its ``config.json`` is rewritten by the CLI itself,
+    which drops a ``hooks`` key — github/copilot-cli#3403).
+
+    Args:
+        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        The user-level hooks file of that harness.
+    """
+    home = harness_home(harness, environ)
+    return {
+        "claude": home / "settings.json",
+        "codex": home / "hooks.json",
+        "copilot": home / "hooks" / COPILOT_FILE,
+    }[harness]
+
+
+def harness_present(harness: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The settings file showing the harness is set up here, or None (doctor skips it).
+
+    Args:
+        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        The first marker file that exists, else ``None``.
+    """
+    home = harness_home(harness, environ)
+    markers = {
+        "claude": [home / "settings.json"],
+        "codex": [home / "hooks.json", home / "config.toml"],
+        "copilot": [home / "hooks", home / "config.json"],
+    }[harness]
+    return next((m for m in markers if m.exists()), None)
+
+
+def hook_script() -> Path:
+    """The installed ``reflect-jobs-hook`` next to this interpreter (it may not exist).
+
+    ``sys.executable`` is deliberately not resolved: in a venv it is a symlink to the system
+    Python, and the script lives next to the link, not next to its target.
+    """
+    return Path(os.path.abspath(sys.executable)).parent / HOOK_MARKER
+
+
+def hook_command(harness: str, script: Path | None = None) -> str:
+    """The shell command a harness runs: absolute path (quoted if needed) and the harness.
+
+    Args:
+        harness: The harness argument the hook is run with.
+        script: The hook script (default :func:`hook_script`).
+
+    Returns:
+        The command line.
+    """
+    return f"{shlex.quote(str(script or hook_script()))} {harness}"
+
+
+# --- the pure merge -------------------------------------------------------------------------
+
+
+def is_ours(entry: Any) -> bool:
+    """Whether a hook entry (of any shape) has a command that runs our hook script."""
+    return isinstance(entry, dict) and any(
+        isinstance(entry.get(k), str) and HOOK_MARKER in entry[k] for k in COMMAND_KEYS
+    )
+
+
+def _hooks_table(doc: Any, *, create: bool) -> dict[str, Any] | None:
+    if not isinstance(doc, dict):
+        raise SettingsFileError(f"top level is a JSON {type(doc).__name__}, expected an object")
+    hooks = doc.get("hooks")
+    if hooks is None:
+        if not create:
+            return None
+        hooks = doc["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise SettingsFileError(f'"hooks" is a JSON {type(hooks).__name__}, expected an object')
+    return hooks
+
+
+def _our_slots(entries: list[Any]) -> list[tuple[int, int | None]]:
+    """Positions of our entries in an event list: ``(i, None)`` for a bare entry,
+    ``(i, j)`` for the j-th command of the i-th matcher group."""
+    slots: list[tuple[int, int | None]] = []
+    for i, entry in enumerate(entries):
+        if is_ours(entry):
+            slots.append((i, None))
+        elif isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+            slots.extend((i, j) for j, h in enumerate(entry["hooks"]) if is_ours(h))
+    return slots
+
+
+def _without_ours(entries: list[Any], *, keep_first: bool = False) -> tuple[list[Any], int]:
+    """The list without our entries (or all but the first), and how many were dropped.
+
+    A matcher group that held only entries of ours is dropped with them; a group shared with
+    another tool keeps that tool's commands.
+    """
+    keep = keep_first
+    removed = 0
+
+    def drop(e: Any) -> bool:
+        nonlocal keep, removed
+        if not is_ours(e):
+            return False
+        if keep:
+            keep = False
+            return False
+        removed += 1
+        return True
+
+    out: list[Any] = []
+    for entry in entries:
+        if drop(entry):
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+            inner = [h for h in entry["hooks"] if not drop(h)]
+            if len(inner) != len(entry["hooks"]):
+                if not inner:
+                    continue
+                entry = {**entry, "hooks": inner}
+        out.append(entry)
+    return out, removed
+
+
+@dataclass
+class HookPlan:
+    """What a merge or removal does to a document, per event."""
+
+    doc: Any
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the document differs from the one the plan started from."""
+        return bool(self.added or self.updated or self.removed)
+
+
+def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
+    """Ensure exactly one entry of ours per event, running ``command``.
+
+    An existing entry of ours with another command (an older venv path) is updated in place,
+    so the position the user gave it is kept; extra copies of ours in the same event are
+    removed. Everything else — other keys, other tools' hooks, their order — is carried over
+    as is.
+
+    Args:
+        doc: The parsed settings document (not modified).
+        harness: Which harness's events and entry shape to use.
+        command: The hook command (see :func:`hook_command`).
+
+    Returns:
+        The plan, holding the new document and what changed per event.
+
+    Raises:
+        SettingsFileError: The document's top level, ``hooks`` or an event is of the wrong
+            JSON type.
+    """
+    spec = HARNESS_SPECS[harness]
+    new = copy.deepcopy(doc)
+    hooks = _hooks_table(new, create=True)
+    assert hooks is not None
+    plan = HookPlan(new)
+    for event in spec.events:
+        entries = hooks.get(event)
+        if entries is None:
+            entries = hooks[event] = []
+        if not isinstance(entries, list):
+            raise SettingsFileError(
+                f'"hooks.{event}" is a JSON {type(entries).__name__}, expected a list'
+            )
+        slots = _our_slots(entries)
+        if not slots:
+            entries.append(
+                {"hooks": [spec.entry(command)]} if spec.grouped else spec.entry(command)
+            )
+            plan.added.append(event)
+            continue
+        i, j = slots[0]
+        first = entries[i] if j is None else entries[i]["hooks"][j]
+        key = spec.command_key
+        if HOOK_MARKER not in str(first.get(key, "")):
+            key = next(k for k in COMMAND_KEYS if HOOK_MARKER in str(first.get(k, "")))
+        changed = first[key] != command
+        first[key] = command
+        if len(slots) > 1:  # copies of ours (two installs by hand): keep the first only
+            hooks[event], _ = _without_ours(entries, keep_first=True)
+            changed = True
+        (plan.updated if changed else plan.unchanged).append(event)
+    return plan
+
+
+def remove_hooks(doc: Any) -> HookPlan:
+    """Remove every entry of ours (any event), and the lists/tables only our removal emptied.
+
+    Args:
+        doc: The parsed settings document (not modified).
+
+    Returns:
+        The plan, holding the new document and the events we were removed from.
+
+    Raises:
+        SettingsFileError: The document's top level or ``hooks`` is of the wrong JSON type.
+    """
+    new = copy.deepcopy(doc)
+    plan = HookPlan(new)
+    hooks = _hooks_table(new, create=False)
+    if not hooks:
+        return plan
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept, removed = _without_ours(entries)
+        if not removed:
+            continue
+        plan.removed.append(event)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if plan.removed and not hooks:
+        del new["hooks"]
+    return plan
+
+
+def installed_events(doc: Any) -> dict[str, list[str]]:
+    """Our commands per event, for doctor.
+
+    Args:
+        doc: A parsed settings document of any shape.
+
+    Returns:
+        E.g. ``{"Stop": ["/v/bin/reflect-jobs-hook claude"]}``; empty when none is ours.
+    """
+    out: dict[str, list[str]] = {}
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    if not isinstance(hooks, dict):
+        return out
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            continue
+        for i, j in _our_slots(entries):
+            e = entries[i] if j is None else entries[i]["hooks"][j]
+            cmd = next(
+                e[k] for k in COMMAND_KEYS if isinstance(e.get(k), str) and HOOK_MARKER in e[k]
+            )
+            out.setdefault(event, []).append(cmd)
+    return out
+
+
+# --- one settings file -----------------------------------------------------------------------
+
+
+@dataclass
+class FileChange:
+    """The outcome of applying a plan to a file."""
+
+    path: Path
+    plan: HookPlan
+    created: bool = False
+    deleted: bool = False
+    backup: Path | None = None
+    diff: str = ""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the file's document changed (or, with ``dry_run``, would change)."""
+        return self.plan.changed
+
+
+def apply_hooks(
+    path: Path,
+    harness: str,
+    *,
+    command: str | None = None,
+    uninstall: bool = False,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> FileChange:
+    """Install (or with ``uninstall`` remove) our hook entries in one settings file.
+
+    A file of our own (Copilot's ``reflect-jobs.json``) that holds nothing but its skeleton
+    after an uninstall is removed rather than left empty.
+
+    Args:
+        path: The settings file (absent, a file, or a symlink to one).
+        harness: Which harness the file belongs to.
+        command: The hook command (default :func:`hook_command` for ``harness``).
+        uninstall: Remove our entries instead of installing them.
+        dry_run: Compute the change and its diff; write nothing.
+        now: The backup's timestamp (tests pin it).
+
+    Returns:
+        What changed, the backup made and the diff.
+
+    Raises:
+        SettingsFileError: The file cannot be read or parsed, or has an unexpected shape;
+            nothing is written in that case.
+    """
+    current = read_settings(path)
+    spec = HARNESS_SPECS[harness]
+    doc = parse_json(current.text, path) if current.exists else spec.skeleton()
+    try:
+        if uninstall:
+            plan = remove_hooks(doc)
+        else:
+            plan = merge_hooks(doc, harness, command or hook_command(harness))
+    except SettingsFileError as exc:
+        raise SettingsFileError(f"{path}: {exc}; left untouched") from None
+    change = FileChange(path, plan, created=not current.exists and plan.changed)
+    if not plan.changed:
+        return change
+    delete = uninstall and current.target.name == COPILOT_FILE and plan.doc == spec.skeleton()
+    change.deleted = delete
+    new_text = "" if delete else dump_like(plan.doc, current.text)
+    change.diff = settings_diff(current, new_text, delete=delete)
+    if dry_run:
+        return change
+    change.backup = replace_settings(current, None if delete else new_text, now=now)
+    return change
+
+
+def read_installed(path: Path) -> dict[str, list[str]]:
+    """Our commands per event in one settings file.
+
+    Args:
+        path: A settings file.
+
+    Returns:
+        See :func:`installed_events`; empty when the file is absent or unparseable.
+    """
+    try:
+        return installed_events(json.loads(path.read_text(encoding="utf-8") or "{}"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+
+
+def harness_hook_files(harness: str, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Every file the harness loads user-level hooks from (Copilot: all ``hooks/*.json``).
+
+    Args:
+        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        The existing files, sorted.
+    """
+    if harness == "copilot":
+        d = harness_home(harness, environ) / "hooks"
+        return sorted(d.glob("*.json")) if d.is_dir() else []
+    p = default_settings_path(harness, environ)
+    return [p] if p.exists() else []
