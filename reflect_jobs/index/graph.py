@@ -105,16 +105,16 @@ from nano_graphrag._utils import (  # noqa: E402
 from nano_graphrag.graphrag import GraphRAG  # noqa: E402
 from nano_graphrag.prompt import GRAPH_FIELD_SEP, PROMPTS  # noqa: E402
 
+from .sqlite_graph import SQLiteGraphStorage  # noqa: E402
 from .sqlite_store import (  # noqa: E402
     DB_NAME,
     SCHEMA_VERSION,
     IndexDB,
     IndexFormatError,
     JsonTableView,
-    SQLiteGraphStorage,
     SQLiteKVStorage,
-    SQLiteVectorStorage,
 )
+from .sqlite_vectors import SQLiteVectorStorage  # noqa: E402
 
 log = logging.getLogger("reflect_jobs.index.graph")
 
