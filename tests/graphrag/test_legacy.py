@@ -65,7 +65,10 @@ def test_old_whole_file_format_is_migrated(tmp_path, embedder):
     assert gi.communities["built"] and not gi.communities_stale
     q = "connection pool exhausted"
     for mode in ("naive", "local", "global"):
-        assert gi.query(q, mode=mode, k=3) == src.query(q, mode=mode, k=3), mode
+        got, want = gi.query(q, mode=mode, k=3), src.query(q, mode=mode, k=3)
+        assert [d for d, _ in got] == [d for d, _ in want], mode
+        # the import re-normalises the float32 vectors: scores agree up to float noise
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-5), mode
     gi.remove(["pg-pool"])
     assert '"PGBOUNCER"' not in gi.rag.chunk_entity_relation_graph.graph
 
