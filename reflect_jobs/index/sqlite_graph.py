@@ -35,8 +35,11 @@ class SQLiteGraphStorage(NetworkXStorage):
     """The entity graph in the ``nodes``/``edges`` tables.  Point reads and writes go to
     SQLite; a networkx graph is materialised only on demand (:attr:`graph`: clustering,
     community schema, GraphML export) and then kept in sync on writes.  Clustering is
-    louvain (networkx; no graspologic) and only runs when
-    :meth:`GraphIndex.rebuild_communities` asks for it."""
+    louvain (:mod:`reflect_jobs.index.clustering`; no graspologic) and only runs when
+    :meth:`~reflect_jobs.index.graphrag.GraphIndex.rebuild_communities` asks for it.
+
+    The async methods are nano-graphrag's ``BaseGraphStorage`` interface; the sync ones are
+    what our own insert/remove/query code calls."""
 
     def __post_init__(self):  # no GraphML load: SQLite is the store
         self._db = config_db(self.global_config)
@@ -49,14 +52,17 @@ class SQLiteGraphStorage(NetworkXStorage):
         self._db.register(self)
 
     def invalidate(self) -> None:
+        """Drop the networkx graph (after a rollback or another process's commit)."""
         self._nx = None
 
     @property
     def loaded(self) -> bool:
+        """Whether the networkx graph is materialised."""
         return self._nx is not None
 
     @property
     def graph(self) -> nx.Graph:
+        """The whole graph in networkx (loaded once, O(graph); then kept in sync on writes)."""
         if self._nx is None:
             g = nx.Graph()
             with self._db.snapshot():
@@ -78,6 +84,14 @@ class SQLiteGraphStorage(NetworkXStorage):
     # ---------------------------------------------------------------- sync point access
 
     def node_data(self, n: str) -> dict | None:
+        """A copy of one node's data.
+
+        Args:
+            n: Node name.
+
+        Returns:
+            Its attributes, or None when there is no such node.
+        """
         if self._nx is not None:
             d = self._nx.nodes.get(n)
             return None if d is None else dict(d)
@@ -85,6 +99,15 @@ class SQLiteGraphStorage(NetworkXStorage):
         return None if row is None else json.loads(row[0])
 
     def edge_data(self, a: str, b: str) -> dict | None:
+        """A copy of one (undirected) edge's data.
+
+        Args:
+            a: One end.
+            b: The other end.
+
+        Returns:
+            Its attributes, or None when there is no such edge.
+        """
         if self._nx is not None:
             d = self._nx.edges.get((a, b))
             return None if d is None else dict(d)
@@ -94,6 +117,14 @@ class SQLiteGraphStorage(NetworkXStorage):
         return None if row is None else json.loads(row[0])
 
     def neighbours(self, n: str) -> list[tuple[str, dict]]:
+        """A node's neighbours with the data of the connecting edges.
+
+        Args:
+            n: Node name.
+
+        Returns:
+            ``(neighbour, edge data)`` in edge insertion order; empty for an unknown node.
+        """
         if self._nx is not None:
             if n not in self._nx:
                 return []
@@ -106,6 +137,14 @@ class SQLiteGraphStorage(NetworkXStorage):
         return [(m, json.loads(d)) for m, d, _ in rows]
 
     def degree(self, n: str) -> int:
+        """How many edges a node has.
+
+        Args:
+            n: Node name.
+
+        Returns:
+            Its degree (0 for an unknown node).
+        """
         if self._nx is not None:
             return self._nx.degree(n) if self._nx.has_node(n) else 0
         row = self._db.execute(
@@ -116,7 +155,12 @@ class SQLiteGraphStorage(NetworkXStorage):
         return int(row[0])
 
     def put_node(self, n: str, data: dict) -> None:
-        """Set a node's data (replacing it), creating the node if needed."""
+        """Set a node's data (replacing it), creating the node if needed.
+
+        Args:
+            n: Node name.
+            data: Its new attributes.
+        """
         self._db.execute(
             "INSERT INTO nodes VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET data = excluded.data",
             (n, dumps_json(data)),
@@ -128,7 +172,13 @@ class SQLiteGraphStorage(NetworkXStorage):
 
     def put_edge(self, a: str, b: str, data: dict) -> None:
         """Set an edge's data (replacing it); missing end nodes are created empty, as
-        networkx does."""
+        networkx does.
+
+        Args:
+            a: One end.
+            b: The other end.
+            data: Its new attributes.
+        """
         for n in (a, b):
             self._db.execute("INSERT OR IGNORE INTO nodes VALUES (?, '{}')", (n,))
         self._db.execute(
@@ -142,17 +192,29 @@ class SQLiteGraphStorage(NetworkXStorage):
             self._nx.add_edge(a, b, **data)
 
     def remove_node(self, n: str) -> None:
+        """Delete a node and its edges (no-op for an unknown node).
+
+        Args:
+            n: Node name.
+        """
         self._db.execute("DELETE FROM edges WHERE a = ? OR b = ?", (n, n))
         self._db.execute("DELETE FROM nodes WHERE name = ?", (n,))
         if self._nx is not None and n in self._nx:
             self._nx.remove_node(n)
 
     def remove_edge(self, a: str, b: str) -> None:
+        """Delete an edge (no-op for an unknown edge); its end nodes stay.
+
+        Args:
+            a: One end.
+            b: The other end.
+        """
         self._db.execute("DELETE FROM edges WHERE a = ? AND b = ?", _ekey(a, b))
         if self._nx is not None and self._nx.has_edge(a, b):
             self._nx.remove_edge(a, b)
 
     def number_of_nodes(self) -> int:
+        """How many nodes the graph has (one count query while not materialised)."""
         if self._nx is not None:
             return self._nx.number_of_nodes()
         return self._db.execute("SELECT count(*) FROM nodes").fetchone()[0]
@@ -220,7 +282,11 @@ class SQLiteGraphStorage(NetworkXStorage):
     # ---------------------------------------------------------------- export
 
     def export_graphml(self, path: str | os.PathLike[str]) -> None:
-        """Write the graph as GraphML atomically (tmp + fsync + rename).  O(graph)."""
+        """Write the graph as GraphML atomically (tmp + fsync + rename).  O(graph).
+
+        Args:
+            path: The file to write; the temporary file is made next to it.
+        """
         path = os.fspath(path)
         d = os.path.dirname(path) or "."
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".graphml", dir=d)

@@ -52,6 +52,7 @@ class SQLiteVectorStorage(BaseVectorStorage):
     # ---------------------------------------------------------------- cache
 
     def invalidate(self) -> None:
+        """Drop the in-memory matrix (after a rollback or another process's commit)."""
         self._loaded = False
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
@@ -111,6 +112,14 @@ class SQLiteVectorStorage(BaseVectorStorage):
     # ---------------------------------------------------------------- writes
 
     async def upsert(self, data: dict[str, dict]):
+        """Embed and store vectors (nano-graphrag's ``BaseVectorStorage.upsert``).
+
+        Args:
+            data: id -> ``{"content": text to embed, **meta}``; only ``meta_fields`` are kept.
+
+        Returns:
+            The ids written.
+        """
         if not data:
             return []
         cap = (self.global_config.get("addon_params", {}).get("max_embed_chars") or {}).get(
@@ -138,6 +147,11 @@ class SQLiteVectorStorage(BaseVectorStorage):
         return ids
 
     def delete(self, ids: Iterable[str]) -> None:
+        """Delete vectors (unknown ids are ignored).
+
+        Args:
+            ids: Vector ids.
+        """
         ids = list(ids)
         if not ids:
             return
@@ -148,6 +162,7 @@ class SQLiteVectorStorage(BaseVectorStorage):
             self._cache_delete(ids)
 
     def clear(self) -> None:
+        """Delete every vector of this namespace."""
         self._db.execute("DELETE FROM vectors WHERE ns = ?", (self.namespace,))
         self.invalidate()
 
@@ -157,7 +172,16 @@ class SQLiteVectorStorage(BaseVectorStorage):
     # ---------------------------------------------------------------- reads
 
     def query_vector(self, vec: np.ndarray, top_k: int) -> list[tuple[str, float, dict]]:
-        """``(id, cosine, meta)`` best first, like nano-vectordb (threshold included)."""
+        """The most similar vectors, like nano-vectordb (threshold included).
+
+        Args:
+            vec: The query vector (normalised here).
+            top_k: How many to return at most.
+
+        Returns:
+            ``(id, cosine, meta)`` best first, stopping at the first score below
+            ``cosine_better_than_threshold``.
+        """
         with self._cache_lock:
             self._load()
             n = len(self._ids)

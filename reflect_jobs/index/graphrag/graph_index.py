@@ -35,7 +35,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,13 @@ from ..sqlite_store import DB_NAME, SCHEMA_VERSION, IndexDB, IndexFormatError
 from . import bootstrap, legacy, mutations, scoring
 from .engine import Engine, build_engine
 from .sidecars import IndexDoc
+
+if TYPE_CHECKING:
+    from nano_graphrag.graphrag import GraphRAG
+
+    from ..sqlite_vectors import SQLiteVectorStorage
+    from .manifest import ChunkDocs, DocManifest
+    from .passthrough import PassthroughLLM
 
 log = logging.getLogger(__name__)
 
@@ -121,27 +128,27 @@ class GraphIndex:
     # ---------------------------------------------------------------- engine parts
 
     @property
-    def rag(self):  # noqa: ANN201 - nano_graphrag.GraphRAG
+    def rag(self) -> GraphRAG:
         """The configured nano-graphrag ``GraphRAG`` (its storages)."""
         return self.engine.rag
 
     @property
-    def llm(self):  # noqa: ANN201 - PassthroughLLM
+    def llm(self) -> PassthroughLLM:
         """The passthrough model (``calls`` counts the prompts it answered)."""
         return self.engine.llm
 
     @property
-    def docs(self):  # noqa: ANN201 - DocManifest
+    def docs(self) -> DocManifest:
         """The per-note manifest (live read-only mapping view)."""
         return self.engine.docs
 
     @property
-    def chunk_to_doc(self):  # noqa: ANN201 - ChunkDocs
+    def chunk_to_doc(self) -> ChunkDocs:
         """chunk key -> note id."""
         return self.engine.chunk_to_doc
 
     @property
-    def community_vdb(self):  # noqa: ANN201 - SQLiteVectorStorage
+    def community_vdb(self) -> SQLiteVectorStorage:
         """The community-report vectors."""
         return self.engine.community_vdb
 
