@@ -1,4 +1,4 @@
-"""Benchmark the graph/vector index (reflect_jobs.index.graph) on generated notes.
+"""Benchmark the graph/vector index (reflect_jobs.index.graphrag) on generated notes.
 
     .venv/bin/python bench/bench_index.py                 # N = 100, 1000, 5000
     .venv/bin/python bench/bench_index.py --sizes 100 1000 --queries 20
@@ -256,7 +256,7 @@ def dir_mb(p: Path) -> float:
 def run_size(
     n: int, embedder, n_queries: int, skip_communities: bool, unique: bool = False
 ) -> dict:
-    from reflect_jobs.index.graph import GraphIndex, IndexDoc
+    from reflect_jobs.index.graphrag import GraphIndex, IndexDoc
 
     rng = random.Random(n)
     docs = [IndexDoc(f"note-{i:05d}", *gen_note(i, rng, unique)) for i in range(n)]

@@ -85,6 +85,6 @@ def test_damaged_graph_store_is_rebuilt_from_the_notes(tmp_path):
     stats = maintenance.reindex(tmp_path, vectors=True)
     assert stats.graph == "updated", stats
     assert any("rebuilt from the notes" in e for e in stats.errors)
-    from reflect_jobs.index.graph import GraphIndex
+    from reflect_jobs.index.graphrag import GraphIndex
 
     assert GraphIndex(tmp_path / "index" / "graph").doc_ids() >= {a.id}

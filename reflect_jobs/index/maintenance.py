@@ -59,7 +59,7 @@ def _sha(data: bytes) -> str:
 
 
 def _graph_index(kb_path: Path):  # type: ignore[no-untyped-def]
-    from .graph import GraphIndex  # heavy (torch): only when vectors are on
+    from .graphrag import GraphIndex  # heavy (torch): only when vectors are on
 
     return GraphIndex(kb.kb_paths(kb_path).graph)
 
@@ -278,7 +278,7 @@ def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> N
 def _update_graph(
     kb_path: Path, changed: list[tuple[kb.Note, str]], removed: list[str], *, force: bool
 ) -> None:
-    from .graph import IndexDoc
+    from .graphrag import IndexDoc
 
     graph_dir = kb.kb_paths(kb_path).graph
     if force:

@@ -34,7 +34,7 @@ def graph_index(kb_path: Path) -> Any | None:
     key = str(graph_dir)
     with _lock:
         if key not in _cache:
-            from .graph import GraphIndex
+            from .graphrag import GraphIndex
 
             _cache[key] = GraphIndex(graph_dir)
         return _cache[key]
