@@ -32,6 +32,7 @@ from .limits import Caps
 from .logging import configure_logging
 from .pipeline.add import run_add
 from .pipeline.capture import run_capture
+from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime
 from .pipeline.write import run_write
@@ -204,6 +205,7 @@ def recover_now() -> dict[str, int]:
     rt = runtime()
     with session_scope(rt.db) as session:
         recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
+    heal_note_edits(rt)  # a worker killed between its add commit and the note rewrites
     with session_scope(rt.db) as session:
         due = [(j.id, j.stage) for j in due_jobs(session)]
     for job_id, stage in due:

@@ -12,6 +12,10 @@ idempotent and crash-safe:
    (a worker presumed dead must not overwrite the job its replacement now owns);
 4. hand the next stage to the dispatcher (Huey in production, a list in unit tests).
 
+The add stage's edits to *existing* notes (proof, retirement) are the one piece of I/O
+that has to follow its commit; :mod:`.note_edits` records them in that commit and applies
+them after it, and the periodic recovery finishes any a crash left pending.
+
 Nothing here imports Huey; ``tasks.py`` wraps these functions as Huey tasks. The names
 below are re-exported so ``from reflect_jobs import pipeline; pipeline.run_prepare(...)``
 keeps working.
@@ -21,6 +25,7 @@ from reflect_jobs.writer.outcomes import ERROR_KINDS
 
 from .add import run_add
 from .capture import run_capture
+from .note_edits import heal as heal_note_edits
 from .prepare import run_prepare
 from .runtime import Dispatcher, Runtime, finish, owned
 from .write import run_write
@@ -30,6 +35,7 @@ __all__ = [
     "Dispatcher",
     "Runtime",
     "finish",
+    "heal_note_edits",
     "owned",
     "run_add",
     "run_capture",

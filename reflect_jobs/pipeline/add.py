@@ -4,18 +4,15 @@
    verified on disk first, outside any transaction; a failure there retries the add with
    backoff and never commits half a plan.
 2. One transaction (under our lease) upserts their learnings, adds proof (UPDATEs and
-   twins), retires (DELETEs), records the chunk hashes and finishes the job.
-   The edited existing notes (proof, retirement) are rewritten in the same step.
-3. After the commit one coalesced reindex is requested.
+   twins), retires (DELETEs), records the chunk hashes and finishes the job — together with
+   the note edits this makes owed (``note_edits``).
+3. After the commit the edited notes are rewritten (:mod:`.note_edits`); a crash before
+   that is healed by the periodic recovery. Then one coalesced reindex is requested.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
-
-from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
@@ -25,11 +22,12 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
 
+from . import note_edits
 from .runtime import Runtime, backoff, finish, log_transition, owned
 
 
 def run_add(rt: Runtime, job_id: str) -> None:
-    """Write notes and sidecars, verify them, then commit provenance and chunk hashes.
+    """Write notes and sidecars, verify them, commit provenance, then edit existing notes.
 
     Args:
         rt: The runtime.
@@ -78,6 +76,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
 
     failpoint("after_notes")
     notes_touched = 0
+    edits: list[note_edits.NoteEdit] = []
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
@@ -99,23 +98,23 @@ def run_add(rt: Runtime, job_id: str) -> None:
             )
             created += int(res.created)
             updated += int(not res.created)
+        # Semantic twins, then UPDATEs: +1 proof from ``source``; the note follows later.
+        proofs: list[tuple[str, str | None]] = []
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
-            reason = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
-            updated += _prove(session, twin_id, source, reason, job_id, now_iso)
+            proofs.append((twin_id, f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"))
         for upd in plan.get("updates", []):
-            lid = str(upd.get("target_id", ""))
-            updated += _prove(session, lid, source, upd.get("reason"), job_id, now_iso)
+            proofs.append((str(upd.get("target_id", "")), upd.get("reason")))
+        for lid, why in proofs:
+            if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
+                updated += 1
+                edits.append(note_edits.bump(lid, source, now_iso))
         for dele in plan.get("deletes", []):
             lid = dele.get("target_id", "")
             reason = str(dele.get("reason") or "retired by belief revision")
             if learnings.retire(session, lid, reason=reason, job_id=job_id):
                 deleted += 1
-                row = session.get(learnings.Learning, lid)
-                if row is not None and row.note_path and os.path.exists(row.note_path):
-                    kb.retire_note(
-                        Path(row.note_path), status="retired", reason=reason, now=now_iso
-                    )
+                edits.append(note_edits.retire(lid, reason, now_iso))
         learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
         failpoint("before_commit:add")
         notes_touched = created + updated + deleted
@@ -124,7 +123,11 @@ def run_add(rt: Runtime, job_id: str) -> None:
         if notes:
             summary += " notes: " + "; ".join(str(n) for n in notes)[:800]
         outcome = job.outcome if job.outcome and job.outcome != "ok" else "ok"
+        note_edits.record(job, edits)
         finish(session, job, outcome=outcome, detail=summary, worker=worker)
+    failpoint("after_commit:add")
+    if edits:
+        note_edits.apply(rt, job_id, edits)
     if notes_touched and not s.skip_reindex:
         rt.dispatcher.kb_changed()
 
@@ -162,15 +165,3 @@ def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:
         )
         log_transition(job)
     rt.dispatcher.schedule("add", job_id, until)
-
-
-def _prove(
-    session: Session, learning_id: str, source: str, reason: str | None, job_id: str, now_iso: str
-) -> bool:
-    """UPDATE (or a semantic twin): +1 proof from ``source`` in the ledger and the note."""
-    if not learnings.add_proof(session, learning_id, source, reason=reason, job_id=job_id):
-        return False
-    row = session.get(learnings.Learning, learning_id)
-    if row is not None and row.note_path and os.path.exists(row.note_path):
-        kb.bump_note(Path(row.note_path), source=source, proof_count=row.proof_count, now=now_iso)
-    return True
