@@ -1,7 +1,7 @@
 """``reflect-jobs backfill``: capture the sessions that ran before the hooks were installed.
 
 Backfill is a bulk version of ``reflect-jobs enqueue``: every transcript goes through
-:func:`reflect_jobs.pipeline.run_capture`, so the gate, the caps and the quota apply later in
+:func:`reflect_jobs.pipeline.capture.run_capture`, so the gate, the caps and the quota apply later in
 the pipeline exactly as for a hook capture — a backfill can queue a month of sessions but
 cannot spend more than a day's budget in a day (the rest is *deferred*, free).
 
@@ -180,16 +180,15 @@ def run_backfill(
     if not dry_run and todo:
         if on_plan:
             on_plan(len(todo))
-        from . import pipeline, tasks
+        from . import tasks
         from .logging import configure_logging
+        from .pipeline.capture import run_capture
 
         # One "captured" line per transcript belongs in drain.log, not across a progress bar.
         configure_logging(settings, console=False)
         rt = tasks.runtime()
         for c in todo:
-            c.job_id = pipeline.run_capture(
-                rt, harness, c.session_id, c.path, "backfill", settle_sec
-            )
+            c.job_id = run_capture(rt, harness, c.session_id, c.path, "backfill", settle_sec)
             if c.job_id is None:  # REFLECT_DISABLED=1: nothing is captured
                 disabled = True
                 c.action = "disabled"

@@ -6,7 +6,9 @@ power cut at that instant. The chaos tests use it to prove that each stage bound
 crash-safe. With the variable unset (always, in production) a failpoint is one dict lookup.
 
 Points: ``after_claim:<stage>``, ``after_record`` (the paid answer is committed, nothing
-parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_commit:<stage>``.
+parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_commit:<stage>``,
+``after_commit:add`` (the add is committed with its note edits pending; the existing notes'
+proof/retirement rewrites have not run — recovery applies them, see ``pipeline.note_edits``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from huey import crontab
 from huey.constants import EmptyData
 from huey.exceptions import TaskLockedException
 
-from . import pipeline
 from .config import load_settings
 from .index import maintenance
 from .ledger import control
@@ -31,6 +30,12 @@ from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
 from .logging import configure_logging
+from .pipeline.add import run_add
+from .pipeline.capture import run_capture
+from .pipeline.note_edits import heal as heal_note_edits
+from .pipeline.prepare import run_prepare
+from .pipeline.runtime import Runtime
+from .pipeline.write import run_write
 from .queue import make_huey
 
 settings = load_settings()
@@ -90,7 +95,7 @@ class HueyDispatcher:
 
 
 @cache
-def runtime() -> pipeline.Runtime:
+def runtime() -> Runtime:
     configure_logging(settings)
     caps = Caps(
         huey.storage,
@@ -98,7 +103,7 @@ def runtime() -> pipeline.Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
-    return pipeline.Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
+    return Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
 
 
 @huey.task()
@@ -111,22 +116,22 @@ def capture(
     settle_sec: int | None = None,
 ) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``."""
-    return pipeline.run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
+    return run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
 
 
 @huey.task()
 def prepare(job_id: str) -> None:
-    pipeline.run_prepare(runtime(), job_id)
+    run_prepare(runtime(), job_id)
 
 
 @huey.task()
 def write(job_id: str) -> None:
-    pipeline.run_write(runtime(), job_id)
+    run_write(runtime(), job_id)
 
 
 @huey.task()
 def add(job_id: str) -> None:
-    pipeline.run_add(runtime(), job_id)
+    run_add(runtime(), job_id)
 
 
 @huey.task()
@@ -153,7 +158,7 @@ def reindex_task(force: bool = False) -> dict | None:
     return last
 
 
-def _reindex_once(rt: pipeline.Runtime, *, force: bool) -> dict:
+def _reindex_once(rt: Runtime, *, force: bool) -> dict:
     with session_scope(rt.db) as session:
         count = control.incr_counter(session, "repairs_since_maintain")
         due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
@@ -200,6 +205,7 @@ def recover_now() -> dict[str, int]:
     rt = runtime()
     with session_scope(rt.db) as session:
         recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
+    heal_note_edits(rt)  # a worker killed between its add commit and the note rewrites
     with session_scope(rt.db) as session:
         due = [(j.id, j.stage) for j in due_jobs(session)]
     for job_id, stage in due:

@@ -21,7 +21,13 @@ from reflect_jobs.writer import (
     result_from_cli,
 )
 from reflect_jobs.writer.classifier import Streak, track
-from reflect_jobs.writer.outcomes import backend_missing_outcome
+from reflect_jobs.writer.outcomes import (
+    DISPOSITION_MOVES,
+    ERROR_KINDS,
+    backend_missing_outcome,
+    error_kind,
+    job_move,
+)
 
 STUB = Path(__file__).parent / "stubs" / "claude"
 FREE = {"fail_unknown_command", "quarantine_oversized", "fail_backend_missing"}
@@ -310,3 +316,41 @@ def test_timeout_with_partial_fragment_is_the_timeout_path(tmp_path: Path) -> No
     assert (out.outcome, out.entries, out.disposition) == ("poison_timeout_exit_124", 1, "poison")
     retry = classify_attempt(result, ctx(timeout_retries=0))
     assert retry.outcome == "fail_no_output_exit_124" and "partial stdout" in retry.detail
+
+
+@pytest.mark.parametrize(
+    ("disposition", "state", "stage", "run_at", "dispatch", "terminal"),
+    [
+        ("ok", "queued", "add", "now", "add", False),
+        ("retry", "retrying", None, "backoff", "write", False),
+        ("halt", "halted", None, None, None, False),
+        ("done", "done", None, None, None, True),
+        ("quarantine", "quarantined", None, None, None, True),
+        ("poison", "poisoned", None, None, None, True),
+        ("no-such-disposition", "poisoned", None, None, None, True),
+    ],
+)
+def test_each_disposition_moves_the_job_to_one_state(
+    disposition, state, stage, run_at, dispatch, terminal
+) -> None:
+    move = job_move(disposition)
+    assert (move.state, move.stage, move.run_at, move.dispatch, move.terminal) == (
+        state,
+        stage,
+        run_at,
+        dispatch,
+        terminal,
+    )
+    assert move.counts_failure == (disposition == "retry")
+    assert move.sets_halt == (disposition == "halt")
+
+
+def test_the_move_table_covers_every_disposition_an_attempt_can_have() -> None:
+    assert set(DISPOSITION_MOVES) == {"ok", "done", "retry", "poison", "quarantine", "halt"}
+
+
+def test_error_kinds_report_halts_poisons_and_paid_partials_but_not_success() -> None:
+    assert error_kind("fail_backend_missing") == ("drain_unknown_command", "error")
+    assert error_kind("partial_max_turns") == ("drain_max_turns_partial", "warn")
+    assert error_kind("ok") is None and error_kind("fail_exit_1") is None
+    assert all(sev in ("warn", "error") for _, sev in ERROR_KINDS.values())

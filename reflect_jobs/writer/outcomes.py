@@ -22,6 +22,10 @@ envelope (``is_error`` false) whose ``result`` text yields no parseable actions 
 ``prose``: the CLI wrapped it, but the writer drifted all the same. Size markers are only
 believed on a FAILED answer (error envelope, no envelope, non-zero exit, unparseable result),
 never in a valid actions answer that happens to discuss context windows.
+
+What an outcome then does to its job is data too: ``ERROR_KINDS`` (the error-ledger kind
+per outcome) and ``job_move`` (disposition → target state, backoff, halt flag, next
+message), which ``pipeline/write.py`` applies inside its commit.
 """
 
 from __future__ import annotations
@@ -202,3 +206,71 @@ def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome
         return _paid_failure("fail_unparseable", ctx, cls, actions_error)
 
     return AttemptOutcome("ok", 1, "ok", cls, f"turns={result.num_turns}")
+
+
+# --- what an outcome does to its job (applied by pipeline/write.py) --------------------
+
+# Error-ledger kinds per outcome (SPEC §5.11), with B18 fixed: paid failures are reported too.
+ERROR_KINDS: dict[str, tuple[str, str]] = {
+    "poison_writer_drift": ("drain_poison", "error"),
+    "poison_budget": ("drain_budget_exceeded", "error"),
+    "poison_timeout_exit_124": ("drain_timeout_exhausted", "warn"),
+    "partial_max_turns": ("drain_max_turns_partial", "warn"),
+    "fail_unknown_command": ("drain_unknown_command", "error"),
+    "fail_backend_missing": ("drain_unknown_command", "error"),
+    "quarantine_oversized": ("drain_quarantine_oversized", "warn"),
+    "poison_retries_exhausted": ("drain_poison", "error"),
+}
+
+
+@dataclass(frozen=True)
+class JobMove:
+    """The job transition one disposition maps to.
+
+    ``state``/``stage`` are the target (``stage`` None keeps the job's stage; a terminal
+    move goes through ``finish``, which sets stage ``done`` for state ``done``).
+    ``run_at``: ``"now"`` (due at once), ``"backoff"`` (due after the retry backoff) or None.
+    ``dispatch``: the stage message to send after the commit, if any.
+    """
+
+    state: str
+    stage: str | None = None
+    run_at: str | None = None
+    dispatch: str | None = None
+    terminal: bool = False
+    counts_failure: bool = False  # failures += 1 (timeouts too when the call timed out)
+    sets_halt: bool = False  # raise the write-stage halt flag
+
+
+DISPOSITION_MOVES: dict[str, JobMove] = {
+    "ok": JobMove("queued", stage="add", run_at="now", dispatch="add"),
+    "retry": JobMove("retrying", run_at="backoff", dispatch="write", counts_failure=True),
+    "halt": JobMove("halted", sets_halt=True),
+    "done": JobMove("done", terminal=True),
+    "quarantine": JobMove("quarantined", terminal=True),
+    "poison": JobMove("poisoned", terminal=True),
+}
+
+
+def job_move(disposition: str) -> JobMove:
+    """The job transition for an attempt's disposition.
+
+    Args:
+        disposition: ``AttemptOutcome.disposition``.
+
+    Returns:
+        Its ``JobMove``; an unknown disposition is treated as poison (terminal, never retried).
+    """
+    return DISPOSITION_MOVES.get(disposition, DISPOSITION_MOVES["poison"])
+
+
+def error_kind(outcome: str) -> tuple[str, str] | None:
+    """The error-ledger ``(kind, severity)`` an outcome is reported under, if any.
+
+    Args:
+        outcome: ``AttemptOutcome.outcome``.
+
+    Returns:
+        The pair from ``ERROR_KINDS``, or None for outcomes that are not reported.
+    """
+    return ERROR_KINDS.get(outcome)

@@ -1,0 +1,167 @@
+"""The add stage: turn the write stage's action plan into notes and ledger provenance.
+
+1. New notes (CREATEs that are not semantic twins of an existing note) are written and
+   verified on disk first, outside any transaction; a failure there retries the add with
+   backoff and never commits half a plan.
+2. One transaction (under our lease) upserts their learnings, adds proof (UPDATEs and
+   twins), retires (DELETEs), records the chunk hashes and finishes the job — together with
+   the note edits this makes owed (``note_edits``).
+3. After the commit the edited notes are rewritten (:mod:`.note_edits`); a crash before
+   that is healed by the periodic recovery. Then one coalesced reindex is requested.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reflect_jobs import kb
+from reflect_jobs.faults import failpoint
+from reflect_jobs.index import semantic
+from reflect_jobs.ledger import control, learnings
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.jobs import claim, transition
+from reflect_jobs.ledger.models import utcnow
+
+from . import note_edits
+from .runtime import Runtime, backoff, finish, log_transition, owned
+
+
+def run_add(rt: Runtime, job_id: str) -> None:
+    """Write notes and sidecars, verify them, commit provenance, then edit existing notes.
+
+    Args:
+        rt: The runtime.
+        job_id: The job to add (a no-op unless it is due at stage ``add``).
+    """
+    s = rt.settings
+    worker = rt.who()
+    with session_scope(rt.db) as session:
+        job = claim(session, job_id, "add", worker=worker, lease_sec=s.lease_sec)
+        if job is None:
+            return
+        plan = dict(job.actions or {})
+        source, session_id, signal_hash = job.transcript_path, job.session_id, job.signal_hash
+        chunk_hashes = list(job.chunk_hashes or [])
+
+    failpoint("after_claim:add")
+    now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    written: list[Any] = []
+    twins: list[tuple[dict[str, Any], str, float]] = []
+    creates = []
+    for learning in plan.get("creates", []):
+        twin = semantic.find_twin(s.kb_path, learning, s.dedup_threshold)
+        own_id = kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
+        if twin is not None and twin[0] != own_id:
+            twins.append((learning, twin[0], twin[1]))  # a near-duplicate: proof, not a note
+        else:
+            creates.append(learning)
+    try:
+        for learning in creates:
+            written.append(
+                (
+                    learning,
+                    kb.write_learning(
+                        s.kb_path,
+                        learning,
+                        created=now_iso,
+                        updated=now_iso,
+                        source_path=source,
+                        session_id=session_id,
+                    ),
+                )
+            )
+    except (OSError, kb.NoteError) as exc:
+        _add_failed(rt, job_id, worker, exc)
+        return
+
+    failpoint("after_notes")
+    notes_touched = 0
+    edits: list[note_edits.NoteEdit] = []
+    with owned(rt, job_id, worker) as (session, job):
+        if job is None:
+            return
+        created = updated = deleted = 0
+        for learning, note in written:
+            res = learnings.upsert_learning(
+                session,
+                learning_id=note.id,
+                title=str(learning.get("title", "")),
+                category=str(learning.get("category") or "Unknown"),
+                learning_type=str(learning.get("learning_type") or "bug-fix"),
+                confidence_num=float(learning.get("confidence_num") or 0.6),
+                note_path=str(note.path),
+                content_hash=note.content_hash,
+                source=source,
+                session_id=session_id,
+                signal_hash=signal_hash,
+                job_id=job_id,
+            )
+            created += int(res.created)
+            updated += int(not res.created)
+        # Semantic twins, then UPDATEs: +1 proof from ``source``; the note follows later.
+        proofs: list[tuple[str, str | None]] = []
+        for learning, twin_id, score in twins:
+            title = str(learning.get("title", ""))[:80]
+            proofs.append((twin_id, f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"))
+        for upd in plan.get("updates", []):
+            proofs.append((str(upd.get("target_id", "")), upd.get("reason")))
+        for lid, why in proofs:
+            if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
+                updated += 1
+                edits.append(note_edits.bump(lid, source, now_iso))
+        for dele in plan.get("deletes", []):
+            lid = dele.get("target_id", "")
+            reason = str(dele.get("reason") or "retired by belief revision")
+            if learnings.retire(session, lid, reason=reason, job_id=job_id):
+                deleted += 1
+                edits.append(note_edits.retire(lid, reason, now_iso))
+        learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
+        failpoint("before_commit:add")
+        notes_touched = created + updated + deleted
+        summary = f"created={created} updated={updated} deleted={deleted}"
+        notes = plan.get("notes") or []
+        if notes:
+            summary += " notes: " + "; ".join(str(n) for n in notes)[:800]
+        outcome = job.outcome if job.outcome and job.outcome != "ok" else "ok"
+        note_edits.record(job, edits)
+        finish(session, job, outcome=outcome, detail=summary, worker=worker)
+    failpoint("after_commit:add")
+    if edits:
+        note_edits.apply(rt, job_id, edits)
+    if notes_touched and not s.skip_reindex:
+        rt.dispatcher.kb_changed()
+
+
+def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:
+    """Disk full, permissions, a note that does not parse back: nothing is committed, the
+    paid answer stays on the job, and the add stage retries with backoff (then poisons)."""
+    with owned(rt, job_id, worker) as (session, job):
+        if job is None:
+            return
+        add_failures = int((job.result or {}).get("add_failures", 0)) + 1
+        job.result = {**(job.result or {}), "add_failures": add_failures}
+        job.error = f"add failed: {type(exc).__name__}: {exc}"
+        control.record_error(
+            session, kind="add_failed", message=job.error, context={"job_id": job_id}
+        )
+        if add_failures >= rt.settings.max_retries:
+            finish(
+                session,
+                job,
+                outcome="poison_add_failed",
+                state="poisoned",
+                detail=job.error,
+                worker=worker,
+            )
+            return
+        until = utcnow() + backoff(rt, add_failures)
+        transition(
+            session,
+            job,
+            to_state="retrying",
+            detail=job.error,
+            next_run_at=until,
+            worker=worker,
+        )
+        log_transition(job)
+    rt.dispatcher.schedule("add", job_id, until)

@@ -1,0 +1,69 @@
+"""The capture stage: a session ended, so record (or coalesce) its job and schedule prepare.
+
+Capture does no work on the transcript: it stats the file, writes one ledger row through
+``record_capture`` (which coalesces repeated captures of a session into one job) and asks
+for ``prepare`` once the transcript has had time to settle.
+"""
+
+from __future__ import annotations
+
+import os
+
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.jobs import record_capture
+
+from .runtime import Runtime, log
+
+
+def run_capture(
+    rt: Runtime,
+    harness: str,
+    session_id: str,
+    transcript_path: str,
+    event: str = "unknown",
+    settle_sec: int | None = None,
+) -> str | None:
+    """Record (or coalesce) the capture and schedule prepare after the settle delay.
+
+    Args:
+        rt: The runtime.
+        harness: ``claude``, ``codex``, ``copilot``…
+        session_id: The harness's session id (``unknown`` when empty).
+        transcript_path: The transcript file.
+        event: The hook event that fired.
+        settle_sec: Override of ``capture_settle_sec`` (0 = prepare now).
+
+    Returns:
+        The job id, or None when reflect-jobs is disabled.
+    """
+    if rt.settings.disabled:
+        return None
+    try:
+        st = os.stat(transcript_path)
+        size, mtime = st.st_size, st.st_mtime
+    except OSError:
+        size, mtime = None, None
+    settle = rt.settings.capture_settle_sec if settle_sec is None else settle_sec
+    with session_scope(rt.db) as session:
+        res = record_capture(
+            session,
+            harness=harness,
+            session_id=session_id or "unknown",
+            transcript_path=transcript_path,
+            event=event,
+            size=size,
+            mtime=mtime,
+            settle_sec=settle,
+        )
+    log.info(
+        "captured",
+        job_id=res.job_id,
+        created=res.created,
+        harness=harness,
+        session_id=session_id,
+        hook_event=event,
+    )
+    # Always (re)schedule: a coalesced capture pushed the settle time out, and the earlier
+    # message will find the job not yet due. Extra messages are harmless no-op claims.
+    rt.dispatcher.schedule("prepare", res.job_id, res.prepare_at if settle > 0 else None)
+    return res.job_id

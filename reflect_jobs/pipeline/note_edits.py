@@ -1,0 +1,185 @@
+"""Note edits an add commits to, applied to the note files after the commit.
+
+An UPDATE (or a semantic twin) adds proof to an existing note and a DELETE retires one: the
+ledger changes in the add transaction, the markdown file after it — file I/O never runs
+while that transaction holds the ledger's write lock. To close the gap between the two, the
+transaction that finishes the job also stores the edits on the job's ``result``::
+
+    {"note_edits": [{"id": …, "op": "bump", "source": …, "at": …},
+                    {"id": …, "op": "retire", "reason": …, "at": …}],
+     "note_edits_applied": false}
+
+:func:`apply` then rewrites the files and, in a second short transaction, sets
+``note_edits_applied``. A process killed in between (failpoint ``after_commit:add``) leaves
+the flag false, and the periodic recovery (:func:`heal`) applies the edits again. Applying
+twice is harmless: a bump sets the proof count the ledger holds now and adds its source only
+once; a retire sets the status and reason, and only while the ledger still has the learning
+retired (a later add may have brought it back).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from reflect_jobs import kb
+from reflect_jobs.ledger import control, learnings
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.models import Job, Learning
+
+from .runtime import Runtime, log
+
+NoteEdit = dict[str, Any]
+HEAL_BATCH = 100
+
+
+def bump(learning_id: str, source: str, at: str) -> NoteEdit:
+    """A proof-added edit: the note gains ``source`` and the ledger's proof count.
+
+    Args:
+        learning_id: The note's id.
+        source: The transcript that confirmed it.
+        at: The add's timestamp (``updated`` in the frontmatter).
+
+    Returns:
+        The edit, as stored on the job.
+    """
+    return {"id": learning_id, "op": "bump", "source": source, "at": at}
+
+
+def retire(learning_id: str, reason: str, at: str) -> NoteEdit:
+    """A retirement edit: the note's status becomes ``retired`` with ``reason``.
+
+    Args:
+        learning_id: The note's id.
+        reason: Why (from the DELETE action).
+        at: The add's timestamp (``updated`` in the frontmatter).
+
+    Returns:
+        The edit, as stored on the job.
+    """
+    return {"id": learning_id, "op": "retire", "reason": reason, "at": at}
+
+
+def record(job: Job, edits: list[NoteEdit]) -> None:
+    """Store ``edits`` on the job, pending, in the caller's (finishing) transaction.
+
+    Args:
+        job: The add job being finished.
+        edits: The edits its commit makes owed; nothing is stored when empty.
+    """
+    if edits:
+        job.result = {**(job.result or {}), "note_edits": edits, "note_edits_applied": False}
+
+
+@dataclass(frozen=True)
+class _Row:
+    note_path: str | None
+    proof_count: int
+    status: str
+
+
+def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
+    with session_scope(db, readonly=True) as s:
+        return {
+            r.id: _Row(r.note_path, r.proof_count, r.status)
+            for r in s.scalars(select(Learning).where(Learning.id.in_(ids)))
+        }
+
+
+def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
+    if row is None or not row.note_path or not os.path.exists(row.note_path):
+        return
+    if edit["op"] == "bump":
+        kb.bump_note(
+            Path(row.note_path),
+            source=str(edit["source"]),
+            proof_count=row.proof_count,
+            now=str(edit["at"]),
+        )
+    elif edit["op"] == "retire" and row.status in learnings.RETIRED:
+        kb.retire_note(
+            Path(row.note_path), status="retired", reason=str(edit["reason"]), now=str(edit["at"])
+        )
+
+
+def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:
+    """Rewrite the notes ``edits`` name, then mark them applied on the job.
+
+    A note that cannot be rewritten (disk full, unparseable) is reported to the error
+    ledger and left pending for the next recovery pass; after ``max_retries`` passes the
+    edits are given up (marked applied, reported as an error) so one broken file does not
+    come back every minute forever.
+
+    Args:
+        rt: The runtime.
+        job_id: The finished add job holding the edits.
+        edits: Its ``result["note_edits"]``.
+
+    Returns:
+        True when the edits are settled (applied, or given up), False when still pending.
+    """
+    rows = _rows(rt.db, sorted({str(e.get("id", "")) for e in edits}))
+    failed: list[str] = []
+    for edit in edits:
+        try:
+            _apply_one(edit, rows.get(str(edit.get("id", ""))))
+        except (OSError, kb.NoteError) as exc:
+            failed.append(f"{edit.get('op')} {edit.get('id')}: {type(exc).__name__}: {exc}")
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        if job is None or not job.result or job.result.get("note_edits_applied") is not False:
+            return True  # settled by another pass meanwhile
+        result = dict(job.result)
+        if failed:
+            result["note_edit_failures"] = int(result.get("note_edit_failures", 0)) + 1
+            give_up = result["note_edit_failures"] >= rt.settings.max_retries
+            message = "; ".join(failed)[:500]
+            log.warning("note edits failed", job_id=job_id, detail=message, given_up=give_up)
+            control.record_error(
+                session,
+                kind="note_edit_failed",
+                severity="error" if give_up else "warn",
+                message=message,
+                context={"job_id": job_id},
+            )
+            if not give_up:
+                job.result = result
+                return False
+        result["note_edits_applied"] = True
+        job.result = result
+    return True
+
+
+def heal(rt: Runtime) -> int:
+    """Apply the pending note edits of finished jobs (a worker died after its commit).
+
+    Called by the periodic recovery. Asks for a reindex when any note was rewritten.
+
+    Args:
+        rt: The runtime.
+
+    Returns:
+        How many jobs' edits were settled.
+    """
+    with session_scope(rt.db, readonly=True) as session:
+        pending = [
+            (job.id, list((job.result or {}).get("note_edits") or []))
+            for job in session.scalars(
+                select(Job)
+                .where(
+                    Job.state == "done", Job.result["note_edits_applied"].as_boolean().is_(False)
+                )
+                .limit(HEAL_BATCH)
+            )
+        ]
+    healed = sum(apply(rt, job_id, edits) for job_id, edits in pending)
+    if healed:
+        log.info("note edits healed", jobs=healed)
+        if not rt.settings.skip_reindex:
+            rt.dispatcher.kb_changed()
+    return healed

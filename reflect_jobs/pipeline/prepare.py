@@ -1,0 +1,194 @@
+"""The prepare stage: the $0 cascade that decides whether a transcript is worth a paid call.
+
+It reads the transcript and runs the pure ``cascade.prepare`` over a read-only ledger view
+(each question in its own short transaction; no lock is held while scoring). The verdict is
+either a free terminal outcome (stale, unchanged, unreadable, no signal, duplicate signal
+set — the last one adds proof to the learnings it duplicates) or a private slice file and
+the job queued at ``write``. A dry run computes and logs the verdict and moves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from reflect_jobs import kb
+from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
+from reflect_jobs.cascade import prepare as cascade_prepare
+from reflect_jobs.faults import failpoint
+from reflect_jobs.index import semantic
+from reflect_jobs.ledger import costs, learnings
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.jobs import claim, transition
+from reflect_jobs.ledger.models import Job, Transcript
+from reflect_jobs.ledger.view import LedgerView
+from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
+
+from .runtime import Runtime, finish, log, log_transition, owned
+
+SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
+
+
+def semantic_related(rt: Runtime, view: LedgerView) -> SemanticLookup | None:
+    """Related learnings by embedding similarity, when a vector index exists.
+
+    Args:
+        rt: The runtime (for the KB path).
+        view: The ledger view that resolves hit ids to candidates.
+
+    Returns:
+        A lookup from the transcript's signals to ``(candidate, cosine)`` pairs (cosine
+        ≥ 0.5, at most five), or None when vectors are disabled.
+    """
+    if not semantic.vectors_enabled():
+        return None
+
+    def lookup(signals: list[Signal]) -> list[tuple[RelatedCandidate, float]]:
+        text = "\n".join(sig.text for sig in signals[:20])
+        hits = [
+            (doc, score)
+            for doc, score in semantic.similar(rt.settings.kb_path, text, k=5)
+            if score >= 0.5
+        ]
+        if not hits:
+            return []
+        found = view.candidates_by_id([d for d, _ in hits])
+        return [(found[doc], float(score)) for doc, score in hits if doc in found]
+
+    return lookup
+
+
+def _cascade(rt: Runtime, path: str, harness: str) -> Prepared:
+    """Read the transcript and run the pure cascade over read-only ledger views."""
+    view = LedgerView(rt.db)
+    return cascade_prepare(
+        read_transcript(path, harness=harness),
+        view,
+        source_name=os.path.basename(path),
+        max_chars=rt.settings.max_input_chars,
+        semantic=semantic_related(rt, view),
+    )
+
+
+def run_prepare(rt: Runtime, job_id: str) -> None:
+    """The $0 cascade: skip, or write the slice and queue the paid write.
+
+    Args:
+        rt: The runtime.
+        job_id: The job to prepare (a no-op unless it is due at stage ``prepare``).
+    """
+    worker = rt.who()
+    if rt.settings.disabled:
+        return
+    if rt.settings.dry_run:
+        _dry_run_prepare(rt, job_id)
+        return
+    with session_scope(rt.db) as session:
+        job = claim(session, job_id, "prepare", worker=worker, lease_sec=rt.settings.lease_sec)
+        if job is None:
+            return
+        # From here on a new capture of this session is a new job (a grown transcript).
+        job.accepting = False
+    failpoint("after_claim:prepare")
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        path, harness = job.transcript_path, job.harness
+        prev = session.get(Transcript, path)
+        unchanged = (
+            prev is not None
+            and prev.last_job_id != job.id
+            and prev.size is not None
+            and prev.size == job.transcript_size
+            and prev.mtime == job.transcript_mtime
+            and (prev.last_outcome or "").startswith(("ok", "skip_"))
+        )
+    outcome: str | None = None
+    detail = ""
+    prepared = None
+    if not os.path.exists(path):
+        outcome, detail = "stale", f"transcript no longer exists: {path}"
+    elif unchanged:
+        outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
+    else:
+        try:
+            prepared = _cascade(rt, path, harness)
+        except UnreadableTranscript as exc:
+            outcome, detail = "skip_unreadable", str(exc)
+        except OSError as exc:
+            outcome, detail = "skip_unreadable", f"{type(exc).__name__}: {exc}"
+        if prepared is not None and prepared.action == "skip":
+            outcome, detail = "skip_" + prepared.reason, f"signals={prepared.signal_count}"
+
+    slice_path: Path | None = None
+    if outcome is None and prepared is not None:
+        slice_path = rt.settings.slices_dir / f"{job_id}.txt"
+        # Slices hold user dialogue: a private directory and file, written atomically.
+        slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        kb.atomic_write(slice_path, prepared.slice_text, mode=0o600)
+
+    with owned(rt, job_id, worker) as (session, job):
+        if job is None:
+            return
+        if prepared is not None:
+            job.signal_hash = prepared.signal_hash
+            job.prepare_stats = {
+                "signal_count": prepared.signal_count,
+                "orig_chars": prepared.orig_chars,
+                "slice_chars": len(prepared.slice_text),
+                "chunks_total": prepared.chunks_total,
+                "chunks_skipped": prepared.chunks_skipped,
+                "related": len(prepared.related_ids),
+                "redactions": prepared.redactions,
+                "reason": prepared.reason,
+            }
+        if outcome is not None:
+            if outcome == "skip_dup_signal_hash" and prepared is not None:
+                bumped = sum(
+                    learnings.add_proof(
+                        session, lid, path, reason="same signal set seen again", job_id=job_id
+                    )
+                    for lid in prepared.dup_learning_ids
+                )
+                detail += f" proof_bumped={bumped}"
+            costs.record_free(session, job, outcome)
+            finish(session, job, outcome=outcome, detail=detail, worker=worker)
+            return
+        assert prepared is not None and slice_path is not None
+        job.slice_path = str(slice_path)
+        job.chunk_hashes = list(prepared.new_chunk_hashes)
+        job.related_ids = list(prepared.related_ids)
+        transition(
+            session,
+            job,
+            to_state="queued",
+            to_stage="write",
+            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals",
+            worker=worker,
+        )
+        log_transition(job)
+    rt.dispatcher.schedule("write", job_id)
+
+
+def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
+    """Dry run: compute and log the cascade's verdict; the job is left exactly as found."""
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        if job is None or job.stage != "prepare":
+            return
+        path, harness = job.transcript_path, job.harness
+    try:
+        prepared = _cascade(rt, path, harness)
+        log.info(
+            "dry run: prepare",
+            job_id=job_id,
+            action=prepared.action,
+            reason=prepared.reason,
+            slice_chars=len(prepared.slice_text),
+            would_call=prepared.action == "reflect",
+        )
+    except (UnreadableTranscript, OSError) as exc:
+        log.info(
+            "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
+        )
