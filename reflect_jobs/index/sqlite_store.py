@@ -43,6 +43,8 @@ import numpy as np
 from nano_graphrag._storage import NetworkXStorage
 from nano_graphrag.base import BaseKVStorage, BaseVectorStorage
 
+from reflect_jobs.faults import failpoint
+
 DB_NAME = "reflect_index.db"
 SCHEMA_VERSION = 2
 
@@ -318,6 +320,7 @@ class SQLiteKVStorage(BaseKVStorage):
             "ON CONFLICT(ns, id) DO UPDATE SET value = excluded.value",
             [(self.namespace, k, _dumps(v)) for k, v in data.items()],
         )
+        failpoint(f"kv_upsert:{self.namespace}")
 
     async def drop(self):
         self._cache = None

@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..faults import failpoint
+
 _DEFAULT_MODE = 0o644
 
 
@@ -40,12 +42,15 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
         try:
             view = memoryview(payload)
             while view:
+                failpoint("atomic_write:write")
                 written = os.write(fd, view)
                 view = view[written:]
+            failpoint("atomic_write:fsync")
             os.fsync(fd)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
+        failpoint("atomic_write:replace")
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):
