@@ -23,14 +23,20 @@ $(STAMP): pyproject.toml
 demo: install
 	bash scripts/demo.sh
 
+# The fast subset, then every fault-injection test (-m chaos: tests/chaos and the kill,
+# corruption and failpoint tests elsewhere) with TEST_CHAOS_TRIALS trials per kill point,
+# so CI runs both. `make chaos` repeats the chaos suite with 20 trials.
+TEST_CHAOS_TRIALS ?= 1
+
 test: install
 	$(BIN)/python -m pytest -q -m "not chaos"
+	CHAOS_TRIALS=$(TEST_CHAOS_TRIALS) $(BIN)/python -m pytest -q -m chaos
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not chaos and not slow and not services"
 
 chaos: install
-	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q tests/chaos
+	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60

@@ -13,6 +13,8 @@ from support import wait_for
 
 from reflect_jobs.faults import FailpointError, failpoint
 
+pytestmark = pytest.mark.chaos  # the failpoints themselves: kill, raise, pause
+
 REACH = "from reflect_jobs.faults import failpoint; failpoint({name!r}); print('passed')"
 
 

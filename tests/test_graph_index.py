@@ -810,6 +810,7 @@ def test_old_whole_file_format_is_migrated(tmp_path, embedder):
 GRAPHML = "graph_chunk_entity_relation.graphml"
 
 
+@pytest.mark.chaos
 def test_damaged_database_names_the_fix(tmp_path, embedder):
     from reflect_jobs.index.graph import IndexFormatError
 

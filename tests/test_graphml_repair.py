@@ -210,6 +210,7 @@ def test_maintain_refuses_invalid_and_missing(tmp_path: Path) -> None:
         maintain(tmp_path / "none.graphml")
 
 
+@pytest.mark.chaos
 def test_maintain_restores_when_result_does_not_validate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -158,6 +158,7 @@ def test_lifecycle_rewrite_survives_hand_edited_frontmatter(tmp_path: Path) -> N
 # ---------------------------------------------------------------------------- atomic_write
 
 
+@pytest.mark.chaos
 @pytest.mark.parametrize("step", ["write", "fsync", "replace"])
 def test_atomic_write_enospc_leaves_old_file_and_no_temp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
@@ -192,6 +193,7 @@ def test_atomic_write_partial_write_then_enospc(tmp_path: Path) -> None:
         assert target.read_text() == "x" * (3 * PAGE)
 
 
+@pytest.mark.chaos
 def test_write_learning_enospc_on_note_keeps_old_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,8 @@ import pytest
 import yaml
 from support import fill_fs, job_due, small_tmpfs, transcripts_dir, wait_for
 
+pytestmark = pytest.mark.chaos
+
 TMPFS_BYTES = 256 * 1024
 NOTE_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
 

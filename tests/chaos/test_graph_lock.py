@@ -21,11 +21,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
 from sqlalchemy import select
 from support import BIN, transcripts_dir, wait_for
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job
+
+pytestmark = pytest.mark.chaos
 
 PENDING_KEY = "kb:reindex-pending"
 NOTE_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
