@@ -217,13 +217,10 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     finally:
         os.killpg(consumer.pid, signal.SIGKILL)
         consumer.wait(10)
-    with session_scope(env.settings().db_url) as s:
+    db = env.settings().db_url
+    with session_scope(db) as s:
         assert s.get(Job, job_id).state == "running"
-    wait_for(
-        lambda: lease_expired(env.settings().db_url, job_id),
-        timeout=60,
-        what="the dead worker's lease expiring",
-    )
+    wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease expiring")
     env.cli("drain", "--until-idle", "--max-seconds", "90")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok")

@@ -102,7 +102,7 @@ def test_timeout_kills_process_group_and_keeps_partial_stdout(tmp_path: Path) ->
     backend = stub(
         tmp_path,
         "sleep",
-        timeout=1,
+        timeout=5,  # outlasts the stub's start-up, so the partial fragment is out first
         STUB_CLAUDE_SLEEP="3600",
         STUB_CLAUDE_SPAWN_CHILD="1",
         STUB_CLAUDE_PARTIAL='{"partial": true',
