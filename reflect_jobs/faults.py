@@ -1,25 +1,97 @@
-"""Failpoints: named places where a test can make this process die, for real.
+"""Failpoints: named places where a test can make this process fail, for real.
 
-``REFLECT_FAILPOINTS=after_record,after_notes`` makes the process SIGKILL itself when it
-reaches one of those points — no cleanup, no ``finally``, exactly like ``kill -9`` or a
-power cut at that instant. The chaos tests use it to prove that each stage boundary is
-crash-safe. With the variable unset (always, in production) a failpoint is one dict lookup.
+``REFLECT_FAILPOINTS`` is a comma-separated list of ``point`` or ``point=action``:
+
+* ``after_record`` (or ``after_record=kill``) — SIGKILL this process at that point: no
+  cleanup, no ``finally``, exactly like ``kill -9`` or a power cut at that instant. The
+  chaos tests use it to prove that each stage boundary is crash-safe.
+* ``point=raise`` — raise :class:`FailpointError` there (an unexpected bug in that place).
+* ``point=oserror:ENOSPC`` — raise ``OSError`` with that errno name there (a full disk,
+  ``EIO`` from a failing device, ...), for the error paths a real filesystem rarely offers.
+* ``point=pause`` — create ``$REFLECT_FAILPOINT_DIR/<point>.paused`` and wait until that
+  file is removed, so a test can run another real process while this one is stopped at
+  the point (a real interleaving, not a spy); each pass through the point pauses again.
+
+With the variable unset (always, in production) a failpoint is one dict lookup.
 
 Points: ``after_claim:<stage>``, ``after_record`` (the paid answer is committed, nothing
 parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_commit:<stage>``,
 ``after_commit:add`` (the add is committed with its note edits pending; the existing notes'
-proof/retirement rewrites have not run — recovery applies them, see ``pipeline.note_edits``).
+proof/retirement rewrites have not run — recovery applies them, see ``pipeline.note_edits``)
+(pipeline); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
+(``fsio``, before each step); ``graphml:check`` (reading the graph back to validate it);
+``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
+``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import time
+from pathlib import Path
 
 ENV = "REFLECT_FAILPOINTS"
+PAUSE_DIR_ENV = "REFLECT_FAILPOINT_DIR"
+_PAUSE_POLL_SEC = 0.02
+
+
+class FailpointError(RuntimeError):
+    """Raised by a failpoint armed with ``=raise``."""
 
 
 def failpoint(name: str) -> None:
+    """Fail here if ``REFLECT_FAILPOINTS`` arms ``name``; otherwise do nothing.
+
+    Args:
+        name: The point's name, e.g. ``after_record`` or ``after_claim:write``.
+
+    Raises:
+        FailpointError: Armed with ``=raise``.
+        OSError: Armed with ``=oserror:<ERRNO>`` (``ValueError`` for an unknown errno name).
+        ValueError: An unknown action, or ``=pause`` without ``REFLECT_FAILPOINT_DIR``.
+    """
     armed = os.environ.get(ENV)
-    if armed and name in {p.strip() for p in armed.split(",")}:
+    if not armed:
+        return
+    action = _action(armed, name)
+    if action is not None:
+        _fire(name, action)
+
+
+def _action(armed: str, name: str) -> str | None:
+    """The action armed for ``name`` in the variable's value, or None when it is not armed."""
+    for entry in armed.split(","):
+        point, _, action = entry.strip().partition("=")
+        if point.strip() == name:
+            return action.strip() or "kill"
+    return None
+
+
+def _fire(name: str, action: str) -> None:
+    if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "raise":
+        raise FailpointError(f"failpoint {name}")
+    elif action.startswith("oserror:"):
+        code_name = action.removeprefix("oserror:")
+        code = getattr(errno, code_name, None)
+        if not isinstance(code, int):
+            raise ValueError(f"failpoint {name}: unknown errno {code_name!r}")
+        raise OSError(code, f"{os.strerror(code)} (failpoint {name})")
+    elif action == "pause":
+        _pause(name)
+    else:
+        raise ValueError(f"failpoint {name}: unknown action {action!r}")
+
+
+def _pause(name: str) -> None:
+    """Announce the pause with a marker file and hold until the test removes it."""
+    directory = os.environ.get(PAUSE_DIR_ENV)
+    if not directory:
+        raise ValueError(f"failpoint {name}=pause needs {PAUSE_DIR_ENV}")
+    marker = Path(directory) / f"{name.replace(os.sep, '_')}.paused"
+    marker.write_text(str(os.getpid()), encoding="utf-8")
+    while marker.exists():
+        time.sleep(_PAUSE_POLL_SEC)

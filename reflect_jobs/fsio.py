@@ -20,6 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from reflect_jobs.faults import failpoint
+
 #: The mode of a file created without ``mode=``: readable by all, like ``open()`` under the
 #: usual 022 umask. Private files (slices, new hook settings) pass ``mode=0o600``.
 DEFAULT_MODE = 0o644
@@ -58,12 +60,15 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int | None = None
         try:
             view = memoryview(payload)
             while view:
+                failpoint("atomic_write:write")
                 written = os.write(fd, view)
                 view = view[written:]
+            failpoint("atomic_write:fsync")
             os.fsync(fd)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
+        failpoint("atomic_write:replace")
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -24,6 +24,7 @@ from huey.constants import EmptyData
 from huey.exceptions import TaskLockedException
 
 from .config import load_settings
+from .faults import failpoint
 from .index import maintenance
 from .ledger import control
 from .ledger.db import session_scope
@@ -164,6 +165,7 @@ def _reindex_once(rt: Runtime, *, force: bool) -> dict:
         due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
         if due:
             control.set_flag(session, "repairs_since_maintain", "0")
+    failpoint("reindex:holding_lock")
     report = maintenance.repair(rt.settings.kb_path, maintain=due)
     if report.action not in ("valid", "missing"):
         with session_scope(rt.db) as session:

@@ -7,10 +7,69 @@ test's own home directory, with the stub ``claude`` executable from ``tests/stub
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support import STUB_CLAUDE, Env
+
+CHAOS_DIR = Path(__file__).parent / "chaos"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/chaos is fault injection: ``-m chaos`` must select all of it
+    and ``-m "not chaos"`` none of it, so an unmarked test there is a collection error."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if CHAOS_DIR in Path(str(item.path)).parents and item.get_closest_marker("chaos") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "tests under tests/chaos must be marked chaos (pytestmark = pytest.mark.chaos): "
+            + ", ".join(unmarked)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _restores_process_state() -> Iterator[None]:
+    """Fail a test that leaves ``os.environ`` or the working directory changed (use
+    ``monkeypatch``), and reset the module-level caches a test may fill in-process: the
+    ledger's engines and ``reflect_jobs.tasks`` (settings read at import, ``runtime()``
+    cached), so the next test starts from a clean process."""
+    environ, cwd = dict(os.environ), os.getcwd()
+    had_tasks = "reflect_jobs.tasks" in sys.modules
+    yield
+    db = sys.modules.get("reflect_jobs.ledger.db")
+    if db is not None:
+        db.dispose_all()
+    if not had_tasks and "reflect_jobs.tasks" in sys.modules:
+        tasks = sys.modules.pop("reflect_jobs.tasks")
+        tasks.runtime.cache_clear()
+        if getattr(sys.modules.get("reflect_jobs"), "tasks", None) is tasks:
+            delattr(sys.modules["reflect_jobs"], "tasks")  # else `from . import tasks` reuses it
+        sys.modules.pop("workers.consumer", None)
+    changed = sorted(
+        k
+        for k in environ.keys() | os.environ.keys()
+        if environ.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST"  # pytest's own
+    )
+    now_cwd = os.getcwd()
+    for k in changed:  # put it back either way, so one leak cannot spread
+        if k in environ:
+            os.environ[k] = environ[k]
+        else:
+            del os.environ[k]
+    if now_cwd != cwd:
+        os.chdir(cwd)
+    if changed or now_cwd != cwd:
+        pytest.fail(
+            "the test left process state changed:"
+            + (f" os.environ keys {changed}" if changed else "")
+            + (f" cwd {cwd} -> {now_cwd}" if now_cwd != cwd else "")
+            + " (use monkeypatch.setenv / monkeypatch.chdir, which restore)"
+        )
 
 
 @pytest.fixture

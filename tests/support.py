@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,14 +61,16 @@ class Env(dict):
         return self.run("reflect-jobs", *args, **kw)
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = ""):  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` until it returns something truthy and return that; the timeout is a
+    hang guard, never a performance claim (fail with ``what`` if it is reached)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
+    raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
 
 
 def write_claude_transcript(
@@ -125,3 +130,81 @@ def hang_first_model_call(env: Env, state_dir: Path, *, lease_sec: int) -> None:
         REFLECT_LEASE_SEC=str(lease_sec),
         REFLECT_DRAIN_TIMEOUT="120",
     )
+
+
+PAGE = 4096
+
+
+@contextlib.contextmanager
+def small_tmpfs(target: Path, size: int) -> Iterator[Path]:
+    """Mount a ``size``-byte tmpfs at ``target`` for a real ENOSPC; skip without root/mount."""
+    import pytest
+
+    target.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root and mount(8) to create a small tmpfs for a real ENOSPC")
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"mount -t tmpfs not permitted here: {proc.stderr.strip()}")
+    try:
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def fill_fs(directory: Path, free_pages: int) -> Path:
+    """Fill ``directory``'s filesystem, then give back ``free_pages`` pages; return the filler."""
+    filler = directory / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while True:
+            os.write(fd, b"\0" * PAGE)  # unbuffered: ENOSPC surfaces here, not at close
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    used = os.path.getsize(filler)
+    if free_pages:
+        os.truncate(filler, used - free_pages * PAGE)
+    st = os.statvfs(directory)
+    assert st.f_bavail * st.f_frsize == free_pages * PAGE
+    return filler
+
+
+def lease_expired(db_url: str, job_id: str) -> bool:
+    """True once the ledger shows ``job_id`` still ``running`` under a lease that has run out —
+    exactly the rows ``recover_expired`` re-queues. Wait on this, never sleep past a lease."""
+    from sqlalchemy import select
+
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.ledger.models import Job, utcnow
+
+    with session_scope(db_url) as s:
+        found = s.scalar(
+            select(Job.id).where(
+                Job.id == job_id, Job.state == "running", Job.lease_expires_at < utcnow()
+            )
+        )
+    return found is not None
+
+
+def job_due(db_url: str, job_id: str) -> bool:
+    """True once the ledger lists ``job_id`` among the jobs runnable now (``due_jobs``)."""
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.ledger.jobs import due_jobs
+
+    with session_scope(db_url) as s:
+        return any(j.id == job_id for j in due_jobs(s))
+
+
+def job_state(db_url: str, job_id: str) -> str | None:
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.ledger.models import Job
+
+    with session_scope(db_url) as s:
+        job = s.get(Job, job_id)
+        return job.state if job is not None else None

@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 
-from support import BIN, hang_first_model_call, transcripts_dir, wait_for, write_claude_transcript
+import pytest
+from support import (
+    BIN,
+    hang_first_model_call,
+    job_state,
+    lease_expired,
+    transcripts_dir,
+    wait_for,
+    write_claude_transcript,
+)
 
 JOB_KEYS = {
     "id",
@@ -95,6 +103,7 @@ def test_db_upgrade_reports_head(env):
     assert "at revision 0001 (head 0001)" in out
 
 
+@pytest.mark.chaos
 def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env, tmp_path):
     t = write_claude_transcript(
         tmp_path / "w.jsonl", ["No, always validate the webhook signature first."]
@@ -115,7 +124,9 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
     wait_for(lambda: (tmp_path / "claude-calls.jsonl").exists(), timeout=60)
     first.send_signal(signal.SIGKILL)
     first.wait(10)
-    time.sleep(3.5)
+    db = env.settings().db_url
+    assert job_state(db, job_id) == "running"
+    wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease expiring")
     second = start()  # start-up recovery re-queues the expired lease
     try:
         wait_for(

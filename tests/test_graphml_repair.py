@@ -8,7 +8,6 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
-from reflect_jobs.index import graphml_repair as gr
 from reflect_jobs.index.graphml_repair import GraphMLError, check, maintain, repair
 
 nx = pytest.importorskip("networkx")
@@ -211,13 +210,17 @@ def test_maintain_refuses_invalid_and_missing(tmp_path: Path) -> None:
         maintain(tmp_path / "none.graphml")
 
 
+@pytest.mark.chaos
 def test_maintain_restores_when_result_does_not_validate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The rewritten graph cannot be read back (EIO at the re-validation): original restored."""
     path = hand_graph(tmp_path)
     before = path.read_bytes()
-    monkeypatch.setattr(gr, "check", lambda p: False)
+    monkeypatch.setenv("REFLECT_FAILPOINTS", "graphml:check=oserror:EIO")
     with pytest.raises(GraphMLError, match="restored"):
         maintain(path)
+    monkeypatch.delenv("REFLECT_FAILPOINTS")
     assert path.read_bytes() == before
+    assert check(path)
     assert sorted(os.listdir(tmp_path)) == ["g.graphml"]

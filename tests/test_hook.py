@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sqlalchemy import func, select
 from support import BIN, transcripts_dir
 
@@ -18,16 +18,15 @@ HOOK = str(BIN / "reflect-jobs-hook")
 
 
 def _hook(env, payload, harness="claude"):
+    """Run the hook; the timeout is a hang guard (latency is bench/bench_hook.py's job)."""
     raw = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
-    started = time.monotonic()
-    proc = subprocess.run(
+    return subprocess.run(
         [HOOK, harness],
         input=raw if isinstance(raw, bytes) else raw.encode(),
         env=dict(env),
         capture_output=True,
         timeout=30,
     )
-    return proc, time.monotonic() - started
 
 
 def _queued(env) -> int:
@@ -44,18 +43,18 @@ def _jobs(env) -> int:
 
 def test_claude_payload_enqueues_one_capture_and_prints_nothing(env):
     t = transcripts_dir() / "hello-world-script.jsonl"
-    proc, _ = _hook(env, {"session_id": "s1", "transcript_path": str(t), "hook_event_name": "Stop"})
+    proc = _hook(env, {"session_id": "s1", "transcript_path": str(t), "hook_event_name": "Stop"})
     assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
     assert _queued(env) == 1
 
 
 def test_camelcase_copilot_payload(env):
     t = transcripts_dir() / "hello-world-script.jsonl"
-    proc, _ = _hook(env, {"sessionId": "c1", "transcriptPath": str(t)}, harness="copilot")
+    proc = _hook(env, {"sessionId": "c1", "transcriptPath": str(t)}, harness="copilot")
     assert proc.returncode == 0 and _queued(env) == 1
 
 
-def test_garbage_input_exits_0_fast_logs_and_enqueues_nothing(env):
+def test_garbage_input_exits_0_logs_and_enqueues_nothing(env):
     cases = [
         b"",
         b"not json",
@@ -66,9 +65,8 @@ def test_garbage_input_exits_0_fast_logs_and_enqueues_nothing(env):
         b'{"transcript_path": 42}',
     ]
     for raw in cases:
-        proc, elapsed = _hook(env, raw)
+        proc = _hook(env, raw)
         assert proc.returncode == 0 and proc.stdout == b"", raw
-        assert elapsed < 1.0, (raw, elapsed)
     assert _queued(env) == 0
     log = (env.home / "hook-errors.log").read_text().splitlines()
     assert len(log) == len(cases)
@@ -77,7 +75,7 @@ def test_garbage_input_exits_0_fast_logs_and_enqueues_nothing(env):
 
 def test_unknown_harness_is_logged_not_raised(env):
     t = transcripts_dir() / "hello-world-script.jsonl"
-    proc, _ = _hook(env, {"session_id": "s", "transcript_path": str(t)}, harness="vim")
+    proc = _hook(env, {"session_id": "s", "transcript_path": str(t)}, harness="vim")
     assert proc.returncode == 0 and _queued(env) == 0
     assert "unknown harness" in (env.home / "hook-errors.log").read_text()
 
@@ -88,17 +86,18 @@ def test_child_and_disabled_are_noops(env):
     for var in ("REFLECT_DRAIN_CHILD", "REFLECT_DISABLED"):
         e = type(env)(env)
         e[var] = "1"
-        proc, _ = _hook(e, payload)
+        proc = _hook(e, payload)
         assert proc.returncode == 0
     assert _queued(env) == 0 and not (env.home / "hook-errors.log").exists()
 
 
+@pytest.mark.chaos
 def test_locked_queue_is_logged_and_the_hook_still_exits_0(env):
     t = transcripts_dir() / "hello-world-script.jsonl"
     env.home.mkdir(parents=True)
     (env.home / "queue.db").mkdir()  # a directory where the queue file should be
-    proc, elapsed = _hook(env, {"session_id": "s", "transcript_path": str(t)})
-    assert proc.returncode == 0 and elapsed < 10
+    proc = _hook(env, {"session_id": "s", "transcript_path": str(t)})
+    assert proc.returncode == 0 and proc.stdout == b""
     assert "hook-errors.log" in {p.name for p in env.home.iterdir()}
 
 
@@ -114,7 +113,7 @@ def test_60_concurrent_hooks_60_jobs_and_20_of_one_session_1_job(env):
         for ev in ("PreCompact", "Stop", "SessionEnd", "Stop") * 5
     ]
     with ThreadPoolExecutor(max_workers=40) as pool:
-        results = list(pool.map(lambda p: _hook(env, p)[0].returncode, payloads))
+        results = list(pool.map(lambda p: _hook(env, p).returncode, payloads))
     assert results == [0] * 80
     assert _queued(env) == 80
     env.cli("drain", "--until-idle", "--max-seconds", "90")
@@ -128,7 +127,7 @@ def test_hook_error_log_rotates_at_1_mib(env):
     env.home.mkdir(parents=True)
     log = env.home / "hook-errors.log"
     log.write_bytes(b"x" * (1 << 20 | 1))
-    proc, _ = _hook(env, b"not json")
+    proc = _hook(env, b"not json")
     assert proc.returncode == 0
     assert (env.home / "hook-errors.log.1").stat().st_size > 1 << 20
     assert log.stat().st_size < 1000 and "not JSON" in log.read_text()

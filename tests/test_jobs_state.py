@@ -134,21 +134,53 @@ def test_many_threads_race_one_claim_exactly_one_wins(db):
     assert len(wins) == 1
 
 
-@pytest.mark.parametrize("src", STATES)
+# The legal state moves, written out from the design (DESIGN §3) — not read from the code,
+# so a change to ``ALLOWED`` that the design does not make fails here.
+_FROM_RUNNABLE = {"running", "queued", "deferred", "done", "halted"}  # running: claim()
+DESIGN_MOVES: dict[str, set[str]] = {
+    "queued": _FROM_RUNNABLE,
+    "deferred": _FROM_RUNNABLE,
+    "retrying": _FROM_RUNNABLE,
+    "running": {"queued", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"},
+    "halted": {"queued"},  # a person's resume
+    "poisoned": {"queued"},  # a person's retry
+    "quarantined": {"queued"},  # a person's retry
+    "done": set(),
+}
+ALL_STATES = sorted(DESIGN_MOVES)
+
+
+def test_the_code_knows_exactly_the_designed_states_and_moves():
+    assert sorted(STATES) == ALL_STATES
+    assert {src: set(dsts) for src, dsts in ALLOWED.items()} == DESIGN_MOVES
+
+
+@pytest.mark.parametrize("src", ALL_STATES)
 def test_transition_table_is_enforced(db, src):
-    for dst in STATES:
+    """Every designed move works and writes its event; every other move raises."""
+    for dst in ALL_STATES:
         res = _capture(db, session_id=f"{src}-{dst}")
         with session_scope(db) as s:
             job = s.get(Job, res.job_id)
             job.state = src
         with session_scope(db) as s:
             job = s.get(Job, res.job_id)
-            if dst in ALLOWED[src]:
+            if dst in DESIGN_MOVES[src]:
                 transition(s, job, to_state=dst, detail="t")
                 assert job.state == dst
             else:
                 with pytest.raises(IllegalTransition):
                     transition(s, job, to_state=dst)
+        with session_scope(db) as s:
+            assert s.get(Job, res.job_id).state == (dst if dst in DESIGN_MOVES[src] else src)
+        moved = [(None, "queued")] + ([(src, dst)] if dst in DESIGN_MOVES[src] else [])
+        assert _events(db, res.job_id) == moved, (src, dst)
+
+
+def test_unknown_states_are_refused(db):
+    res = _capture(db)
+    with session_scope(db) as s, pytest.raises(IllegalTransition):
+        transition(s, s.get(Job, res.job_id), to_state="finished")
 
 
 def test_terminal_transition_sets_finished_and_closes_coalescing(db):

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from support import PAGE, fill_fs, small_tmpfs
 
-from reflect_jobs import fsio
 from reflect_jobs.kb import (
     NoteError,
     atomic_write,
@@ -158,57 +158,52 @@ def test_lifecycle_rewrite_survives_hand_edited_frontmatter(tmp_path: Path) -> N
 # ---------------------------------------------------------------------------- atomic_write
 
 
-@pytest.mark.parametrize("victim", ["write", "fsync", "replace"])
+@pytest.mark.chaos
+@pytest.mark.parametrize("step", ["write", "fsync", "replace"])
 def test_atomic_write_enospc_leaves_old_file_and_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, victim: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     target = tmp_path / "note.md"
     target.write_text("old content")
-
-    def boom(*_a: object, **_k: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(fsio.os, victim, boom)
+    monkeypatch.setenv("REFLECT_FAILPOINTS", f"atomic_write:{step}=oserror:ENOSPC")
     with pytest.raises(OSError) as info:
         atomic_write(target, "new content " * 1000)
-    monkeypatch.undo()
-    assert info.value.errno == errno.ENOSPC
+    monkeypatch.delenv("REFLECT_FAILPOINTS")
+    assert info.value.errno == errno.ENOSPC and f"atomic_write:{step}" in str(info.value)
     assert target.read_text() == "old content"
     assert os.listdir(tmp_path) == ["note.md"]
+    atomic_write(target, "new content")  # disarmed: the same call goes through
+    assert target.read_text() == "new content" and os.listdir(tmp_path) == ["note.md"]
 
 
-def test_atomic_write_partial_write_then_enospc(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    target = tmp_path / "note.md"
-    target.write_text("old")
-    real_write = os.write
-    calls = {"n": 0}
-
-    def half(fd: int, data: bytes) -> int:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            return real_write(fd, bytes(data[:10]))
-        raise OSError(errno.ENOSPC, "full")
-
-    monkeypatch.setattr(fsio.os, "write", half)
-    with pytest.raises(OSError):
-        atomic_write(target, "x" * 100)
-    monkeypatch.undo()
-    assert target.read_text() == "old" and os.listdir(tmp_path) == ["note.md"]
+@pytest.mark.chaos
+def test_atomic_write_partial_write_then_enospc(tmp_path: Path) -> None:
+    """A real full filesystem: one page is free, so the first write is short, then ENOSPC."""
+    with small_tmpfs(tmp_path / "fs", 64 * 1024) as fs:
+        target = fs / "note.md"
+        target.write_text("old")
+        filler = fill_fs(fs, free_pages=1)
+        with pytest.raises(OSError) as info:
+            atomic_write(target, "x" * (3 * PAGE))
+        assert info.value.errno == errno.ENOSPC
+        assert target.read_text() == "old"
+        assert sorted(os.listdir(fs)) == ["filler.bin", "note.md"], "the temp file was left"
+        filler.unlink()
+        atomic_write(target, "x" * (3 * PAGE))
+        assert target.read_text() == "x" * (3 * PAGE)
 
 
+@pytest.mark.chaos
 def test_write_learning_enospc_on_note_keeps_old_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     nf = write(tmp_path)
     old = nf.path.read_bytes()
-    monkeypatch.setattr(
-        fsio.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full"))
-    )
-    with pytest.raises(OSError):
+    monkeypatch.setenv("REFLECT_FAILPOINTS", "atomic_write:fsync=oserror:ENOSPC")
+    with pytest.raises(OSError) as info:
         write(tmp_path, learning(key_insight="new"), updated=T2)
-    monkeypatch.undo()
+    monkeypatch.delenv("REFLECT_FAILPOINTS")
+    assert info.value.errno == errno.ENOSPC
     assert nf.path.read_bytes() == old
     assert files(tmp_path) == sorted([nf.path.name, nf.sidecar_path.name])
 

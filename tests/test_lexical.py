@@ -169,6 +169,7 @@ def test_persistence_and_k(tmp_path: Path) -> None:
         assert len(idx.indexed_hashes()) == 5
 
 
+@pytest.mark.chaos
 def test_corrupted_fts_detected_and_rebuilt(index: LexicalIndex) -> None:
     assert index.check()
     index._conn.execute("UPDATE docs_fts_data SET block = randomblob(64) WHERE id > 10")
@@ -186,6 +187,7 @@ def test_metadata_fts_mismatch_detected(index: LexicalIndex) -> None:
     assert index.check() is False
 
 
+@pytest.mark.chaos
 @pytest.mark.parametrize("damage", ["header", "pages"])
 def test_corrupted_file_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
     db = tmp_path / "l.db"

@@ -6,12 +6,19 @@ import json
 import os
 import signal
 import subprocess
-import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
-from support import BIN, hang_first_model_call, transcripts_dir, wait_for, write_claude_transcript
+from support import (
+    BIN,
+    hang_first_model_call,
+    lease_expired,
+    transcripts_dir,
+    wait_for,
+    write_claude_transcript,
+)
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
@@ -142,7 +149,8 @@ def test_poisoned_job_can_be_retried(env, tmp_path):
     assert env.cli("retry", job_id, check=False).returncode == 1
 
 
-def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path):
+@pytest.mark.chaos
+def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path, monkeypatch):
     """A worker died after the answer was recorded: recovery applies it without a new call."""
     from reflect_jobs.writer.backends import make_backend
 
@@ -161,7 +169,9 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path)
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     # Simulate the crashed worker: it claimed the job, paid, recorded the answer, died.
     ok_env = dict(env, STUB_CLAUDE_MODE="ok", STUB_CLAUDE_LOG=str(tmp_path / "paid.jsonl"))
-    os.environ.update({k: v for k, v in ok_env.items() if k.startswith("STUB_")})
+    for k, v in ok_env.items():  # the in-process backend hands its environment to the stub
+        if k.startswith("STUB_"):
+            monkeypatch.setenv(k, v)
     result = make_backend(
         "claude",
         claude_bin=env["REFLECT_DRAIN_CLAUDE_BIN"],
@@ -188,6 +198,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path)
         assert s.scalar(select(func.count()).select_from(Learning)) == 1
 
 
+@pytest.mark.chaos
 def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path):
     t = write_claude_transcript(
         tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."]
@@ -206,9 +217,10 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     finally:
         os.killpg(consumer.pid, signal.SIGKILL)
         consumer.wait(10)
-    with session_scope(env.settings().db_url) as s:
+    db = env.settings().db_url
+    with session_scope(db) as s:
         assert s.get(Job, job_id).state == "running"
-    time.sleep(4.5)  # the dead worker's lease expires
+    wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease expiring")
     env.cli("drain", "--until-idle", "--max-seconds", "90")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok")
@@ -222,7 +234,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
         assert s.scalar(select(func.count()).select_from(Learning)) == 1
 
 
-def test_stage_runners_are_idempotent(env, tmp_path):
+def test_stage_runners_are_idempotent(env, tmp_path, monkeypatch):
     """Running any stage task twice changes nothing the second time."""
     from huey.storage import SqliteStorage
 
@@ -243,7 +255,9 @@ def test_stage_runners_are_idempotent(env, tmp_path):
         tmp_path / "i.jsonl", ["No, the rule is: never log the request body."]
     )
     s = env.settings()
-    os.environ.update({k: v for k, v in env.items() if k.startswith("STUB_")})
+    for k, v in env.items():
+        if k.startswith("STUB_"):
+            monkeypatch.setenv(k, v)
     rec = Recorder()
     rt = pipeline.Runtime(
         settings=s,

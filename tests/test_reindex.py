@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from reflect_jobs import kb
 from reflect_jobs.index import maintenance
 from reflect_jobs.index.search import search
@@ -62,6 +64,7 @@ def test_search_warns_when_the_index_lags_the_notes(tmp_path):
     assert "lags" in search(tmp_path, "redis", mode="lexical").warnings[0]
 
 
+@pytest.mark.chaos
 def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
     _note(tmp_path, "Fsync the directory", "renamed file vanished after power loss")
     maintenance.reindex(tmp_path, vectors=False)
@@ -72,6 +75,7 @@ def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
     assert search(tmp_path, "power loss", mode="lexical").hits
 
 
+@pytest.mark.chaos
 def test_damaged_graph_store_is_rebuilt_from_the_notes(tmp_path):
     """The vector/graph store is derived: a damaged one is rebuilt, never a stuck index."""
     a = _note(tmp_path, "Pin the docker digest", "floating tags broke the build")

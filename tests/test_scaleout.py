@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +21,7 @@ from sqlalchemy import func, select
 from support import BIN, wait_for, write_claude_transcript
 
 from reflect_jobs.ledger.db import dispose_all, session_scope
-from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning
+from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -54,6 +53,16 @@ def shared(env):
 def _calls(env) -> int:
     p = Path(env["STUB_CLAUDE_LOG"])
     return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+def _claims_by(db_url: str, pid: int) -> list:
+    """When the consumer process ``pid`` claimed jobs, from ``job_events``: the ``worker``
+    column is ``host:pid:thread`` and a claim is the move into ``running``."""
+    with session_scope(db_url) as s:
+        rows = s.execute(
+            select(JobEvent.worker, JobEvent.at).where(JobEvent.to_state == "running")
+        ).all()
+    return sorted(at for worker, at in rows if worker and worker.rsplit(":", 2)[1] == str(pid))
 
 
 def _hook(env, session_id: str, path: Path) -> int:
@@ -88,6 +97,7 @@ def test_pipeline_runs_end_to_end_on_redis_and_postgres(shared, tmp_path):
     assert json.loads(shared.cli("status", "--json").stdout)["budget"]["used"] == 1
 
 
+@pytest.mark.chaos  # SIGKILLs one of the consumers
 def test_two_consumers_40_jobs_cap_10_one_killed_mid_call(shared, tmp_path):
     shared.update(
         REFLECT_DRAIN_DAILY_MAX="10",
@@ -116,8 +126,10 @@ def test_two_consumers_40_jobs_cap_10_one_killed_mid_call(shared, tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    db_url = shared.settings().db_url
+    b = None
     try:
-        wait_for(lambda: _calls(shared) >= 1, timeout=90)
+        wait_for(lambda: _calls(shared) >= 1, timeout=90, what="consumer A's first model call")
         b = subprocess.Popen(
             [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "150", "-w", "3"],
             env=dict(shared),
@@ -125,11 +137,18 @@ def test_two_consumers_40_jobs_cap_10_one_killed_mid_call(shared, tmp_path):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        time.sleep(1.0)
+        # The race is real only if B claims work while A is alive: wait for it in the ledger.
+        wait_for(lambda: _claims_by(db_url, b.pid), timeout=90, what="consumer B's first claim")
+        assert a.poll() is None, "consumer A died on its own before the kill"
     finally:
+        killed_at = utcnow()
         os.killpg(a.pid, signal.SIGKILL)
         a.wait(10)
-    assert b.wait(200) == 0, b.stderr.read()
+    assert b is not None and b.wait(200) == 0, b.stderr.read()
+    a_claims, b_claims = _claims_by(db_url, a.pid), _claims_by(db_url, b.pid)
+    assert a_claims and b_claims, "both consumers claimed jobs"
+    assert max(a_claims) < killed_at  # A's own claims: the two clocks read alike
+    assert min(b_claims) < killed_at, "B claimed a job while A was still alive"
     killed_calls = sum(
         1
         for line in Path(shared["STUB_CLAUDE_LOG"]).read_text().splitlines()

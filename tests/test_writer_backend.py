@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import stat
-import time
+import threading
 from pathlib import Path
 
 import pytest
+from support import wait_for
 
 from reflect_jobs.markers import CHILD_ENV, CHILD_MARKER
 from reflect_jobs.writer import (
     BackendMissing,
     ClaudeCliBackend,
     HeuristicBackend,
+    ModelResult,
     build_prompt,
     make_backend,
     parse_actions,
@@ -93,26 +97,33 @@ def _alive(pid: int) -> bool:
 
 
 def test_timeout_kills_process_group_and_keeps_partial_stdout(tmp_path: Path) -> None:
+    """The stub's helper sleeps an hour and holds the stub's stdout, so the call can only come
+    back — and the helper only be gone — if the timeout killed the whole group."""
     backend = stub(
         tmp_path,
         "sleep",
-        timeout=1,
-        STUB_CLAUDE_SLEEP="30",
+        timeout=5,  # outlasts the stub's start-up, so the partial fragment is out first
+        STUB_CLAUDE_SLEEP="3600",
         STUB_CLAUDE_SPAWN_CHILD="1",
         STUB_CLAUDE_PARTIAL='{"partial": true',
     )
-    started = time.monotonic()
-    result = backend.call("prompt")
-    elapsed = time.monotonic() - started
-    assert elapsed < 1 + 2
-    assert result.exit_code == 124 and result.timed_out
-    assert result.raw_stdout == '{"partial": true'
-    assert not result.envelope_ok and result.is_error
+    done: dict[str, object] = {}
+    caller = threading.Thread(target=lambda: done.update(result=backend.call("prompt")))
+    caller.start()
+    caller.join(120)  # a hang guard: without the group kill the call waits the helper's hour
     grandchild = calls(tmp_path)[0]["grandchild_pid"]
-    deadline = time.monotonic() + 2
-    while _alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(grandchild), "the stub's child survived: the group was not killed"
+    try:
+        assert not caller.is_alive(), "the call did not end at its timeout"
+        result = done["result"]
+        assert isinstance(result, ModelResult)
+        assert result.exit_code == 124 and result.timed_out
+        assert result.raw_stdout == '{"partial": true'
+        assert not result.envelope_ok and result.is_error
+        wait_for(lambda: not _alive(grandchild), timeout=30, what="the stub's helper dying")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, signal.SIGKILL)  # never leave an hour-long sleep behind
+        caller.join(30)
 
 
 def test_exit124_without_output(tmp_path: Path) -> None:

@@ -309,8 +309,10 @@ def test_free_outcomes_cost_zero_paid_cost_one(tmp_path: Path, mode: str) -> Non
 def test_timeout_with_partial_fragment_is_the_timeout_path(tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    env = {"STUB_CLAUDE_MODE": "sleep", "STUB_CLAUDE_SLEEP": "10", "STUB_CLAUDE_PARTIAL": "{"}
-    result = ClaudeCliBackend(str(STUB), "m", str(cwd), 0.5, extra_env=env).call("p")
+    env = {"STUB_CLAUDE_MODE": "sleep", "STUB_CLAUDE_SLEEP": "600", "STUB_CLAUDE_PARTIAL": "{"}
+    # The timeout only has to outlast the stub's start-up (it prints the fragment first);
+    # 0.5 s raced a loaded machine's interpreter start. The stub then sleeps far longer.
+    result = ClaudeCliBackend(str(STUB), "m", str(cwd), 5, extra_env=env).call("p")
     assert result.timed_out and result.raw_stdout == "{"
     out = classify_attempt(result, ctx())
     assert (out.outcome, out.entries, out.disposition) == ("poison_timeout_exit_124", 1, "poison")

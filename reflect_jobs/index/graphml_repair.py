@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from reflect_jobs.faults import failpoint
 from reflect_jobs.fsio import atomic_write
 
 try:  # defusedxml refuses entity-expansion tricks; stdlib expat (>= 2.4.1) also limits them
@@ -66,6 +67,7 @@ def _valid_bytes(data: bytes) -> bool:
 def check(path: str | os.PathLike[str]) -> bool:
     """True if ``path`` exists and is well-formed XML."""
     try:
+        failpoint("graphml:check")
         data = Path(path).read_bytes()
     except OSError:
         return False

@@ -40,6 +40,8 @@ from typing import Any
 
 from nano_graphrag.base import BaseKVStorage
 
+from reflect_jobs.faults import failpoint
+
 DB_NAME = "reflect_index.db"
 SCHEMA_VERSION = 2
 
@@ -331,6 +333,7 @@ class SQLiteKVStorage(BaseKVStorage):
             "ON CONFLICT(ns, id) DO UPDATE SET value = excluded.value",
             [(self.namespace, k, dumps_json(v)) for k, v in data.items()],
         )
+        failpoint(f"kv_upsert:{self.namespace}")
 
     async def drop(self):
         self._cache = None

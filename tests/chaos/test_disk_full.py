@@ -13,63 +13,24 @@ is written first, fits; the note does not).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from support import transcripts_dir
+from support import fill_fs, job_due, small_tmpfs, transcripts_dir, wait_for
 
-PAGE = 4096
+pytestmark = pytest.mark.chaos
+
 TMPFS_BYTES = 256 * 1024
 NOTE_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
 
 
-def _mount_small_tmpfs(target: Path) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("needs root and mount(8) to create a small tmpfs for a real ENOSPC")
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(target)],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"mount -t tmpfs not permitted here: {proc.stderr.strip()}")
-
-
 @pytest.fixture
 def full_kb(env, tmp_path: Path) -> Iterator[Path]:
-    kb = tmp_path / "kb"
-    _mount_small_tmpfs(kb)
-    env["GLOBAL_LEARNINGS_PATH"] = str(kb)
-    try:
+    with small_tmpfs(tmp_path / "kb", TMPFS_BYTES) as kb:
+        env["GLOBAL_LEARNINGS_PATH"] = str(kb)
         yield kb
-    finally:
-        subprocess.run(["umount", "-l", str(kb)], check=False)
-
-
-def _fill(kb: Path, free_pages: int) -> Path:
-    """Fill the filesystem, then give back ``free_pages`` pages."""
-    filler = kb / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        while True:
-            os.write(fd, b"\0" * PAGE)  # unbuffered: ENOSPC surfaces here, not at close
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    used = os.path.getsize(filler)
-    if free_pages:
-        os.truncate(filler, used - free_pages * PAGE)
-    st = os.statvfs(kb)
-    assert st.f_bavail * st.f_frsize == free_pages * PAGE
-    return filler
 
 
 def _leftovers(kb: Path) -> list[str]:
@@ -85,9 +46,9 @@ def test_disk_full_add_retries_then_finishes_with_one_note(
     env["REFLECT_RETRY_BASE_SEC"] = "2"  # first add retry due 2 s later: drain 1 stops before it
     (full_kb / "documents").mkdir()
     (full_kb / "index" / "graph").mkdir(parents=True)
-    filler = _fill(full_kb, free_pages)
+    filler = fill_fs(full_kb, free_pages)
 
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    job_id = env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")).stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     (job,) = json.loads(env.cli("jobs", "--json").stdout)
     assert (job["stage"], job["state"]) == ("add", "retrying"), job
@@ -103,7 +64,7 @@ def test_disk_full_add_retries_then_finishes_with_one_note(
     calls_before = len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines())
 
     filler.unlink()
-    time.sleep(2.2)
+    wait_for(lambda: job_due(env.settings().db_url, job_id), timeout=60)  # the retry is due
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     (job,) = json.loads(env.cli("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,8 @@ from reflect_jobs.writer.actions import (
     parse_actions,
     plan_actions,
 )
+
+pytestmark = pytest.mark.chaos
 
 FUZZ = settings(
     max_examples=200,

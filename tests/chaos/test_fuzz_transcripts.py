@@ -36,6 +36,8 @@ from hypothesis import strategies as st
 from reflect_jobs.cascade import EmptyLedger, prepare
 from reflect_jobs.transcripts import Transcript, UnreadableTranscript, read_transcript
 
+pytestmark = pytest.mark.chaos
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "transcripts"
 FIXTURES = {
     "claude": DATA / "claude-spec-example.jsonl",

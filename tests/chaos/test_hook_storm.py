@@ -14,15 +14,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 from support import BIN, write_claude_transcript
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job
+
+pytestmark = pytest.mark.chaos
 
 HOOKS = 200
 POOL = 50
@@ -34,8 +36,8 @@ def _queued_messages(queue_db: Path) -> int:
         return int(conn.execute("select count(*) from task").fetchone()[0])
 
 
-def _run_hook(env: dict[str, str], payload: dict[str, str]) -> tuple[int, bytes, bytes, float]:
-    started = time.monotonic()
+def _run_hook(env: dict[str, str], payload: dict[str, str]) -> tuple[int, bytes, bytes]:
+    # The timeout is a hang guard, not a latency claim (bench/bench_hook.py measures that).
     proc = subprocess.run(
         [HOOK, "claude"],
         input=json.dumps(payload).encode(),
@@ -43,7 +45,7 @@ def _run_hook(env: dict[str, str], payload: dict[str, str]) -> tuple[int, bytes,
         capture_output=True,
         timeout=60,
     )
-    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def test_200_concurrent_hooks_200_captures_200_jobs(env, tmp_path: Path) -> None:
@@ -74,8 +76,6 @@ def test_200_concurrent_hooks_200_captures_200_jobs(env, tmp_path: Path) -> None
     assert all(r[2] == b"" for r in results), "a hook printed something on stderr"
     errors = env.home / "hook-errors.log"
     assert not errors.exists(), errors.read_text()[:2000]
-    # Not a latency benchmark (bench/bench_hook.py is): 50 interpreters share 2 CPUs here.
-    assert max(r[3] for r in results) < 30
 
     assert _queued_messages(env.home / "queue.db") == HOOKS
 

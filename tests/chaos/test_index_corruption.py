@@ -20,7 +20,10 @@ import os
 from pathlib import Path
 
 import networkx as nx
+import pytest
 from support import transcripts_dir
+
+pytestmark = pytest.mark.chaos
 
 NOTE_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
 

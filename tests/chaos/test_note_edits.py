@@ -20,6 +20,8 @@ from support import BIN, transcripts_dir, write_claude_transcript
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
 
+pytestmark = pytest.mark.chaos
+
 PNPM_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
 
 
@@ -67,7 +69,6 @@ def _assert_revised(env, note: Path, source: str) -> None:
     assert fm["proof_count"] == 2 and source in fm["sources"], fm
 
 
-@pytest.mark.chaos
 def test_sigkill_after_add_commit_the_next_drain_applies_the_note_edits(env, tmp_path):
     job_id, note = _revise_pnpm_note(env, tmp_path)
     proc = _drain(env, REFLECT_FAILPOINTS="after_commit:add")

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support import write_claude_transcript
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, utcnow
+
+pytestmark = pytest.mark.chaos
 
 
 def _job(env) -> dict:

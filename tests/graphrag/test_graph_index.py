@@ -129,22 +129,17 @@ def test_one_note_upsert_writes_rows_not_files(tmp_path, embedder):
     assert changes["small"] == changes["big"], changes
 
 
+@pytest.mark.chaos
 def test_writer_killed_mid_transaction_leaves_last_commit(tmp_path, embedder):
     wd = tmp_path / "crash"
     gi = GraphIndex(wd, embedder=embedder)
     gi.upsert(ALL_DOCS[:3])
     code = textwrap.dedent(
         f"""
-        import os, signal, sys
+        import sys
         sys.path.insert(0, {str(REPO)!r})
-        from reflect_jobs.index import graphrag, sqlite_store
+        from reflect_jobs.index import graphrag
         from tests_support_docs import DOCS
-        real = sqlite_store.SQLiteKVStorage.upsert
-        async def die(self, data):
-            await real(self, data)
-            if self.namespace == "text_chunks":  # graph, vectors, docs already written
-                os.kill(os.getpid(), signal.SIGKILL)
-        sqlite_store.SQLiteKVStorage.upsert = die
         gi = graphrag.GraphIndex({str(wd)!r})
         gi.upsert(DOCS)
         """
@@ -153,7 +148,12 @@ def test_writer_killed_mid_transaction_leaves_last_commit(tmp_path, embedder):
         "from reflect_jobs.index.graphrag import IndexDoc\n"
         f"DOCS = [IndexDoc(*a) for a in {[(d.id, d.text, d.sidecar) for d in ALL_DOCS[3:6]]!r}]\n"
     )
-    env = {**os.environ, "PYTHONPATH": f"{REPO}:{tmp_path}"}
+    # SIGKILL once the text chunks are upserted: graph, vectors, docs already written.
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO}:{tmp_path}",
+        "REFLECT_FAILPOINTS": "kv_upsert:text_chunks",
+    }
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=300)
     assert r.returncode == -9, r.stderr[-2000:]
     gi2 = GraphIndex(wd, embedder=embedder)
@@ -208,6 +208,7 @@ def test_reopens_after_the_directory_is_rebuilt(tmp_path, embedder):
     assert reader.query("session keys never expire", k=1)[0][0] == "redis-ttl"
 
 
+@pytest.mark.chaos
 def test_damaged_database_names_the_fix(tmp_path, embedder):
     wd = tmp_path / "dmg"
     GraphIndex(wd, embedder=embedder).upsert(ALL_DOCS[:1])
