@@ -33,6 +33,14 @@ def _env(name: str, environ: dict[str, str] | None = None) -> str | None:
 
 
 def home_dir(environ: dict[str, str] | None = None) -> Path:
+    """The state directory (``envpaths.home_dir_str``) as a :class:`~pathlib.Path`.
+
+    Args:
+        environ: The environment to read; ``None`` means ``os.environ``.
+
+    Returns:
+        ``$REFLECT_HOME`` (or ``REFLECT_STATE_DIR``), default ``~/.reflect``; not created.
+    """
     return Path(home_dir_str(environ))
 
 
@@ -146,19 +154,25 @@ class Settings:
 
     @property
     def queue_is_redis(self) -> bool:
+        """Whether the queue is Redis (``redis://``, ``rediss://``, ``unix://``), not SQLite."""
         return self.queue_url.startswith(("redis://", "rediss://", "unix://"))
 
     @property
     def slices_dir(self) -> Path:
+        """``$REFLECT_HOME/slices``: where the prepare stage writes each job's slice."""
         return self.home / "slices"
 
     @property
     def log_path(self) -> Path:
+        """``$REFLECT_HOME/drain.log``: the rotated JSON log (see ``reflect_jobs.logging``)."""
         return self.home / "drain.log"
 
     @property
     def model_timeout_sec(self) -> int:
-        """The model call's own timeout: ``TIMEOUT − 90`` leaves room for the add stage."""
+        """The model call's own timeout: ``TIMEOUT − 90`` leaves room for the add stage.
+
+        Seconds; 60 when the stage timeout is 150 s or less (as ``writer.timeout_for``).
+        """
         return self.timeout_sec - 90 if self.timeout_sec > 150 else 60
 
     def resolved_writer_backend(self) -> str:
@@ -167,18 +181,35 @@ class Settings:
         An explicit ``claude`` whose binary is missing is *not* downgraded: that is an
         install fault and halts the write stage (DESIGN §3) so nobody mistakes heuristic
         notes for model output.
+
+        Returns:
+            ``"claude"`` or ``"heuristic"``: the configured backend, or for ``auto`` the one
+            that is available now (``claude_bin`` looked up on ``PATH``).
         """
         if self.writer_backend != "auto":
             return self.writer_backend
         return "claude" if shutil.which(self.claude_bin) else "heuristic"
 
     def redacted_urls(self) -> dict[str, str]:
-        """Store URLs safe to print: passwords replaced (status, doctor)."""
+        """Store URLs safe to print: passwords replaced (status, doctor).
+
+        Returns:
+            ``{"db": ..., "queue": ...}``, each passed through :func:`redact_url`.
+        """
         return {"db": redact_url(self.db_url), "queue": redact_url(self.queue_url)}
 
 
 def redact_url(url: str) -> str:
-    """Hide secrets in a store URL for printing: ``user:***@host`` and ``?password=***``."""
+    """Hide secrets in a store URL for printing: ``user:***@host`` and ``?password=***``.
+
+    Args:
+        url: A database or queue URL, with or without credentials.
+
+    Returns:
+        The URL with the password of a ``user:password@`` part replaced by ``***`` (the user
+        name is kept) and the values of ``password``/``passwd``/``pwd``/``secret``/``token``
+        query parameters replaced by ``***``; unchanged when there is nothing to hide.
+    """
     import re
 
     if "://" in url and "@" in url:
@@ -191,7 +222,21 @@ def redact_url(url: str) -> str:
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Build and validate :class:`Settings`; raises :class:`SettingsError` on a bad value."""
+    """Build and validate :class:`Settings`; raises :class:`SettingsError` on a bad value.
+
+    Args:
+        environ: The environment to read; ``None`` means ``os.environ``. It is copied, never
+            modified.
+
+    Returns:
+        The validated settings. An unset variable takes the default shown on
+        :class:`Settings`, and so does an empty one, except a boolean: empty means false.
+
+    Raises:
+        SettingsError: A value is not an integer, number, boolean or allowed choice, is out
+            of its range, or a store URL has an unsupported scheme; the message names the
+            variable.
+    """
     env = dict(os.environ if environ is None else environ)
     home = home_dir(env)
     kb_raw = _env("GLOBAL_LEARNINGS_PATH", env)

@@ -52,6 +52,17 @@ def encode_message(task_name: str, args: tuple, kwargs: dict | None = None) -> b
     Layout: PROTO 2, GLOBAL 'huey.registry Message', <args tuple>, REDUCE, STOP. The inner
     tuple is pickled by the stdlib (its own PROTO/STOP stripped); GLOBAL is not memoised,
     so the tuple's memo indices stay valid in the combined stream.
+
+    Args:
+        task_name: Huey's registered name of the task: module path and function name, e.g.
+            ``reflect_jobs.tasks.capture``.
+        args: Positional arguments of the task call; must be picklable by the stdlib and
+            unpicklable by the consumer (plain values only).
+        kwargs: Keyword arguments of the call; ``None`` means none.
+
+    Returns:
+        The message bytes: a fresh random id, no ETA, 0 retries, 0 retry delay, no priority;
+        ready for :func:`push_sqlite` or :func:`push_redis`.
     """
     fields = (_uuid4(), task_name, None, 0, 0, None, tuple(args), dict(kwargs or {}))
     inner = pickle.dumps(fields, protocol=2)
@@ -60,6 +71,23 @@ def encode_message(task_name: str, args: tuple, kwargs: dict | None = None) -> b
 
 
 def push_sqlite(path: str, data: bytes, *, name: str = QUEUE_NAME, timeout: float = 5.0) -> None:
+    """INSERT one message into Huey's ``task`` table in the SQLite queue file ``path``.
+
+    If the table does not exist yet (the hook ran before any consumer started), the file is
+    switched to WAL and given Huey's own DDL, then the insert is retried, so the file a
+    consumer later opens is one Huey itself could have made.
+
+    Args:
+        path: Filesystem path of the queue database (what follows ``sqlite:///``). The file
+            is created if missing; its directory must exist.
+        data: The message bytes from :func:`encode_message`.
+        name: Huey's queue name (the ``queue`` column); a consumer reads only its own name.
+        timeout: Seconds to wait for a lock held by a consumer or another hook.
+
+    Raises:
+        sqlite3.Error: The database stayed locked past ``timeout``, cannot be opened, or is
+            not a Huey queue file.
+    """
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         try:
@@ -101,7 +129,25 @@ def _read_reply(sock) -> bytes:  # type: ignore[no-untyped-def]
 
 
 def push_redis(url: str, data: bytes, *, name: str = QUEUE_NAME, timeout: float = 3.0) -> None:
-    """LPUSH onto RedisStorage's list key, honouring password and db number in the URL."""
+    """LPUSH onto RedisStorage's list key, honouring password and db number in the URL.
+
+    Speaks RESP over a plain TCP socket: ``AUTH`` when the URL has a password (with the user
+    name when it has one), ``SELECT`` when the db is not 0, then ``LPUSH huey.redis.<name>``,
+    all sent in one write; then one reply per command is read.
+
+    Args:
+        url: ``redis://[[user]:password@]host[:port][/db]``; host defaults to 127.0.0.1, port
+            to 6379, db to 0. Percent-escapes in the user name and password are decoded.
+        data: The message bytes from :func:`encode_message`.
+        name: Huey's queue name; the list key is ``huey.redis.<name>``, as RedisStorage has it.
+        timeout: Seconds allowed for the connect and for each socket read.
+
+    Raises:
+        ConnectionError: Redis closed the connection or answered with an error (a wrong
+            password, a bad db number).
+        OSError: The connection could not be made, or a reply did not arrive within
+            ``timeout`` (``TimeoutError``).
+    """
     import socket  # only the Redis deployment pays for these imports
     from urllib.parse import unquote, urlparse
 
@@ -126,6 +172,20 @@ def push_redis(url: str, data: bytes, *, name: str = QUEUE_NAME, timeout: float 
 
 
 def enqueue(queue_url: str, task_name: str, args: tuple, kwargs: dict | None = None) -> None:
+    """Encode one task call and push it onto the queue ``queue_url`` names.
+
+    Args:
+        queue_url: ``sqlite:///PATH`` or ``redis://...`` (see :func:`push_redis`): the same
+            URL the consumers read from ``REFLECT_QUEUE_URL``.
+        task_name: Huey's name of the task, e.g. ``reflect_jobs.tasks.capture``.
+        args: Positional arguments of the task call.
+        kwargs: Keyword arguments of the call; ``None`` means none.
+
+    Raises:
+        ValueError: ``rediss://`` (TLS is not spoken here), ``unix://`` or any other scheme.
+        sqlite3.Error: The SQLite push failed (see :func:`push_sqlite`).
+        OSError: The Redis push failed (see :func:`push_redis`).
+    """
     data = encode_message(task_name, args, kwargs)
     if queue_url.startswith("sqlite:///"):
         push_sqlite(queue_url[len("sqlite:///") :], data)

@@ -32,7 +32,18 @@ class HookInputError(ValueError):
 
 
 def first_present(payload: dict, *keys: str, default: object = None) -> object:
-    """SPEC §2.4: the first key *present* wins (presence, not truthiness)."""
+    """SPEC §2.4: the first key *present* wins (presence, not truthiness).
+
+    A key holding ``""`` or ``None`` still beats a later key.
+
+    Args:
+        payload: The decoded hook JSON object.
+        *keys: Candidate keys, most preferred first (harnesses spell them snake or camel).
+        default: What to return when none of ``keys`` is present.
+
+    Returns:
+        ``payload[key]`` for the first present key, else ``default``.
+    """
     for key in keys:
         if key in payload:
             return payload[key]
@@ -40,7 +51,29 @@ def first_present(payload: dict, *keys: str, default: object = None) -> object:
 
 
 def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple[str, str, str]:
-    """(session_id, transcript_path, event) from a hook payload, or HookInputError."""
+    """(session_id, transcript_path, event) from a hook payload, or HookInputError.
+
+    The transcript is the first present of ``agent_transcript_path``, ``agentTranscriptPath``,
+    ``transcript_path``, ``transcriptPath``; the session the first present of ``session_id``,
+    ``sessionId``, ``parent_session_id``, ``parentSessionId``. The file must exist now, but
+    it is not opened: the capture task reads it later.
+
+    Args:
+        raw: The hook's stdin text, a JSON object; blank text counts as no payload.
+        harness: ``claude``, ``codex`` or ``copilot`` (the hook's first argument).
+        event_arg: The ``--event`` value, which overrides the payload's ``hook_event_name``;
+            ``None`` or ``""`` means read it from the payload.
+
+    Returns:
+        ``(session_id, transcript_path, event)``: the session id as a string (``"unknown"``
+        when absent or empty); the transcript path with ``~`` expanded and a relative path
+        joined to the payload's ``cwd`` (else the process's working directory); the event
+        name cut to 32 characters (``"unknown"`` when absent).
+
+    Raises:
+        HookInputError: Unknown harness, stdin not a JSON object, no transcript path, or no
+            file at that path.
+    """
     if harness not in HARNESSES:
         raise HookInputError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
     try:
@@ -79,8 +112,17 @@ ERROR_LOG_MAX_BYTES = 1 << 20
 
 
 def log_error(message: str) -> None:
-    """One JSON line per failed hook; one rotated generation at 1 MiB, so a hook that fails
-    on every agent turn for months cannot fill the disk."""
+    """Append one JSON line ``{"ts", "error"}`` to ``$REFLECT_HOME/hook-errors.log``.
+
+    One JSON line per failed hook; one rotated generation (``hook-errors.log.1``) once the
+    log passes ``ERROR_LOG_MAX_BYTES`` (1 MiB), so a hook that fails on every agent turn for
+    months cannot fill the disk. Never raises: a log that cannot be written (read-only home,
+    full disk) is given up on, because the hook must never fail the agent's session.
+
+    Args:
+        message: What went wrong, usually ``"<ExceptionType>: <message>"``. The written line
+            is cut at 4000 characters.
+    """
     try:
         home = home_dir_str()
         os.makedirs(home, exist_ok=True)
@@ -100,7 +142,23 @@ def log_error(message: str) -> None:
 
 
 def run(argv: list[str], stdin_text: str) -> None:
-    """Parse and enqueue; raises on any problem (``main`` turns that into a log line)."""
+    """Parse and enqueue; raises on any problem (``main`` turns that into a log line).
+
+    A no-op when ``REFLECT_DRAIN_CHILD`` (our own writer's child session) or
+    ``REFLECT_DISABLED`` is truthy. Otherwise enqueues ``reflect_jobs.tasks.capture(harness,
+    session_id, transcript_path, event, hook_ts)`` on ``$REFLECT_QUEUE_URL``, with
+    ``hook_ts`` the current Unix time, creating the SQLite queue's directory if needed.
+
+    Args:
+        argv: The hook's arguments: the harness name first, optionally ``--event NAME``.
+        stdin_text: The payload read from stdin, decoded (may be empty).
+
+    Raises:
+        HookInputError: The payload cannot become a capture (see :func:`parse_payload`).
+        ValueError: The queue URL's scheme is not supported by ``fastqueue``.
+        OSError: The queue directory cannot be created or the Redis push failed.
+        sqlite3.Error: The SQLite queue could not be written (e.g. locked past the timeout).
+    """
     if is_truthy(os.environ.get(CHILD_ENV)) or is_truthy(os.environ.get("REFLECT_DISABLED")):
         return
     harness = argv[0] if argv else ""
@@ -116,6 +174,18 @@ def run(argv: list[str], stdin_text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``reflect-jobs-hook`` console script: run the hook, log any failure, return 0.
+
+    Reads at most ``MAX_STDIN_BYTES`` (1 MiB) of stdin, nothing when stdin is a TTY, and
+    decodes it as UTF-8 with replacement characters; every exception becomes one line of
+    ``hook-errors.log`` (see :func:`log_error`).
+
+    Args:
+        argv: The arguments after the program name; ``None`` means ``sys.argv[1:]``.
+
+    Returns:
+        0, always: a hook failure must never fail the agent's session.
+    """
     argv = sys.argv[1:] if argv is None else argv
     try:
         data = sys.stdin.buffer.read(MAX_STDIN_BYTES) if not sys.stdin.isatty() else b""

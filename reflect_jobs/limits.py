@@ -19,6 +19,13 @@ from typing import Protocol
 
 
 class CounterStorage(Protocol):
+    """The two counter operations of Huey's storage (SQLite and Redis) that the caps use.
+
+    ``incr(key, amount)`` adds ``amount`` (negative or 0 allowed) to the counter atomically
+    and returns the new value, a missing counter counting as 0; ``delete_counter(key)``
+    removes the counter (a missing one is fine).
+    """
+
     def incr(self, key: str, amount: int = 1) -> int: ...
 
     def delete_counter(self, key: str) -> None: ...
@@ -34,37 +41,101 @@ class Reservation:
 
 @dataclass(frozen=True)
 class Deferral:
+    """A refused reservation: why (for the log) and when the full window resets (UTC)."""
+
     reason: str
     until: datetime
 
 
 def daily_key(now: float) -> str:
+    """The daily counter's key for the UTC day containing ``now``.
+
+    Args:
+        now: Unix time in seconds.
+
+    Returns:
+        ``caps:daily:YYYY-MM-DD``.
+    """
     return "caps:daily:" + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
 
 
 def run_key(now: float, window_sec: int) -> str:
+    """The run counter's key for the window containing ``now``.
+
+    Windows are aligned to the Unix epoch, not to the first call, so every worker computes
+    the same key without coordinating.
+
+    Args:
+        now: Unix time in seconds.
+        window_sec: Window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``); must be > 0.
+
+    Returns:
+        ``caps:run:<window number>``, the number being ``now // window_sec``.
+    """
     return f"caps:run:{int(now // window_sec)}"
 
 
 def next_day(now: float) -> datetime:
+    """When the daily cap in force at ``now`` resets: the next UTC midnight.
+
+    Args:
+        now: Unix time in seconds.
+
+    Returns:
+        An aware UTC datetime, 00:00 of the UTC day after ``now``'s.
+    """
     day = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return day + timedelta(days=1)
 
 
 def window_end(now: float, window_sec: int) -> datetime:
+    """When the run window containing ``now`` ends, i.e. when the run cap resets.
+
+    Args:
+        now: Unix time in seconds.
+        window_sec: Window length in seconds; must be > 0.
+
+    Returns:
+        An aware UTC datetime: the start of the next window (epoch-aligned, see
+        :func:`run_key`).
+    """
     return datetime.fromtimestamp((int(now // window_sec) + 1) * window_sec, UTC)
 
 
 class Caps:
-    """Reserve/refund budget units against the two windows."""
+    """Reserve/refund budget units against the two windows.
+
+    Args:
+        storage: Huey's storage, or anything with its atomic ``incr``/``delete_counter``. Every
+            consumer that shares it counts against one budget.
+        daily_max: Units allowed per UTC day (``REFLECT_DRAIN_DAILY_MAX``); 0 refuses every
+            reservation.
+        run_max: Units allowed per run window (``REFLECT_DRAIN_MAX``).
+        window_sec: Run-window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``); must be > 0.
+    """
 
     def __init__(self, storage: CounterStorage, *, daily_max: int, run_max: int, window_sec: int):
+        """Bind the caps to ``storage``; nothing is read or written until a call."""
         self.storage = storage
         self.daily_max = daily_max
         self.run_max = run_max
         self.window_sec = window_sec
 
     def reserve(self, now: float | None = None) -> Reservation | Deferral:
+        """Take one unit from both windows, or say when to come back.
+
+        The daily counter is incremented first, then the run counter; a counter pushed over
+        its cap is decremented again at once (the daily one too when the run cap refuses),
+        so no reservation is ever kept above a cap however many workers race.
+
+        Args:
+            now: Unix time in seconds; ``None`` means ``time.time()``.
+
+        Returns:
+            A :class:`Reservation` holding the two keys to refund, or a :class:`Deferral`
+            with the reason and the reset time of the full window: the next UTC midnight
+            for the daily cap, the window's end for the run cap.
+        """
         now = time.time() if now is None else now
         dkey, rkey = daily_key(now), run_key(now, self.window_sec)
         if self.storage.incr(dkey, 1) > self.daily_max:
@@ -80,7 +151,12 @@ class Caps:
         return Reservation(dkey, rkey)
 
     def refund(self, reservation: Reservation) -> None:
-        """Give the unit back: the attempt was free (halt, quarantine, dry run…)."""
+        """Give the unit back: the attempt was free (halt, quarantine, dry run…).
+
+        Args:
+            reservation: What :meth:`reserve` returned. Refund it at most once: nothing
+                guards the counters against going below what was reserved.
+        """
         self.storage.incr(reservation.daily_key, -1)
         self.storage.incr(reservation.run_key, -1)
 
@@ -90,6 +166,13 @@ class Caps:
         Keys carry their window, so old ones are never read again; without pruning a
         long-lived install would keep 144 run-window counters a day forever. Called by the
         periodic recovery task; O(1) per call (it deletes a fixed range of past keys).
+
+        Args:
+            now: Unix time in seconds; ``None`` means ``time.time()``.
+            keep_days: Daily counters of the last ``keep_days`` UTC days (today included)
+                are kept; those of the 7 days before are deleted. Run counters of the
+                current and the previous window are kept; those of the 24 hours before them
+                are deleted. Older keys (recovery did not run for a week) stay behind.
         """
         now = time.time() if now is None else now
         current = int(now // self.window_sec)
@@ -99,7 +182,16 @@ class Caps:
             self.storage.delete_counter(daily_key(now - back * 86400))
 
     def usage(self, now: float | None = None) -> dict[str, object]:
-        """Current counters without changing them (incr by 0 reads atomically)."""
+        """Current counters without changing them (incr by 0 reads atomically).
+
+        Args:
+            now: Unix time in seconds; ``None`` means ``time.time()``.
+
+        Returns:
+            ``day`` (the UTC day, ``YYYY-MM-DD``), ``daily_used``, ``daily_limit``,
+            ``run_used``, ``run_limit`` (ints) and ``run_resets_at`` (ISO 8601, UTC: the
+            current run window's end).
+        """
         now = time.time() if now is None else now
         return {
             "day": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d"),

@@ -23,7 +23,19 @@ _lock = threading.Lock()
 
 
 def configure_logging(settings: Settings, *, console: bool | None = None) -> None:
-    """Idempotent per log path; ``console`` defaults to "stderr is a TTY"."""
+    """Idempotent per log path; ``console`` defaults to "stderr is a TTY".
+
+    The first call for a log path configures structlog, attaches a rotating JSON file
+    handler to the ``reflect_jobs`` and ``huey`` loggers, turns the model libraries down to
+    WARNING and sets environment defaults that silence their progress bars. Later calls
+    for the same path do nothing (thread-safe), so their ``console`` choice is ignored.
+
+    Args:
+        settings: Supplies ``home`` (created if missing), ``log_path`` and
+            ``log_max_bytes`` (rotation size in bytes; one backup generation is kept).
+        console: Also render records on stderr for a person; ``None`` means "when stderr
+            is a TTY".
+    """
     key = str(settings.log_path)
     with _lock:
         if key in _configured:

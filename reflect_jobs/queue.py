@@ -17,7 +17,17 @@ from .fastqueue import QUEUE_NAME
 
 
 def make_huey(settings: Settings) -> Huey:
-    """Build the queue for ``settings`` (results are not stored: the ledger has them)."""
+    """Build the queue for ``settings`` (results are not stored: the ledger has them).
+
+    Args:
+        settings: Supplies ``queue_url``. A Redis URL gives a ``RedisHuey``; anything else
+            is taken as ``sqlite:///PATH`` and gives a ``SqliteHuey`` on PATH, whose
+            directory is created (30 s lock timeout, no fsync per write).
+
+    Returns:
+        The Huey instance named ``reflect`` (the queue the hook's fast path writes to),
+        with UTC timestamps.
+    """
     if settings.queue_is_redis:
         return RedisHuey(QUEUE_NAME, url=settings.queue_url, results=False, utc=True)
     path = Path(settings.queue_url[len("sqlite:///") :])

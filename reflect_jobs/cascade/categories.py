@@ -103,7 +103,16 @@ CATEGORIES = _table(
 
 
 def categorize(line: str, table: list[tuple[str, re.Pattern[str]]] = CATEGORIES) -> str:
-    """First category whose pattern matches ``line``, else ``Unknown``."""
+    """First category whose pattern matches ``line``, else ``Unknown``.
+
+    Args:
+        line: One dialogue line; matching ignores case.
+        table: ``CATEGORIES`` (ours) or ``ORIGINAL_CATEGORIES`` (the original's broad
+            words). Its order is the precedence: the first match wins.
+
+    Returns:
+        The category name, e.g. ``"Code Style"``, or ``UNKNOWN`` (``"Unknown"``).
+    """
     for name, pattern in table:
         if pattern.search(line):
             return name

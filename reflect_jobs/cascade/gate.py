@@ -16,6 +16,16 @@ HAS_SIGNAL = GateVerdict("reflect", "has_signal")
 
 
 def gate(transcript: Transcript, signals: list[Signal]) -> GateVerdict:
+    """The $0 verdict for one transcript, before anything is paid.
+
+    Args:
+        transcript: The transcript as read; only ``child_session`` is consulted.
+        signals: The signals detected in its (privacy-filtered) turns.
+
+    Returns:
+        ``REFLECT_ON_REFLECT`` for one of our own writer's sessions (checked first), else
+        ``NO_SIGNAL`` when ``signals`` is empty, else ``HAS_SIGNAL``.
+    """
     if transcript.child_session:
         return REFLECT_ON_REFLECT
     if not signals:

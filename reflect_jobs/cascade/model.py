@@ -23,6 +23,8 @@ class Signal:
 
 @dataclass(frozen=True)
 class GateVerdict:
+    """The gate's decision for one transcript and the reason logged with it."""
+
     action: str  # "reflect" | "skip"
     reason: str  # "reflect_on_reflect" | "no_signal" | "has_signal"
 
@@ -37,6 +39,13 @@ class Chunk:
 
 @dataclass
 class Slice:
+    """The prompt-ready excerpt of a dialogue and the chunks it is made of.
+
+    ``text`` is the chunks joined by ``…`` lines; ``truncated`` says a window, a line or the
+    middle of the dialogue was cut to fit the cap; ``bounded`` marks a head/tail view built
+    because no signal window could be.
+    """
+
     text: str
     chunks: list[Chunk] = field(default_factory=list)
     truncated: bool = False
@@ -56,7 +65,15 @@ class RelatedCandidate:
 
 
 class LedgerView(Protocol):
-    """The read-only slice of the ledger ``prepare`` needs (it never writes)."""
+    """The read-only slice of the ledger ``prepare`` needs (it never writes).
+
+    * ``seen_chunk_hashes(hashes)``: the subset of ``hashes`` a committed add has already
+      recorded (delta retain).
+    * ``related_candidates(limit)``: up to ``limit`` learnings the revision block may offer;
+      ``prepare`` drops retired ones itself, whatever the implementation returns.
+    * ``learnings_with_signal_hash(signal_hash)``: ids of active learnings already made
+      from exactly this signal set, ``[]`` when none.
+    """
 
     def seen_chunk_hashes(self, hashes: list[str]) -> set[str]: ...
 
@@ -69,12 +86,36 @@ class EmptyLedger:
     """A LedgerView that has seen nothing: for benchmarks, fuzzing and one-off previews."""
 
     def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
+        """No chunk has been seen.
+
+        Args:
+            hashes: Chunk hashes of the transcript being prepared (ignored).
+
+        Returns:
+            An empty set.
+        """
         return set()
 
     def related_candidates(self, limit: int = 1000) -> list[RelatedCandidate]:
+        """No learning exists to revise.
+
+        Args:
+            limit: The most candidates wanted (ignored).
+
+        Returns:
+            An empty list.
+        """
         return []
 
     def learnings_with_signal_hash(self, signal_hash: str) -> list[str]:
+        """No learning was made from any signal set.
+
+        Args:
+            signal_hash: The transcript's signal-set hash (ignored).
+
+        Returns:
+            An empty list.
+        """
         return []
 
 

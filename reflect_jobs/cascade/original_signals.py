@@ -74,7 +74,21 @@ def _clean(line: str) -> str:
 
 
 def detect_signals_original(dialogue: str) -> list[Signal]:
-    """The original's rules: per non-empty line, first HIGH/MEDIUM/LOW match, deduplicated."""
+    """The original's rules: per non-empty line, first HIGH/MEDIUM/LOW match, deduplicated.
+
+    A line matching no kind pattern still becomes a LOW ``observation`` signal as soon as it
+    hits a category word (the over-flagging our detector removes); an observation without
+    a category word is dropped. Duplicates are detected on the cleaned text, lowercased and
+    whitespace-collapsed.
+
+    Args:
+        dialogue: The whole dialogue, turn texts joined by newlines.
+
+    Returns:
+        Signals in line order. ``role`` is always ``""`` (the original did not track it);
+        ``text`` has a leading directive ("you should", "always", "the rule is", ...)
+        removed and its first letter capitalised.
+    """
     signals: list[Signal] = []
     seen: set[str] = set()
     for number, line in enumerate(dialogue.split("\n"), start=1):
@@ -96,7 +110,23 @@ def detect_signals_original(dialogue: str) -> list[Signal]:
 def slice_dialogue_original(
     dialogue: str, signals: list[Signal], context_lines: int = 3, max_chars: int = 60_000
 ) -> str:
-    """The original ``slice_dialogue`` (SPEC §3.2): front-anchored cap, crossing line kept."""
+    """The original ``slice_dialogue`` (SPEC §3.2): front-anchored cap, crossing line kept.
+
+    Lines are kept from the FRONT until the total reaches ``max_chars``, and the line that
+    crosses it is kept whole, so one long line can take the result far past the cap: the
+    behaviour the benchmarks compare ``build_slice`` against.
+
+    Args:
+        dialogue: The whole dialogue, turn texts joined by newlines.
+        signals: Signals whose 1-based ``line_number`` indexes ``dialogue``'s lines; out of
+            range numbers are ignored.
+        context_lines: Lines kept on each side of a signal line.
+        max_chars: The soft cap, in characters.
+
+    Returns:
+        The kept lines joined by newlines, with a ``…`` line between runs that are not
+        adjacent and a final ``… [slice truncated]`` line when the cap was reached.
+    """
     lines = dialogue.split("\n")
     keep = [False] * len(lines)
     for signal in signals:

@@ -43,7 +43,18 @@ _MARKER_DEFUSED = "## (quoted) Related existing learnings"
 
 
 def filter_turns(turns: list[Turn]) -> tuple[list[Turn], int]:
-    """Privacy-strip and secret-redact every turn; returns the turns and the redaction count."""
+    """Privacy-strip and secret-redact every turn; returns the turns and the redaction count.
+
+    A quoted copy of the revision-block heading is also rewritten, so a transcript cannot
+    fake a revision block that the writer would trust.
+
+    Args:
+        turns: The transcript's turns as read.
+
+    Returns:
+        ``(turns, redactions)``: new turns with the same index, role and timestamp and the
+        filtered text, and the number of secrets redacted across all of them.
+    """
     out: list[Turn] = []
     redactions = 0
     for turn in turns:
@@ -81,6 +92,31 @@ def prepare(
 
     ``semantic`` (optional) adds related learnings found by embedding similarity — the
     caller passes it when a vector index exists; lexical overlap alone misses paraphrases.
+    The steps, and why they run in this order, are in the module docstring.
+
+    Args:
+        transcript: The transcript as read (unfiltered: ``prepare`` filters the turns).
+        ledger: Read-only ledger access (seen chunk hashes, revision candidates, learnings
+            with the same signal hash).
+        source_name: The transcript's path or name; its basename titles the slice header.
+        max_chars: Character budget of the slice. The windows get what the header
+            (``HEADER_RESERVE``) and the revision block leave, but never less than half of
+            it, so with a very small budget the block can take the total past it.
+        context: Dialogue lines kept on each side of a signal line.
+        semantic: Maps the signals to ``(candidate, score)`` pairs from the vector index, on
+            the lexical scores' 0..1 scale; ``None`` when there is no index.
+
+    Returns:
+        A :class:`Prepared`. ``action`` is ``"reflect"`` (reason ``has_signal``, or
+        ``bounded`` for a head/tail view without revision block) with ``slice_text``,
+        ``new_chunk_hashes`` and ``related_ids`` filled; or ``"skip"`` with reason
+        ``reflect_on_reflect``, ``no_signal``, ``dup_signal_hash`` (and
+        ``dup_learning_ids``) or ``dup_chunk_hash``. The signal count and hash, the original
+        size and the redaction count are always set.
+
+    Raises:
+        Exception: Whatever ``ledger`` or ``semantic`` raises propagates (the task layer
+            retries the stage; failing open would pay for a model call).
     """
     orig_chars = sum(len(t.text) for t in transcript.turns) + max(len(transcript.turns) - 1, 0)
     turns, redactions = filter_turns(transcript.turns)
@@ -140,7 +176,18 @@ def merge_related(
     semantic: list[tuple[RelatedCandidate, float]],
     limit: int = 5,
 ) -> list[tuple[RelatedCandidate, float]]:
-    """Union by id keeping the best score; best first, then oldest, at most ``limit``."""
+    """Union by id keeping the best score; best first, then oldest, at most ``limit``.
+
+    Args:
+        lexical: ``(candidate, score)`` pairs from ``related_learnings``.
+        semantic: Pairs from the vector index; scores are compared with the lexical ones
+            as they are, so both must be on one 0..1 scale.
+        limit: The most pairs returned.
+
+    Returns:
+        The merged pairs without retired learnings, by descending score, then ascending
+        ``created_at``.
+    """
     best: dict[str, tuple[RelatedCandidate, float]] = {}
     for cand, score in [*lexical, *semantic]:
         if cand.status.lower() in RETIRED_STATUSES:

@@ -60,7 +60,16 @@ def _strip_tag(text: str, tag: str) -> str:
 
 
 def strip_private(text: str) -> str:
-    """Return ``text`` without private/machine spans; unchanged if it holds no ``<``."""
+    """Return ``text`` without private/machine spans; unchanged if it holds no ``<``.
+
+    Args:
+        text: One WHOLE turn (a span may cross lines, so never a window of one).
+
+    Returns:
+        The text with each outermost ``<private>`` span replaced by ``PRIVATE_MARKER`` and
+        each machine span (the other ``TAGS``) removed; an unclosed opening tag removes
+        everything after it.
+    """
     if not text or "<" not in text:
         return text
     for tag in TAGS:

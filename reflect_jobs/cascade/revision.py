@@ -70,7 +70,14 @@ STOPWORDS = frozenset(
 
 
 def tokens(text: str) -> set[str]:
-    """Content tokens: lowercased ``[a-z0-9_+./-]+`` runs of ≥2 chars, minus stopwords."""
+    """Content tokens: lowercased ``[a-z0-9_+./-]+`` runs of ≥2 chars, minus stopwords.
+
+    Args:
+        text: A learning title or a signal line.
+
+    Returns:
+        The distinct tokens.
+    """
     return {t for t in _TOKEN.findall(text.lower()) if len(t) >= 2 and t not in STOPWORDS}
 
 
@@ -82,6 +89,15 @@ def related_learnings(
     score = max over signals of |title ∩ signal| / min(|title|, |signal|); ties go to the
     older learning (it has had more chance to collect proof). Retired learnings never come
     back: a DELETEd rule must not be offered for UPDATE.
+
+    Args:
+        signals: The transcript's signals.
+        candidates: Ledger learnings, any status (retired ones are skipped here).
+        limit: The most pairs returned; 0 or less returns none.
+
+    Returns:
+        ``(candidate, score)`` pairs with the score rounded to 4 decimals, in [0.5, 1],
+        best first, ties broken by ascending ``created_at``.
     """
     signal_sets = [s_tokens for s in signals if (s_tokens := tokens(s.text))]
     if not signal_sets or limit <= 0:
@@ -114,7 +130,15 @@ target_id must be one of the ids listed below, copied exactly; any other id is i
 
 
 def revision_block(related: list[tuple[RelatedCandidate, float]]) -> str:
-    """The block appended after the slice; ``""`` when nothing is related."""
+    """The block appended after the slice; ``""`` when nothing is related.
+
+    Args:
+        related: ``(candidate, score)`` pairs in the order to list them.
+
+    Returns:
+        ``REVISION_MARKER``, the UPDATE/DELETE/CREATE contract and a JSON listing of each
+        candidate's id, title, category, status, proof count, creation time and score.
+    """
     if not related:
         return ""
     items = [

@@ -91,7 +91,17 @@ def _assignment(match: re.Match[str]) -> str:
 
 
 def redact_secrets(text: str) -> tuple[str, int]:
-    """Return ``(redacted_text, number_of_redactions)``."""
+    """Return ``(redacted_text, number_of_redactions)``.
+
+    Args:
+        text: Any text; ``prepare`` passes whole turns, before anything else reads them.
+
+    Returns:
+        ``(text, count)``: the text with each credential replaced by ``[REDACTED:<kind>]``
+        (for a ``user:password@`` URL only the password; for a ``NAME=value`` assignment
+        only the value, and not when the value is a placeholder such as ``$VAR`` or
+        ``<token>``), and the number of replacements made.
+    """
     if not text:
         return text, 0
     count = 0

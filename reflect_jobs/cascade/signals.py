@@ -165,7 +165,17 @@ RULES: list[tuple[str, str, re.Pattern[str]]] = [
 
 
 def classify_line(line: str, role: str) -> tuple[str, str] | None:
-    """``(level, kind)`` if ``line`` is a signal when said by ``role``, else ``None``."""
+    """``(level, kind)`` if ``line`` is a signal when said by ``role``, else ``None``.
+
+    Args:
+        line: One dialogue line (stripped); a typographic apostrophe counts as ``'``.
+        role: ``"user"`` is checked against every rule, any other role only against the
+            ``STRONG_KINDS``.
+
+    Returns:
+        The level (``"HIGH"`` or ``"MEDIUM"``) and kind of the first matching rule in
+        ``RULES`` order, or ``None``.
+    """
     text = line.replace("\u2019", "'")
     for level, kind, pattern in RULES:
         if role != "user" and kind not in STRONG_KINDS:
@@ -176,7 +186,18 @@ def classify_line(line: str, role: str) -> tuple[str, str] | None:
 
 
 def detect_signals(turns: list[Turn]) -> list[Signal]:
-    """Signals of a dialogue; ``line_number`` indexes ``Transcript.lines()`` (1-based)."""
+    """Signals of a dialogue; ``line_number`` indexes ``Transcript.lines()`` (1-based).
+
+    Args:
+        turns: The turns, already privacy-filtered (``prepare.filter_turns``).
+
+    Returns:
+        One :class:`Signal` per signal line, in order. ``line_number`` counts the lines of
+        ``turns`` (each turn's text split on newlines; the lines ``prepare`` slices), so it
+        indexes ``Transcript.lines()`` of a transcript with these turns. ``text`` is the
+        stripped line cut to ``MAX_SIGNAL_TEXT``; lines shorter than 2 characters are
+        never signals.
+    """
     signals: list[Signal] = []
     number = 0
     for turn in turns:
@@ -199,6 +220,12 @@ def signal_set_hash(signals: Iterable[Signal]) -> str:
 
     Order- and duplicate-insensitive, so the same findings in a re-captured transcript hash
     the same and the dup-signal-hash skip can fire.
+
+    Args:
+        signals: The transcript's signals (only their text is hashed).
+
+    Returns:
+        16 lowercase hex characters; no signals at all hash to a fixed value, not ``""``.
     """
     payload = {"signals": sorted({s.text.strip().lower() for s in signals})}
     blob = json.dumps(payload, sort_keys=True, default=str)

@@ -25,11 +25,26 @@ CONTEXT_LINE_CAP = 2_000  # context only frames the signal
 
 
 def chunk_hash(text: str) -> str:
-    """First 16 hex of sha256 of the stripped chunk text (whitespace-stable at the ends)."""
+    """First 16 hex of sha256 of the stripped chunk text (whitespace-stable at the ends).
+
+    Args:
+        text: A chunk's text.
+
+    Returns:
+        16 lowercase hex characters: the delta-retain key.
+    """
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:16]
 
 
 def make_chunk(text: str) -> Chunk:
+    """A chunk of ``text``, stripped, with its hash.
+
+    Args:
+        text: One window's lines joined by newlines.
+
+    Returns:
+        The :class:`Chunk`.
+    """
     text = text.strip()
     return Chunk(text, chunk_hash(text))
 
@@ -60,7 +75,23 @@ def _assemble(pieces: list[str], truncated: bool, bounded: bool) -> Slice:
 def build_slice(
     lines: list[str], signals: list[Signal], *, context: int = 3, max_chars: int = 60_000
 ) -> Slice:
-    """Windows of ±``context`` lines around each signal, merged, at most ``max_chars`` chars."""
+    """Windows of ±``context`` lines around each signal, merged, at most ``max_chars`` chars.
+
+    Windows are chosen by strength, then recency, and emitted in dialogue order (see the
+    module docstring); a window that does not fit shrinks to its signal line, or is left
+    out when even that does not fit.
+
+    Args:
+        lines: The dialogue's lines, the ones the signals' ``line_number`` index.
+        signals: The signals to frame; line numbers outside ``lines`` are ignored.
+        context: Lines kept on each side of a signal line.
+        max_chars: Hard cap on ``len(result.text)``, in characters.
+
+    Returns:
+        A :class:`Slice` with one chunk per run of adjacent kept lines; ``truncated`` when a
+        window was shrunk or left out or a line was cut. Its text is empty when no signal
+        is in range.
+    """
     n = len(lines)
     valid = [s for s in signals if 1 <= s.line_number <= n]
     signal_lines = {s.line_number - 1 for s in valid}
@@ -106,6 +137,17 @@ def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
 
     The tail gets the larger share because the end of a session is where its conclusions
     and corrections are.
+
+    Args:
+        lines: The dialogue's lines.
+        max_chars: Cap on the text, in characters: a quarter for the head, the rest (less
+            the gap line) for the tail.
+
+    Returns:
+        A :class:`Slice` with ``bounded`` set: one chunk when the whole dialogue fits, else
+        a head chunk and a tail chunk. A first line too long for the head keeps its start,
+        a last line too long for the tail its end. ``truncated`` is set when whole lines in
+        the middle were left out (a cut line alone does not set it).
     """
     head_budget = max_chars // 4
     tail_budget = max_chars - head_budget - 2  # room for the "…" line

@@ -14,9 +14,15 @@ from reflect_jobs.transcripts.model import Turn
 
 
 class HeadTailBuffer:
-    """Accumulates turns; never holds more than ``max_chars`` of turn text."""
+    """Accumulates turns; never holds more than ``max_chars`` of turn text.
+
+    Args:
+        max_chars: The budget in characters of turn text (at least 4 is used): a quarter
+            for the head, the rest for the tail.
+    """
 
     def __init__(self, max_chars: int) -> None:
+        """Start empty, with the head and tail budgets split from ``max_chars``."""
         self.max_chars = max(int(max_chars), 4)
         self.head_budget = self.max_chars // 4
         self.tail_budget = self.max_chars - self.head_budget
@@ -28,6 +34,18 @@ class HeadTailBuffer:
         self.dropped_chars = 0
 
     def add(self, role: str, text: str, timestamp: str | None) -> None:
+        """Append one turn, splitting or trimming turns so the buffer stays in budget.
+
+        Until the head quarter is full, turns go to the head; the turn that crosses it is
+        split (its start closes the head, the rest goes to the tail). In the tail the oldest
+        turns are dropped as newer ones need room, and a single turn longer than the whole
+        tail budget keeps only its end. Every dropped character counts in ``dropped_chars``.
+
+        Args:
+            role: ``"user"`` or ``"assistant"``.
+            text: The turn's cleaned text.
+            timestamp: The record's timestamp string, or ``None``.
+        """
         if not self.head_full:
             room = self.head_budget - self.head_chars
             if len(text) <= room:
@@ -56,6 +74,11 @@ class HeadTailBuffer:
             self.dropped_chars += len(old.text)
 
     def turns(self) -> list[Turn]:
-        """All kept turns in order, re-indexed 0..n-1."""
+        """All kept turns in order, re-indexed 0..n-1.
+
+        Returns:
+            The head turns then the tail turns, ``index`` renumbered without gaps (a split
+            turn counts twice).
+        """
         kept = [*self.head, *self.tail]
         return [Turn(i, t.role, t.text, t.timestamp) for i, t in enumerate(kept)]

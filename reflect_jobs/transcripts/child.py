@@ -19,15 +19,26 @@ class ChildScanner:
     """Fed record by record while the file streams; remembers whether a marker was seen."""
 
     def __init__(self) -> None:
+        """Start with nothing scanned and no marker found."""
         self.records = 0
         self.chars = 0
         self.found = False
 
     @property
     def done(self) -> bool:
+        """True once a marker was found or the record or character limit is reached."""
         return self.found or self.records >= MAX_RECORDS or self.chars >= MAX_CHARS
 
     def feed(self, texts: list[str]) -> None:
+        """Scan one record's raw texts for a machine marker, case-insensitively.
+
+        Each call counts as one record, even with no texts; once :attr:`done` nothing more is
+        scanned.
+
+        Args:
+            texts: The record's user/queue content before noise removal
+                (``ParsedRecord.scan``).
+        """
         if self.done:
             return
         self.records += 1
@@ -44,6 +55,13 @@ class ChildScanner:
 
 
 def is_child_text(text: str) -> bool:
-    """True if ``text`` carries one of our machine markers (used by tests and tools)."""
+    """True if ``text`` carries one of our machine markers (used by tests and tools).
+
+    Args:
+        text: Any text; all of it is searched (no record or size limit here).
+
+    Returns:
+        Whether ``CHILD_MARKER`` or a legacy marker occurs in it, ignoring case.
+    """
     low = text.lower()
     return any(marker in low for marker in _MARKERS)

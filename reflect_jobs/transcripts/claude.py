@@ -18,7 +18,18 @@ _ROLES = ("user", "assistant")
 
 
 def parse_record(record: object) -> ParsedRecord | None:
-    """Parse one record; ``None`` means "not a Claude Code record" (counted as malformed)."""
+    """Parse one record; ``None`` means "not a Claude Code record" (counted as malformed).
+
+    Args:
+        record: One decoded JSON line.
+
+    Returns:
+        ``None`` for a non-dict, or a dict with neither a ``message`` dict nor a string
+        ``type``. Otherwise a :class:`ParsedRecord`, empty for valid records without
+        dialogue (summaries, snapshots, tool traffic, ``isMeta``): ``scan`` gets user
+        content (a list as its JSON) and ``queue-operation`` content, ``turns`` at most one
+        ``(role, text, timestamp)``.
+    """
     if not isinstance(record, dict):
         return None
     message = record.get("message")

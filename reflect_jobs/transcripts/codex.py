@@ -15,6 +15,17 @@ _TEXT_BLOCKS = ("input_text", "output_text", "text")
 
 
 def parse_record(record: object) -> ParsedRecord | None:
+    """Parse one rollout record; ``None`` means "not a Codex record" (counted as malformed).
+
+    Args:
+        record: One decoded JSON line.
+
+    Returns:
+        ``None`` unless it is a dict with a string ``type`` and a dict ``payload``.
+        Otherwise a :class:`ParsedRecord`, empty unless the record is a user/assistant
+        ``response_item`` message: ``scan`` gets the raw user text, ``turns`` at most one
+        cleaned ``(role, text, timestamp)``.
+    """
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None
     payload = record.get("payload")

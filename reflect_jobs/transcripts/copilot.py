@@ -13,6 +13,17 @@ _ROLE_OF = {"user.message": "user", "assistant.message": "assistant"}
 
 
 def parse_record(record: object) -> ParsedRecord | None:
+    """Parse one event; ``None`` means "not a Copilot event" (counted as malformed).
+
+    Args:
+        record: One decoded JSON line.
+
+    Returns:
+        ``None`` unless it is a dict with a string ``type`` and a dict ``data``. Otherwise a
+        :class:`ParsedRecord`, empty unless it is a ``user.message``/``assistant.message``
+        with string content: ``scan`` gets the raw user text, ``turns`` at most one cleaned
+        ``(role, text, timestamp)``.
+    """
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         return None
     data = record.get("data")

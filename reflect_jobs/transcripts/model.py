@@ -34,6 +34,10 @@ class Transcript:
         """The dialogue as lines: turns joined by newline, i.e. each turn's text split on it.
 
         Signal line numbers (1-based) index into this list.
+
+        Returns:
+            Every line of every turn, in order; a turn with ``k`` newlines gives ``k + 1``
+            lines.
         """
         return [line for turn in self.turns for line in turn.text.split("\n")]
 

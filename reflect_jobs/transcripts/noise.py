@@ -46,7 +46,16 @@ _CODEX_AGENTS_MD = re.compile(r"^\s*# AGENTS\.md instructions for .*", re.DOTALL
 
 
 def clean_text(text: str) -> str:
-    """Remove harness machine blocks; return the remaining human/agent words, stripped."""
+    """Remove harness machine blocks; return the remaining human/agent words, stripped.
+
+    Args:
+        text: A turn's raw text.
+
+    Returns:
+        The text without closed drop-tag blocks (unclosed ones stay), with each
+        ``<command-args>`` block replaced by its content and interrupt placeholder lines
+        removed, stripped; ``""`` when nothing else was said.
+    """
     if "<" in text:
         text = _DROP_BLOCK.sub("", text)
         text = _ARGS_BLOCK.sub(lambda m: m.group(1), text)
@@ -56,7 +65,16 @@ def clean_text(text: str) -> str:
 
 
 def clean_codex_text(text: str) -> str:
-    """``clean_text`` plus Codex's environment/instructions preambles."""
+    """``clean_text`` plus Codex's environment/instructions preambles.
+
+    Args:
+        text: A Codex message's raw text.
+
+    Returns:
+        The text without ``<environment_context>``/``<user_instructions>``/``<INSTRUCTIONS>``
+        blocks, then through :func:`clean_text`; ``""`` for a message that starts with an
+        ``# AGENTS.md instructions for ...`` heading (it is dropped whole).
+    """
     if "<" in text:
         text = _CODEX_PREAMBLE.sub("", text)
     text = _CODEX_AGENTS_MD.sub("", text)

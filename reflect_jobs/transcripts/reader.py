@@ -113,6 +113,23 @@ def read_transcript(
     ``harness`` ("claude"/"codex"/"copilot") picks the parser; without it the format is
     sniffed from the first records. ``max_chars`` bounds the kept dialogue (head ¼, most
     recent ¾; see ``budget``).
+
+    Args:
+        path: The transcript file.
+        harness: ``claude``, ``codex``, ``copilot`` or an alias in ``HARNESS_ALIASES``.
+            ``None`` or ``""``: the first record that proves a format decides, among the
+            first ``SNIFF_RECORDS`` JSON records; Claude Code when none does.
+        max_chars: Bound on the kept dialogue text, in characters.
+
+    Returns:
+        The :class:`Transcript`: kept turns, the format used, the counts of lines and
+        malformed lines, the characters dropped from the middle, and whether it is one of
+        our own writer's sessions (``child_session``).
+
+    Raises:
+        UnreadableTranscript: The file is missing, not a regular file or empty, or holds no
+            usable record (the message says which).
+        ValueError: ``harness`` is not a known name.
     """
     fmt = HARNESS_ALIASES.get(harness or "", harness) if harness else None
     if fmt is not None and fmt not in FORMATS:

@@ -18,4 +18,12 @@ class ParsedRecord:
 
 
 def str_or_none(value: object) -> str | None:
+    """``value`` when it is a string, else ``None`` (a timestamp of another shape is dropped).
+
+    Args:
+        value: A record field.
+
+    Returns:
+        The string, or ``None``.
+    """
     return value if isinstance(value, str) else None

@@ -19,7 +19,16 @@ _CLAUDE_TYPES = frozenset(
 
 
 def record_format(record: object) -> str | None:
-    """The format one record proves, or ``None`` when it proves nothing."""
+    """The format one record proves, or ``None`` when it proves nothing.
+
+    Args:
+        record: One decoded JSON line.
+
+    Returns:
+        ``"claude"`` for a dict ``message`` or a Claude Code record type, ``"codex"`` for a
+        Codex record type with a dict ``payload``, ``"copilot"`` for a dotted type with a
+        dict ``data``; ``None`` otherwise.
+    """
     if not isinstance(record, dict):
         return None
     rtype = record.get("type")
@@ -35,7 +44,16 @@ def record_format(record: object) -> str | None:
 
 
 def detect_format(first_records: Iterable[object]) -> str:
-    """Return ``"claude"``, ``"codex"`` or ``"copilot"`` for the given leading records."""
+    """Return ``"claude"``, ``"codex"`` or ``"copilot"`` for the given leading records.
+
+    Args:
+        first_records: Decoded records in file order; consumed only up to the first
+            decisive one.
+
+    Returns:
+        The format of the first record that proves one (:func:`record_format`), else
+        ``"claude"``.
+    """
     for record in first_records:
         fmt = record_format(record)
         if fmt is not None:

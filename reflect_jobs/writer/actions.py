@@ -57,6 +57,7 @@ class ActionPlan:
 
     @property
     def empty(self) -> bool:
+        """True when nothing survived: no create, no update, no delete."""
         return not (self.creates or self.updates or self.deletes)
 
 
@@ -75,6 +76,17 @@ def parse_actions(text: Any) -> list:
 
     Raises ``UnparseableOutput`` (a ``ValueError``) for anything else; never another exception,
     even for pathological nesting (``RecursionError`` is converted).
+
+    Args:
+        text: The model's result text (any value: a non-string is unparseable).
+
+    Returns:
+        The ``actions`` value, a list whose items are not checked yet (see
+        :func:`plan_actions`); ``[]`` when the object has no ``actions`` key.
+
+    Raises:
+        UnparseableOutput: Not a string, no ``{...}`` span, invalid or too deeply nested
+            JSON, not an object, or ``actions`` not a list.
     """
     if not isinstance(text, str):
         raise UnparseableOutput(f"model output is {type(text).__name__}, not text")
@@ -176,7 +188,19 @@ def _relations(value: Any) -> list[dict]:
 
 
 def normalise_learning(learning: dict) -> dict:
-    """Every learning field present with the right type; values otherwise untouched."""
+    """Every learning field present with the right type; values otherwise untouched.
+
+    Args:
+        learning: A CREATE action's ``learning`` object, as the model wrote it.
+
+    Returns:
+        A new dict: each of ``STRING_FIELDS`` as a string (a container as its JSON, a missing
+        one ``""``; ``title`` stripped; an empty ``category`` becomes ``"Unknown"``),
+        ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags`` and
+        ``entities`` as lists of distinct non-empty strings, ``causal_relations`` as
+        ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
+        ``relates_to``). Other keys are dropped.
+    """
     out: dict[str, Any] = {name: _to_str(learning.get(name)) for name in STRING_FIELDS}
     out["title"] = out["title"].strip()
     if not out["category"].strip():
@@ -206,6 +230,17 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
 
     ``allowed_ids`` must be the ids the revision block listed, in the same format; a target id
     is honoured only on an exact match, so an id the transcript *mentions* cannot be revised.
+
+    Args:
+        actions: What :func:`parse_actions` returned (any value: a non-list gives an empty
+            plan with a note).
+        allowed_ids: The ids the revision block listed; non-string members are ignored.
+
+    Returns:
+        The :class:`ActionPlan`: normalised CREATEs (the first ``MAX_CREATES``, the rest
+        counted in ``skipped_over_cap``), ``{target_id, reason}`` UPDATEs and DELETEs for
+        listed ids, and one note per dropped or corrected action (an action name in the
+        wrong case is accepted with a note).
     """
     plan = ActionPlan()
     allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}

@@ -33,7 +33,11 @@ _REAP_SEC = 5.0
 
 @runtime_checkable
 class Backend(Protocol):
-    """Anything that turns a prompt into a ``ModelResult``."""
+    """Anything that turns a prompt into a ``ModelResult``.
+
+    ``name`` labels the attempt in the ledger. ``call(prompt)`` returns a ``ModelResult`` for
+    whatever happened (errors and timeouts included) and raises only ``BackendMissing``.
+    """
 
     name: str
 
@@ -41,7 +45,18 @@ class Backend(Protocol):
 
 
 def resolve_binary(binary: str) -> str:
-    """Absolute path of an executable, or ``BackendMissing`` (an install fault: halt, free)."""
+    """Absolute path of an executable, or ``BackendMissing`` (an install fault: halt, free).
+
+    Args:
+        binary: A name looked up on ``PATH``, or a path (anything containing ``os.sep``;
+            ``~`` is expanded, a relative path is taken from the current directory).
+
+    Returns:
+        The executable's absolute path.
+
+    Raises:
+        BackendMissing: ``binary`` is empty, not found, or not an executable file.
+    """
     if not binary:
         raise BackendMissing("no model binary configured")
     if os.sep in binary:
@@ -73,7 +88,17 @@ def _decode(data: bytes | None) -> str:
 
 
 class ClaudeCliBackend:
-    """``claude -p --output-format json`` with the prompt on stdin (DESIGN §5)."""
+    """``claude -p --output-format json`` with the prompt on stdin (DESIGN §5).
+
+    Args:
+        binary: The ``claude`` executable, a name or a path (resolved at every call).
+        model: The ``--model`` value, e.g. ``sonnet``.
+        cwd: The call's working directory (``REFLECT_DRAIN_CWD``); must exist at call time.
+        timeout_sec: Seconds before the whole process group is killed.
+        max_turns: The ``--max-turns`` value: 1 for extract, more for the agentic writer.
+        extra_env: Variables added to the inherited environment (keys and values made
+            strings).
+    """
 
     name = "claude"
 
@@ -86,6 +111,7 @@ class ClaudeCliBackend:
         max_turns: int = 1,
         extra_env: dict | None = None,
     ) -> None:
+        """Store the call's settings; nothing is checked until :meth:`call`."""
         self.binary = binary
         self.model = model
         self.cwd = cwd
@@ -94,7 +120,16 @@ class ClaudeCliBackend:
         self.extra_env = dict(extra_env or {})
 
     def argv(self, binary: str | None = None) -> list[str]:
-        """The exact command line (no prompt: that goes on stdin)."""
+        """The exact command line (no prompt: that goes on stdin).
+
+        Args:
+            binary: The executable to put first (the resolved path); ``None`` means
+                ``self.binary`` as configured.
+
+        Returns:
+            The argv list: tool-free (``--allowedTools ""``), JSON output, the model and
+            ``--max-turns``.
+        """
         return [
             binary or self.binary,
             "-p",
@@ -109,13 +144,32 @@ class ClaudeCliBackend:
         ]
 
     def env(self) -> dict[str, str]:
-        """Inherited env + extras + the child guard that makes our own hooks no-ops."""
+        """Inherited env + extras + the child guard that makes our own hooks no-ops.
+
+        Returns:
+            A new dict: ``os.environ``, updated with ``extra_env``, then
+            ``REFLECT_DRAIN_CHILD=1``.
+        """
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in self.extra_env.items()})
         env[CHILD_ENV] = "1"
         return env
 
     def call(self, prompt: str) -> ModelResult:
+        """Run the CLI once with ``prompt`` on stdin and wrap whatever came back.
+
+        Args:
+            prompt: The full prompt (``build_prompt``); lone surrogates are sent as ``?``.
+
+        Returns:
+            The ``ModelResult`` of ``result_from_cli``. After a timeout the exit code is
+            ``TIMEOUT_EXIT_CODE`` (124), ``timed_out`` is set and the output read before
+            the kill is kept (none if the pipes still were not closed 5 s after the kill).
+
+        Raises:
+            BackendMissing: The binary is missing or not executable, ``cwd`` does not
+                exist, or the process cannot be started.
+        """
         binary = resolve_binary(self.binary)
         if not os.path.isdir(self.cwd):
             raise BackendMissing(f"writer cwd does not exist: {self.cwd}")
@@ -163,6 +217,16 @@ class HeuristicBackend:
     model = "heuristic"
 
     def call(self, prompt: str) -> ModelResult:
+        """Answer as the CLI would, from the slice part of ``prompt``, with no model at all.
+
+        Args:
+            prompt: A prompt from ``build_prompt`` (or bare slice text).
+
+        Returns:
+            A successful ``ModelResult`` (one turn, no tokens, no cost) whose text is the
+            ``{"actions": [...]}`` of ``heuristic_actions`` and whose stdout is a matching
+            CLI envelope.
+        """
         started = time.monotonic()
         text = json.dumps({"actions": heuristic_actions(slice_of(prompt))}, ensure_ascii=False)
         envelope = {
@@ -191,7 +255,14 @@ class HeuristicBackend:
 
 
 def timeout_for(drain_timeout: int) -> int:
-    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC §4.2)."""
+    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC §4.2).
+
+    Args:
+        drain_timeout: The stage timeout in seconds (``REFLECT_DRAIN_TIMEOUT``).
+
+    Returns:
+        The model call's timeout in seconds (60 even when the stage timeout is shorter).
+    """
     return drain_timeout - 90 if drain_timeout > 150 else 60
 
 
@@ -205,8 +276,29 @@ def make_backend(
     writer_mode: str = "extract",
     max_turns: int = 16,
 ) -> Backend:
-    """Build the configured backend. ``writer_mode="agentic"`` keeps the original's opt-in
-    multi-turn run (``--max-turns max_turns``, the whole drain timeout); extract is one turn."""
+    """Build the configured backend.
+
+    ``writer_mode="agentic"`` keeps the original's opt-in multi-turn run (``--max-turns
+    max_turns``, the whole drain timeout); extract is one turn.
+
+    Args:
+        name: ``"claude"`` or ``"heuristic"`` (``Settings.resolved_writer_backend()``, never
+            ``auto``).
+        claude_bin: The Claude CLI, a name or a path.
+        model: The ``--model`` value.
+        cwd: The writer's working directory.
+        drain_timeout: The stage timeout in seconds; an extract call gets
+            :func:`timeout_for` of it, an agentic run all of it.
+        writer_mode: ``"extract"`` (one tool-free turn) or ``"agentic"``.
+        max_turns: ``--max-turns`` of an agentic run; extract always uses 1.
+
+    Returns:
+        A ``HeuristicBackend`` (every other argument ignored) or a configured
+        ``ClaudeCliBackend``.
+
+    Raises:
+        ValueError: An unknown ``name``, or an unknown ``writer_mode`` for ``claude``.
+    """
     if name == "heuristic":
         return HeuristicBackend()
     if name == "claude":

@@ -34,7 +34,15 @@ POISON_MARKERS: tuple[str, ...] = SIZE_MARKERS + (
 
 
 def find_marker(text: Any, markers: tuple[str, ...] = POISON_MARKERS) -> str:
-    """The first marker (lowercase) contained in ``text``, or ``""``."""
+    """The first marker (lowercase) contained in ``text``, or ``""``.
+
+    Args:
+        text: Any value; a non-string or empty one contains no marker.
+        markers: Lowercase markers, checked in order against the lowercased text.
+
+    Returns:
+        The first marker found, or ``""``.
+    """
     if not isinstance(text, str) or not text:
         return ""
     low = text.lower()
@@ -45,7 +53,14 @@ def find_marker(text: Any, markers: tuple[str, ...] = POISON_MARKERS) -> str:
 
 
 def is_envelope(obj: Any) -> bool:
-    """A CLI result envelope: ``type == "result"`` or an ``is_error`` / ``result`` key."""
+    """A CLI result envelope: ``type == "result"`` or an ``is_error`` / ``result`` key.
+
+    Args:
+        obj: A decoded JSON value.
+
+    Returns:
+        Whether it is a dict shaped like an envelope.
+    """
     return isinstance(obj, dict) and (
         obj.get("type") == "result" or "is_error" in obj or "result" in obj
     )
@@ -57,6 +72,15 @@ def classify_output(raw: Any) -> str:
     Note the asymmetry kept from the original: a healthy envelope that merely *mentions* a
     marker (e.g. a learning about context windows) is ``valid``; only an ``is_error`` envelope
     with a marker is ``poisoned``.
+
+    Args:
+        raw: The writer's whole raw stdout (any value; a non-string counts as nothing).
+
+    Returns:
+        One of ``CATEGORIES``: ``idle`` (nothing printed); for an envelope ``valid``, or
+        ``poisoned`` when it is an error envelope with a marker; otherwise ``poisoned`` on
+        any marker, ``malformed`` for JSON that is no envelope or text starting with ``{``
+        or ``[``, else ``prose``.
     """
     try:
         if not isinstance(raw, str) or not raw.strip():
@@ -91,7 +115,14 @@ class Streak:
 
 
 def threshold_from(value: Any) -> int:
-    """A positive int threshold; anything else (``banana``, ``-1``, ``None``) means 3."""
+    """A positive int threshold; anything else (``banana``, ``-1``, ``None``) means 3.
+
+    Args:
+        value: A raw setting of any type (``"5"`` and ``5`` both count).
+
+    Returns:
+        The threshold, or ``DEFAULT_THRESHOLD`` (3).
+    """
     try:
         num = int(str(value).strip())
     except (TypeError, ValueError):
@@ -107,6 +138,15 @@ def track(streak: Streak, category: str, threshold: int = DEFAULT_THRESHOLD) -> 
     respawn the returned streak still shows the run that caused it (for the log line); the
     caller then stores ``Streak()``, like the original's ``_reset`` record. The caller keeps
     one streak per job/transcript.
+
+    Args:
+        streak: The job's streak before this output.
+        category: This output's category (``classify_output``).
+        threshold: Streak length that respawns; read through :func:`threshold_from`.
+
+    Returns:
+        ``(streak, respawn)``: the new streak (``Streak()`` after ``valid``) and whether the
+        writer must be poisoned.
     """
     if category == "valid":
         return Streak(), False

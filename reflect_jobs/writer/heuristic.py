@@ -110,7 +110,18 @@ def _learning(sentence: str, line: str, kind: str) -> dict:
 
 
 def heuristic_actions(slice_text: str) -> list[dict]:
-    """CREATE actions for the first explicit corrections in a slice (at most five)."""
+    """CREATE actions for the first explicit corrections in a slice (at most five).
+
+    The slice carries no roles, so a correction-shaped sentence an agent wrote matches too.
+
+    Args:
+        slice_text: The slice as ``prepare`` built it; its ``# `` header lines, ``…`` gap
+            lines and trailing revision block are skipped.
+
+    Returns:
+        Up to ``MAX_HEURISTIC_CREATES`` CREATE actions in slice order, one per distinct
+        title, each learning with confidence 0.35 and tags ``["heuristic", <kind>]``.
+    """
     actions: list[dict] = []
     seen: set[str] = set()
     for line in _dialogue_lines(slice_text):

@@ -71,7 +71,14 @@ class AttemptContext:
 
 
 def backend_missing_outcome(message: str) -> AttemptOutcome:
-    """``BackendMissing`` raised by ``call``: halt the write stage, charge nothing."""
+    """``BackendMissing`` raised by ``call``: halt the write stage, charge nothing.
+
+    Args:
+        message: The exception's message (kept to 300 characters in ``detail``).
+
+    Returns:
+        Outcome ``fail_backend_missing``: 0 entries, disposition ``halt``, no writer class.
+    """
     return AttemptOutcome("fail_backend_missing", 0, "halt", "", message[:300])
 
 
@@ -109,7 +116,17 @@ def _exit_label(code: int | None) -> str:
 
 
 def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome:
-    """Score one attempt; see the module docstring for the order and the rationale."""
+    """Score one attempt; see the module docstring for the order and the rationale.
+
+    Args:
+        result: The model call's result (persisted before this is called).
+        ctx: The job's history before this attempt, and the limits that apply.
+
+    Returns:
+        The first matching row of the table: the outcome name, the budget units it costs
+        (0 or 1), the disposition, the writer class that feeds the drift streak, and a
+        human-readable detail.
+    """
     # A run killed by our timeout counts as "no output" even if it printed a fragment: the
     # CLI prints its envelope only at the end, so a fragment is not an answer.
     no_output = not result.raw_stdout.strip() or (result.timed_out and not result.envelope_ok)

@@ -72,7 +72,17 @@ def _ids_block(allowed_ids: list[str]) -> str:
 
 
 def build_prompt(slice_text: str, *, allowed_ids: list[str]) -> str:
-    """The full extract prompt for one slice; any revision block is already in ``slice_text``."""
+    """The full extract prompt for one slice; any revision block is already in ``slice_text``.
+
+    Args:
+        slice_text: The prepared slice, revision block included.
+        allowed_ids: The ids the revision block listed; blanks and non-strings are left out.
+            None left tells the model to emit CREATEs only.
+
+    Returns:
+        ``CHILD_MARKER``, the static instructions, the allowed-ids block, the
+        ``SLICE_MARKER`` line and the slice, in that order.
+    """
     return f"{STATIC_PREFIX}\n{_ids_block(allowed_ids)}\n{SLICE_MARKER}\n{slice_text}"
 
 
@@ -81,6 +91,12 @@ def slice_of(prompt: str) -> str:
 
     Splits on the FIRST marker line, so a slice that itself contains the marker stays whole.
     A prompt without the marker is taken as all slice.
+
+    Args:
+        prompt: A prompt from :func:`build_prompt`, or any text.
+
+    Returns:
+        Everything after the first ``SLICE_MARKER`` line, or the whole prompt.
     """
     head, sep, tail = prompt.partition(f"\n{SLICE_MARKER}\n")
     return tail if sep else prompt

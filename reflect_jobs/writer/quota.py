@@ -78,7 +78,15 @@ def _looks_like_info(d: dict) -> bool:
 
 
 def normalise(info: dict) -> dict:
-    """Rename aliases to camelCase; unknown keys pass through so nothing is lost."""
+    """Rename aliases to camelCase; unknown keys pass through so nothing is lost.
+
+    Args:
+        info: One telemetry dict as the CLI reported it.
+
+    Returns:
+        A new dict with the ``ALIASES`` keys renamed (when both spellings occur, the later
+        one wins); non-string keys are dropped.
+    """
     out: dict[str, Any] = {}
     for key, value in info.items():
         if not isinstance(key, str):
@@ -141,6 +149,17 @@ def extract_rate_limits(stdout: str, stderr: str) -> list[dict]:
     where stderr is the sole evidence. It is deliberately NOT consulted when the envelope
     already reported telemetry, because stderr chatter that merely mentions "rate limit" would
     otherwise close the gate for a whole TTL (SPEC-drain §10 B20).
+
+    Args:
+        stdout: The CLI's stdout: one JSON document or JSON lines (stream-json); lines that
+            are not JSON are ignored, a non-string counts as empty.
+        stderr: The CLI's stderr, scanned only when stdout held no telemetry.
+
+    Returns:
+        The normalised telemetry dicts in document order (searched ``MAX_DEPTH`` levels
+        deep), without ``observed_at`` (the caller stamps it); or, for a 429/529/rate-limit
+        stderr, one ``{"status": "rejected", "rateLimitType": None, "_source": "stderr",
+        "_marker": ...}``; else ``[]``.
     """
     found: list[dict] = []
     seen: set[int] = set()
@@ -163,7 +182,14 @@ def extract_rate_limits(stdout: str, stderr: str) -> list[dict]:
 
 
 def bucket_of(snapshot: Any) -> str:
-    """Storage bucket of a snapshot: its window name, else ``default``."""
+    """Storage bucket of a snapshot: its window name, else ``default``.
+
+    Args:
+        snapshot: A telemetry dict (any other value has no window).
+
+    Returns:
+        Its stripped ``rateLimitType`` (e.g. ``five_hour``), or ``"default"``.
+    """
     if isinstance(snapshot, dict):
         kind = snapshot.get("rateLimitType", snapshot.get("rate_limit_type"))
         if isinstance(kind, str) and kind.strip():
@@ -206,6 +232,22 @@ def quota_gate(
 
     Snapshots without ``observed_at`` or older than the TTL are ignored (fail open). API-key
     auth has no subscription windows, so it is always open.
+
+    Args:
+        snapshots: Bucket name -> latest snapshot, with ``observed_at`` in Unix seconds; a
+            non-dict counts as no snapshots.
+        now: Unix time in seconds.
+        ttl_sec: Age in seconds after which a snapshot is ignored; non-positive or
+            non-numeric means ``DEFAULT_TTL_SEC`` (3600).
+        util_threshold: One utilization limit for every window instead of
+            ``WINDOW_LIMITS``; ignored unless a number in (0, 1].
+        api_key_auth: Whether the CLI authenticates with an API key.
+
+    Returns:
+        Closed (``open=False``, with the reason and the window) at the first window in
+        ``WINDOW_ORDER`` whose fresh snapshot is ``rejected`` (for ``overage`` also its
+        ``overageStatus``), has ``surpassedThreshold`` without overage in use, or has a
+        utilization at or above the limit; otherwise open.
     """
     if api_key_auth:
         return QuotaDecision(True, "api key auth: quota windows do not apply", "")

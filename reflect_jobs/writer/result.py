@@ -36,6 +36,13 @@ def coerce_int(value: Any) -> int:
     """``null``/``"0"``/``0.0``/garbage -> 0; numbers and numeric strings truncate to int.
 
     SPEC-drain §9.2 #9: the zero-turn guard must fire for every spelling of zero.
+
+    Args:
+        value: A JSON value from the envelope.
+
+    Returns:
+        An int: a bool as 0/1, an int as is, a finite float or numeric string truncated
+        toward zero, anything else (NaN, infinity, garbage) 0.
     """
     if isinstance(value, bool):
         return int(value)
@@ -53,7 +60,14 @@ def coerce_int(value: Any) -> int:
 
 
 def coerce_float(value: Any) -> float:
-    """Like ``coerce_int`` for money: garbage, NaN and infinities become 0.0."""
+    """Like ``coerce_int`` for money: garbage, NaN and infinities become 0.0.
+
+    Args:
+        value: A JSON value from the envelope (a bool counts as garbage).
+
+    Returns:
+        The number as a float, or 0.0.
+    """
     if isinstance(value, bool):
         return 0.0
     if isinstance(value, int | float):
@@ -69,7 +83,15 @@ def coerce_float(value: Any) -> float:
 
 
 def coerce_usage(usage: Any) -> dict[str, int]:
-    """Always the four token buckets, each a non-negative int."""
+    """Always the four token buckets, each a non-negative int.
+
+    Args:
+        usage: The envelope's ``usage`` (a non-dict counts as empty).
+
+    Returns:
+        Exactly the ``USAGE_KEYS``, each coerced with :func:`coerce_int` and floored at 0;
+        other keys are dropped.
+    """
     src = usage if isinstance(usage, dict) else {}
     return {key: max(0, coerce_int(src.get(key))) for key in USAGE_KEYS}
 
@@ -101,12 +123,27 @@ class ModelResult:
         return sum(coerce_int(self.usage.get(key)) for key in USAGE_KEYS)
 
     def to_json(self) -> str:
-        """Lossless JSON; ``from_json(to_json())`` equals the original."""
+        """Lossless JSON; ``from_json(to_json())`` equals the original.
+
+        Returns:
+            One JSON object, keys sorted, non-ASCII kept as is.
+        """
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
 
     @classmethod
     def from_json(cls, data: str | bytes) -> ModelResult:
-        """Inverse of ``to_json``; unknown keys (a newer writer) are ignored."""
+        """Inverse of ``to_json``; unknown keys (a newer writer) are ignored.
+
+        Args:
+            data: JSON from :meth:`to_json`.
+
+        Returns:
+            The result; fields missing from ``data`` take their defaults.
+
+        Raises:
+            ValueError: ``data`` is not JSON, or not a JSON object.
+            TypeError: A field without a default (``backend``, ``text``, ...) is missing.
+        """
         obj = json.loads(data)
         if not isinstance(obj, dict):
             raise ValueError("ModelResult JSON must be an object")
@@ -115,8 +152,16 @@ class ModelResult:
 
 
 def find_envelope(stdout: str) -> dict | None:
-    """The result envelope in ``stdout``: one JSON object, or the last ``type=result`` line of
-    a stream-json transcript. ``None`` if there is none."""
+    """The result envelope in ``stdout``: one JSON object, or the last ``type=result`` line.
+
+    Args:
+        stdout: The CLI's stdout (a non-string counts as empty).
+
+    Returns:
+        The decoded stdout when it is one JSON envelope; when it is not a single JSON
+        document, the last line that is a ``type: "result"`` object (stream-json); else
+        ``None``, also for a single JSON document that is not an envelope.
+    """
     text = stdout.strip() if isinstance(stdout, str) else ""
     if not text:
         return None
@@ -167,6 +212,22 @@ def result_from_cli(
 
     Without an envelope ``is_error`` defaults to True (SPEC-drain §5.6 e) and ``text`` is the
     raw stdout, so the classifier and the outcome table still see what came back.
+
+    Args:
+        stdout: The CLI's stdout (a non-string counts as empty).
+        stderr: The CLI's stderr (a non-string counts as empty).
+        backend: The backend's name, stored with the result.
+        model: The model that was asked for.
+        exit_code: The process's exit code; ``TIMEOUT_EXIT_CODE`` after our timeout kill,
+            ``None`` when unknown.
+        timed_out: Whether our timeout killed the call.
+        duration_ms: Wall time of the call in milliseconds (negative or garbage -> 0).
+
+    Returns:
+        The ``ModelResult``: the envelope's ``result`` as ``text``, its ``num_turns``,
+        ``is_error``, ``subtype``, ``terminal_reason``, ``usage`` and ``total_cost_usd``
+        (as ``cost_usd``) coerced, the rate-limit telemetry extracted, and the raw stdout
+        and stderr kept.
     """
     stdout = stdout if isinstance(stdout, str) else ""
     stderr = stderr if isinstance(stderr, str) else ""
