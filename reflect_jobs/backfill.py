@@ -48,6 +48,16 @@ class Layout:
     pattern: str  # glob under the root
 
     def session_id(self, harness: str, path: Path) -> str:
+        """The session id the harness's hook would send for this transcript.
+
+        Args:
+            harness: ``claude``, ``codex`` or ``copilot``.
+            path: The transcript file.
+
+        Returns:
+            Copilot: the session directory's name; Codex: the UUID at the end of the file
+            name (the whole stem when there is none); Claude: the file's stem.
+        """
         if harness == "copilot":  # session-state/<session id>/events.jsonl
             return path.parent.name
         if harness == "codex":  # sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl
@@ -64,11 +74,22 @@ LAYOUTS: dict[str, Layout] = {
 
 
 def default_root(harness: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the harness keeps its session files (``backfill`` without ``--root``).
+
+    Args:
+        harness: ``claude``, ``codex`` or ``copilot``.
+        environ: The environment that locates the harness's home (default ``os.environ``).
+
+    Returns:
+        E.g. ``~/.claude/projects``, ``$CODEX_HOME/sessions``, ``~/.copilot/session-state``.
+    """
     return harness_home(harness, environ) / LAYOUTS[harness].root
 
 
 @dataclass
 class Candidate:
+    """One transcript backfill found, and what it does with it."""
+
     path: str
     session_id: str
     size: int
@@ -77,6 +98,11 @@ class Candidate:
     job_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The candidate as ``backfill --json`` lists it.
+
+        Returns:
+            ``{"path", "session_id", "size", "mtime", "action", "job_id"}``.
+        """
         return {
             "path": self.path,
             "session_id": self.session_id,
@@ -94,6 +120,16 @@ def find_transcripts(
 
     Paths are absolute but not symlink-resolved: that is the form the hooks send, and the
     form the ledger keys transcripts by.
+
+    Args:
+        root: The sessions directory (``~`` is expanded).
+        harness: Which harness's file layout to search (``claude``, ``codex``, ``copilot``).
+        since: Only files modified this recently; ``None`` for all of them.
+        now: The time ``since`` counts back from (epoch seconds); defaults to now.
+
+    Returns:
+        One ``enqueue`` candidate per non-empty regular file that matches the layout,
+        sorted by mtime (newest first), then path.
     """
     layout = LAYOUTS[harness]
     base = Path(os.path.abspath(root.expanduser()))
@@ -119,7 +155,17 @@ def _chunks(items: list[str]) -> Iterable[list[str]]:
 
 
 def mark_known(db_url: str, candidates: list[Candidate]) -> None:
-    """Set ``action`` to a ``skip_*`` reason for transcripts the ledger already has as they are."""
+    """Set ``action`` to a ``skip_*`` reason for transcripts the ledger already has as they are.
+
+    A candidate matches a ledger row when the path (as given or symlink-resolved), size and
+    mtime are all equal. ``skip_pending`` (a job still holds it) wins over ``skip_unchanged``
+    (a finished job recorded it) and ``skip_failed`` (its job was poisoned or quarantined).
+
+    Args:
+        db_url: The ledger.
+        candidates: From :func:`find_transcripts`; changed in place, and only those still
+            ``enqueue``.
+    """
     from sqlalchemy import select
 
     from .ledger.db import session_scope
@@ -168,6 +214,26 @@ def run_backfill(
     ``limit`` caps the number enqueued (the newest first); the rest count as
     ``not_enqueued``. ``on_plan(n)`` is told how many will be enqueued before the first one
     is, so a progress bar knows its length.
+
+    Args:
+        settings: The settings; its ledger is checked for known transcripts. The captures
+            themselves go through :func:`reflect_jobs.tasks.runtime`, which uses the
+            settings the ``tasks`` module loaded from the environment.
+        harness: ``claude``, ``codex`` or ``copilot``.
+        root: The sessions directory to search.
+        since: Only transcripts modified this recently; ``None`` for all.
+        dry_run: Find and classify only; capture nothing.
+        limit: Enqueue at most this many (``None``: no limit).
+        settle_sec: Seconds each job waits for further captures before preparing.
+        progress: Called with each candidate after it was captured.
+        on_plan: Called once with the number about to be captured (not on a dry run, nor
+            when there is nothing to capture).
+
+    Returns:
+        ``harness``, ``root`` (absolute), ``since_sec``, ``dry_run``, ``disabled`` (captures
+        refused by ``REFLECT_DISABLED``), ``found``, ``enqueued`` (would-be on a dry run),
+        ``skipped`` and ``skipped_by`` (per ``skip_*`` reason), ``not_enqueued`` (over the
+        limit or disabled) and ``transcripts`` (every candidate's :meth:`Candidate.to_dict`).
     """
     candidates = find_transcripts(root, harness, since)
     mark_known(settings.db_url, candidates)

@@ -28,6 +28,16 @@ def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
 
 
 def check_backend(s: Settings) -> dict[str, Any]:
+    """The writer CLI is on PATH and answers ``--version`` (within 20 s, with no stdin).
+
+    The heuristic writer needs nothing and always passes.
+
+    Args:
+        s: The settings (``writer_backend``, ``claude_bin``).
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
+    """
     backend = s.resolved_writer_backend()
     if backend == "heuristic":
         return _check(
@@ -64,6 +74,18 @@ def check_backend(s: Settings) -> dict[str, Any]:
 
 
 def check_ledger(s: Settings) -> dict[str, Any]:
+    """The ledger opens and its schema is at the newest migration.
+
+    Opening it migrates a ledger that is behind (see
+    :func:`reflect_jobs.ledger.db.get_engine`), so in practice this fails only when the
+    database cannot be reached or the migration itself fails.
+
+    Args:
+        s: The settings (``db_url``).
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
+    """
     from .ledger.db import get_engine, migration_status
 
     try:
@@ -85,6 +107,14 @@ def check_ledger(s: Settings) -> dict[str, Any]:
 
 
 def check_queue(s: Settings) -> dict[str, Any]:
+    """The queue (SQLite file or Redis) answers; the detail says how many messages wait.
+
+    Args:
+        s: The settings (``queue_url``).
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
+    """
     try:
         from .queue import make_huey
 
@@ -101,6 +131,19 @@ def check_queue(s: Settings) -> dict[str, Any]:
 
 
 def check_kb(s: Settings) -> dict[str, Any]:
+    """The KB's ``documents/`` is writable and the lexical index is intact and current.
+
+    Writes and removes a probe file in ``documents/`` (creating the KB directories when
+    missing).
+
+    Args:
+        s: The settings (``kb_path``).
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``. It fails
+        on an OS error, a corrupted lexical index, or the first staleness warning of
+        :func:`reflect_jobs.index.search.staleness`.
+    """
     from . import kb
     from .index.lexical import LexicalIndex
     from .index.search import staleness
@@ -133,6 +176,15 @@ def check_kb(s: Settings) -> dict[str, Any]:
 
 
 def check_heartbeat(s: Settings) -> dict[str, Any]:
+    """The write stage is not halted, and a consumer beat in the last 5 minutes.
+
+    Args:
+        s: The settings (``db_url``).
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``. A halt is
+        reported as a failed ``write stage`` check instead of the ``worker`` check.
+    """
     from .ledger import control
     from .ledger.db import session_scope
     from .ledger.models import utcnow
@@ -189,6 +241,16 @@ def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[st
 
     In a subprocess: torch costs ~4 s and a lot of memory the CLI should not keep, and a
     hub-name model that is not cached would otherwise hang this process.
+
+    Args:
+        s: The settings (unused: the probe reads the model choice from the environment,
+            as a worker does).
+        timeout: Seconds the probe may take before the check fails.
+
+    Returns:
+        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``. It passes
+        as skipped when ``REFLECT_INDEX_VECTORS`` turns vectors off; otherwise the detail
+        names the model, its dimension and the load time.
     """
     name = "embedding model"
     if not _vectors_enabled():
@@ -241,6 +303,15 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One check per harness: our hook on every event, pointing at a script that exists.
 
     A harness whose settings are absent is not in use here and passes (skipped).
+
+    Args:
+        environ: The environment that locates each harness's config directory (default
+            ``os.environ``).
+
+    Returns:
+        One check per harness in :data:`reflect_jobs.install.HARNESS_SPECS` order. A check
+        fails when our hook is missing on an event, installed twice on one, points at a
+        missing or non-executable script, or runs the hook for another harness.
     """
     from .install import (
         HARNESS_SPECS,
@@ -290,6 +361,15 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
 
 
 def run_checks(s: Settings) -> list[dict[str, Any]]:
+    """Every check, in the order ``doctor`` prints them.
+
+    Args:
+        s: The settings.
+
+    Returns:
+        The checks of the backend, ledger, queue, KB, embedding model, each harness's
+        hooks, and the worker (``{"name", "ok", "detail", "fix"}`` each).
+    """
     return [
         check_backend(s),
         check_ledger(s),

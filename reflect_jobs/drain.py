@@ -67,6 +67,21 @@ def _ledger_busy(settings: Settings) -> bool:
 def run_drain(
     settings: Settings, *, until_idle: bool, max_seconds: float | None, workers: int
 ) -> dict[str, Any]:
+    """Run a Huey consumer in this process, after one recovery pass, until told to stop.
+
+    Args:
+        settings: The settings (the ledger to watch; dry-run mode changes what "idle" is).
+        until_idle: Stop after three polls in a row (0.1 s apart) find Huey's queue empty,
+            no task executing and the ledger with no running or due job. While the queue
+            is quiet but the ledger has due work for more than 1.5 s, recovery re-sends it.
+        max_seconds: Stop after this long in any case; ``None`` for no limit (with
+            ``until_idle`` false, only Ctrl-C stops it then).
+        workers: Consumer worker threads.
+
+    Returns:
+        ``{"seconds": elapsed, "counts": {state: jobs}}``, the counts over the whole ledger
+        after the consumer stopped, sorted by state.
+    """
     from . import tasks
 
     huey = tasks.huey

@@ -24,6 +24,24 @@ HEARTBEAT_STALE = timedelta(minutes=5)
 
 
 def collect_status(settings: Settings) -> dict[str, Any]:
+    """Everything ``status`` prints, from one read-only ledger snapshot and the caps.
+
+    Warnings are raised for a halted write stage; jobs waiting longer than
+    ``stall_warn_sec`` with no success in that time; waiting jobs with no worker heartbeat
+    in :data:`HEARTBEAT_STALE`; today's budget spent with zero successes; and jobs poisoned
+    in the last 24 hours.
+
+    Args:
+        settings: The settings (ledger, queue, caps and quota-gate configuration).
+
+    Returns:
+        ``counts`` (jobs per state, every state present), ``budget`` (``day``, ``used`` —
+        the larger of the caps' and the ledger's count — and ``limit``), ``run_window``
+        (``used``, ``limit``, ``resets_at``), ``quota`` (``gate`` ``open``/``closed``,
+        ``reason``, ``window``; always open when the gate is off), ``halted``,
+        ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
+        ``stores`` (redacted URLs) and ``warnings`` (one line each).
+    """
     from .limits import Caps
     from .queue import make_huey
     from .writer.quota import quota_gate

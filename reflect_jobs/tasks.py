@@ -57,7 +57,12 @@ def graph_writer() -> Iterator[None]:
     ``$REFLECT_HOME``, which the kernel releases the moment the holding process dies — a
     Huey lock on SQLite has no TTL, and ``huey_consumer -f`` only flushes locks already
     declared at start-up, so a SIGKILLed reindex used to block indexing for good.
-    Raises ``TaskLockedException`` when another writer holds it.
+
+    Yields:
+        Nothing; the lock is held for the body of the ``with`` block.
+
+    Raises:
+        TaskLockedException: Another graph writer holds the lock (it is not waited for).
     """
     if settings.queue_is_redis:
         with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL):
@@ -82,6 +87,16 @@ class HueyDispatcher:
     """Hands the next stage to Huey (``eta`` in the future → Huey's schedule)."""
 
     def schedule(self, stage: str, job_id: str, eta: datetime | None = None) -> None:
+        """Enqueue the stage's task for ``job_id``.
+
+        Args:
+            stage: ``prepare``, ``write`` or ``add`` (a key of :data:`STAGE_TASKS`).
+            job_id: The job the task runs for.
+            eta: When the task becomes due (UTC); ``None`` enqueues it for now.
+
+        Raises:
+            KeyError: ``stage`` has no task.
+        """
         task = STAGE_TASKS[stage]
         if eta is None:
             task(job_id)
@@ -89,6 +104,7 @@ class HueyDispatcher:
             task.schedule(args=(job_id,), eta=eta)
 
     def kb_changed(self) -> None:
+        """Ask for a reindex; a burst of calls enqueues one :func:`reindex_task`."""
         # put_if_empty is atomic in every Huey storage: only the first add of a burst
         # enqueues; the rest see the flag and ride along with that reindex.
         if huey.storage.put_if_empty(REINDEX_PENDING, b"1"):
@@ -97,6 +113,12 @@ class HueyDispatcher:
 
 @cache
 def runtime() -> Runtime:
+    """The process's runtime, built once: logging configured, caps over Huey's storage.
+
+    Returns:
+        The same :class:`~reflect_jobs.pipeline.runtime.Runtime` on every call, with the
+        module's settings, a :class:`HueyDispatcher` and the daily/run-window caps.
+    """
     configure_logging(settings)
     caps = Caps(
         huey.storage,
@@ -116,22 +138,51 @@ def capture(
     hook_ts: float | None = None,
     settle_sec: int | None = None,
 ) -> str | None:
-    """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``."""
+    """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``.
+
+    Args:
+        harness: ``claude``, ``codex``, ``copilot``…
+        session_id: The harness's session id.
+        transcript_path: The transcript file.
+        event: The hook event that fired.
+        hook_ts: When the hook enqueued the message (epoch seconds); part of the message
+            the hook writes, not used here.
+        settle_sec: Override of the capture settle delay (``None``: the setting).
+
+    Returns:
+        The job id, or ``None`` when reflect-jobs is disabled (Huey stores no results, so
+        only a direct caller sees it).
+    """
     return run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
 
 
 @huey.task()
 def prepare(job_id: str) -> None:
+    """The prepare stage (see :func:`reflect_jobs.pipeline.prepare.run_prepare`).
+
+    Args:
+        job_id: The job to prepare.
+    """
     run_prepare(runtime(), job_id)
 
 
 @huey.task()
 def write(job_id: str) -> None:
+    """The write stage (see :func:`reflect_jobs.pipeline.write.run_write`).
+
+    Args:
+        job_id: The job to write.
+    """
     run_write(runtime(), job_id)
 
 
 @huey.task()
 def add(job_id: str) -> None:
+    """The add stage (see :func:`reflect_jobs.pipeline.add.run_add`).
+
+    Args:
+        job_id: The job to add.
+    """
     run_add(runtime(), job_id)
 
 
@@ -145,6 +196,17 @@ def reindex_task(force: bool = False) -> dict | None:
     task. A task that finds the lock taken just returns: its flag is still set, and the
     holder pops it before releasing. Nothing is scheduled for later, so ``drain
     --until-idle`` never stops with a reindex owed.
+
+    Each pass repairs the graphml (with maintenance every ``maintain_every`` passes) and
+    reindexes; problems go to the errors ledger.
+
+    Args:
+        force: Rebuild every index from the notes on the first pass (later passes of the
+            same run are incremental).
+
+    Returns:
+        The last pass's :meth:`~reflect_jobs.index.maintenance.ReindexStats.to_dict`, or
+        ``None`` when another graph writer held the lock.
     """
     rt = runtime()
     last: dict | None = None
@@ -191,6 +253,10 @@ def communities() -> bool | None:
 
     Deferred here so that an insert never re-clusters the whole graph (B14); the global
     search mode reads the reports this builds.
+
+    Returns:
+        ``True`` when it rebuilt, ``False`` when there was nothing to do, ``None`` when a
+        reindex held the graph.
     """
     try:
         with graph_writer():
@@ -203,7 +269,15 @@ STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
 
 
 def recover_now() -> dict[str, int]:
-    """Re-queue expired leases and re-send messages for every due job (idempotent)."""
+    """Re-queue expired leases and re-send messages for every due job (idempotent).
+
+    Also applies note edits a killed worker left pending, serves a reindex request whose
+    task was lost, and prunes the caps' counters of past windows.
+
+    Returns:
+        ``{"recovered": n, "resent": n}``: jobs taken back from dead workers, and due jobs
+        whose stage task was enqueued again.
+    """
     rt = runtime()
     with session_scope(rt.db) as session:
         recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
@@ -223,7 +297,13 @@ def recover_now() -> dict[str, int]:
 
 @huey.periodic_task(crontab(minute="*"))
 def recover() -> dict[str, int]:
-    """Every minute: lost messages and dead workers' jobs come back (DESIGN §1)."""
+    """Every minute: lost messages and dead workers' jobs come back (DESIGN §1).
+
+    Records this process's heartbeat first (a failure to do so is ignored).
+
+    Returns:
+        What :func:`recover_now` returns.
+    """
     with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
         control.beat(session, worker_id().rsplit(":", 1)[0])
     return recover_now()

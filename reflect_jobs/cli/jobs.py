@@ -38,7 +38,19 @@ def _schedule() -> Callable[[str, str], None]:
     help="Seconds to wait for more captures before preparing.",
 )
 def enqueue(path: str, harness: str, session_id: str | None, event: str, settle: int) -> None:
-    """Capture a transcript now; prints the job id."""
+    """Capture a transcript now; prints the job id.
+
+    \f
+    Args:
+        path: The transcript file (must exist).
+        harness: Which agent wrote it.
+        session_id: The session id; defaults to the file's stem.
+        event: The event recorded with the capture.
+        settle: Seconds to wait for more captures before preparing.
+
+    Raises:
+        click.UsageError: Bad settings, or the file does not exist (exit 2).
+    """
     get_settings()  # bad settings are a usage error (exit 2) before anything is captured
     p = Path(path).expanduser().resolve()
     if not p.is_file():
@@ -65,7 +77,15 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def jobs(state: str | None, limit: int, as_json: bool) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first.
+
+    \f
+    Args:
+        state: Only jobs in this state (any when ``None``).
+        limit: At most this many jobs.
+        as_json: Print :func:`reflect_jobs.ledger.admin.list_jobs`'s rows as JSON instead
+            of a table.
+    """
     s = get_settings()
     from ..ledger import admin
 
@@ -103,7 +123,18 @@ def jobs(state: str | None, limit: int, as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True)
 def show(job_id: str, show_slice: bool, as_json: bool) -> None:
-    """A job and its events."""
+    """A job and its events.
+
+    \f
+    Args:
+        job_id: The job.
+        show_slice: Print the slice file instead (it exists only while the job is not
+            finished).
+        as_json: Print :func:`reflect_jobs.ledger.admin.job_detail` as JSON.
+
+    Raises:
+        click.ClickException: No such job, or ``--slice`` and no slice on disk (exit 1).
+    """
     s = get_settings()
     from ..ledger import admin
 
@@ -152,7 +183,19 @@ def show(job_id: str, show_slice: bool, as_json: bool) -> None:
 @click.option("--all-poisoned", is_flag=True)
 @click.option("--all-quarantined", is_flag=True)
 def retry(job_ids: tuple[str, ...], all_poisoned: bool, all_quarantined: bool) -> None:
-    """Send poisoned/quarantined/halted jobs back to their stage."""
+    """Send poisoned/quarantined/halted jobs back to their stage.
+
+    \f
+    Args:
+        job_ids: The jobs to retry (ignored when a ``--all-*`` flag is given).
+        all_poisoned: Retry every poisoned job.
+        all_quarantined: Retry every quarantined job.
+
+    Raises:
+        click.UsageError: Neither ids nor a ``--all-*`` flag (exit 2).
+        click.ClickException: A job does not exist or cannot be retried; nothing was
+            retried (exit 1).
+    """
     states = tuple(
         st for st, on in (("poisoned", all_poisoned), ("quarantined", all_quarantined)) if on
     )
@@ -181,6 +224,8 @@ def poison() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def poison_list(ctx: click.Context, as_json: bool) -> None:
+    # No docstring on purpose: click would print it as this command's help, which has none.
+    # ``jobs --state poisoned --limit 1000``; ctx is click's context, as_json prints JSON.
     ctx.invoke(jobs, state="poisoned", limit=1000, as_json=as_json)
 
 
@@ -188,13 +233,20 @@ def poison_list(ctx: click.Context, as_json: bool) -> None:
 @click.argument("job_id")
 @click.pass_context
 def poison_show(ctx: click.Context, job_id: str) -> None:
+    # No docstring on purpose: click would print it as this command's help, which has none.
+    # ``show JOB_ID`` in text form, without the slice; ctx is click's context.
     ctx.invoke(show, job_id=job_id, show_slice=False, as_json=False)
 
 
 @poison.command("purge")
 @click.option("--yes", is_flag=True, help="Do not ask.")
 def poison_purge(yes: bool) -> None:
-    """Delete poisoned jobs (and their slices) from the ledger; cost rows stay."""
+    """Delete poisoned jobs (and their slices) from the ledger; cost rows stay.
+
+    \f
+    Args:
+        yes: Do not ask for confirmation.
+    """
     s = get_settings()
     from ..ledger import admin
 
@@ -207,7 +259,11 @@ def poison_purge(yes: bool) -> None:
 
 @click.command()
 def resume() -> None:
-    """Clear a write-stage halt and re-queue the halted jobs (run doctor first)."""
+    """Clear a write-stage halt and re-queue the halted jobs (run doctor first).
+
+    \f
+    Prints the halt's reason and how many jobs went back to the queue.
+    """
     s = get_settings()
     from ..ledger import admin
 
@@ -222,7 +278,17 @@ def resume() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Include acknowledged errors.")
 @click.option("--json", "as_json", is_flag=True)
 def errors(ack_id: str | None, show_all: bool, as_json: bool) -> None:
-    """The errors ledger."""
+    """The errors ledger.
+
+    \f
+    Args:
+        ack_id: Acknowledge this error instead of listing.
+        show_all: Include acknowledged errors.
+        as_json: Print :func:`reflect_jobs.ledger.admin.list_errors`'s rows as JSON.
+
+    Raises:
+        click.ClickException: ``--ack`` names no error (exit 1).
+    """
     s = get_settings()
     from ..ledger import admin
 

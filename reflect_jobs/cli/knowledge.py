@@ -25,7 +25,16 @@ from .common import emit, get_settings, quiet_libraries
 @click.option("-k", "k", type=int, default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def search(query: str, mode: str, k: int, as_json: bool) -> None:
-    """Search the knowledge base (retired notes never appear)."""
+    """Search the knowledge base (retired notes never appear).
+
+    \f
+    Args:
+        query: Free text.
+        mode: ``hybrid``, ``naive``, ``local``, ``global`` or ``lexical`` (see
+            :func:`reflect_jobs.index.search.search`).
+        k: At most this many hits.
+        as_json: Print the hits as JSON. Warnings go to stderr either way.
+    """
     s = get_settings()
     quiet_libraries(s)
     from ..index.search import search as do_search
@@ -46,7 +55,15 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Rebuild every index from the notes.")
 @click.option("--json", "as_json", is_flag=True)
 def reindex(force: bool, as_json: bool) -> None:
-    """Bring the indexes in line with the notes (incremental unless --force)."""
+    """Bring the indexes in line with the notes (incremental unless --force).
+
+    \f
+    A progress bar is drawn on stderr when it is a terminal and ``--json`` is off.
+
+    Args:
+        force: Rebuild every index from the notes.
+        as_json: Print :meth:`reflect_jobs.index.maintenance.ReindexStats.to_dict` as JSON.
+    """
     s = get_settings()
     quiet_libraries(s)
     from ..index.maintenance import reindex as do_reindex
@@ -76,7 +93,14 @@ def reindex(force: bool, as_json: bool) -> None:
 @click.command()
 @click.option("--maintain", is_flag=True, help="Also prune orphans and relink isolated nodes.")
 def repair(maintain: bool) -> None:
-    """Validate and repair the KB's graphml (rebuilt from the notes when beyond repair)."""
+    """Validate and repair the KB's graphml (rebuilt from the notes when beyond repair).
+
+    \f
+    Exits 1 when the graph is unrepairable and was not rebuilt.
+
+    Args:
+        maintain: Also prune orphans and relink isolated nodes.
+    """
     s = get_settings()
     quiet_libraries(s)
     from ..index.maintenance import repair as do_repair

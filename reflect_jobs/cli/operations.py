@@ -23,7 +23,19 @@ from .common import emit, get_settings, quiet_libraries, table
     "--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS)."
 )
 def worker(workers: int | None) -> None:
-    """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully."""
+    """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully.
+
+    \f
+    This process is replaced (``exec``) by ``huey_consumer`` with thread workers, a task
+    timeout of ``max(30, timeout_sec)`` seconds, stale locks flushed, and its log in
+    ``$REFLECT_HOME/consumer.log``.
+
+    Args:
+        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+
+    Raises:
+        click.ClickException: ``huey_consumer`` is not installed (exit 1).
+    """
     s = get_settings()
     exe = shutil.which("huey_consumer", path=os.path.dirname(sys.executable)) or shutil.which(
         "huey_consumer"
@@ -57,7 +69,16 @@ def worker(workers: int | None) -> None:
 @click.option("--workers", "-w", type=int, default=None)
 @click.option("--json", "as_json", is_flag=True)
 def drain(until_idle: bool, max_seconds: float | None, workers: int | None, as_json: bool) -> None:
-    """Run a consumer in this process (for cron, tests and the demo)."""
+    """Run a consumer in this process (for cron, tests and the demo).
+
+    \f
+    Args:
+        until_idle: Stop when no job is runnable now (see
+            :func:`reflect_jobs.drain.run_drain`).
+        max_seconds: Stop after this many seconds in any case.
+        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+        as_json: Print the summary (seconds, jobs per state) as JSON.
+    """
     s = get_settings()
     from ..drain import run_drain
 
@@ -91,7 +112,13 @@ def status_data(s: Settings) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--line", is_flag=True, help="One line, for shell prompts and status lines.")
 def status(as_json: bool, line: bool) -> None:
-    """Counts by state, budget, run window, quota gate, last success and warnings."""
+    """Counts by state, budget, run window, quota gate, last success and warnings.
+
+    \f
+    Args:
+        as_json: Print :func:`status_data` as JSON.
+        line: Print one line (counts, budget, a halt flag, the number of warnings).
+    """
     s = get_settings()
     data = status_data(s)
     if as_json:
@@ -135,7 +162,12 @@ def status(as_json: bool, line: bool) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 def doctor(as_json: bool) -> None:
-    """Check the installation; print the fix for each failure; exit 1 if any fails."""
+    """Check the installation; print the fix for each failure; exit 1 if any fails.
+
+    \f
+    Args:
+        as_json: Print :func:`reflect_jobs.doctor.run_checks` as JSON.
+    """
     s = get_settings()
     quiet_libraries(s)
     from ..doctor import run_checks
@@ -171,7 +203,17 @@ def doctor(as_json: bool) -> None:
 @click.option("--outlier-tokens", type=int, default=5_000_000, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> None:
-    """What the writer spent, grouped (⚠ marks a bucket with an outlier run)."""
+    """What the writer spent, grouped (⚠ marks a bucket with an outlier run).
+
+    \f
+    Args:
+        since: The window (see :func:`reflect_jobs.ledger.costs.parse_since`); text that
+            does not parse, ``all`` included, means all time.
+        by: ``day``, ``transcript``, ``model``, ``outcome``, ``writer`` or ``backend``.
+        top: Rows shown, the largest by tokens (all rows for ``--by day``).
+        outlier_tokens: A single run above this many tokens marks its bucket.
+        as_json: Print :func:`reflect_jobs.ledger.admin.cost_report` as JSON.
+    """
     s = get_settings()
     from ..ledger import admin
     from ..ledger.costs import parse_since

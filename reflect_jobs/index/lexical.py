@@ -73,6 +73,14 @@ def identifiers(text: str) -> list[str]:
     """Compound identifiers in ``text`` with separators removed (``foo_bar.py`` → ``foobarpy``).
 
     Each ``/`` component of a path is added too, so ``qux.py`` finds ``baz/qux.py``.
+
+    Args:
+        text: Any text (a note's title and body, or a query).
+
+    Returns:
+        The lower-cased, separator-free forms of every word run joined by ``.``, ``/`` or
+        ``-`` or containing ``_`` (plain words are left out), de-duplicated in first-seen
+        order.
     """
     out: dict[str, None] = {}
     for match in _COMPOUND.findall(text):
@@ -84,7 +92,17 @@ def identifiers(text: str) -> list[str]:
 
 
 def build_match(query: str) -> str | None:
-    """FTS5 MATCH expression for free text, or None if it has nothing searchable."""
+    """FTS5 MATCH expression for free text, or None if it has nothing searchable.
+
+    Args:
+        query: The user's text; NULs and lone surrogates are cleaned first.
+
+    Returns:
+        An ``OR`` of quoted phrases: the whole query (when it has several terms), each
+        distinct term (at most :data:`MAX_TERMS`, each cut to :data:`MAX_PHRASE_CHARS`), and
+        an ``idents`` phrase per compound identifier; ``None`` when no term holds a word
+        character.
+    """
     terms = [t for t in _clean(str(query)).split() if _HAS_WORD.search(t)][:MAX_TERMS]
     if not terms:
         return None
@@ -99,8 +117,14 @@ class LexicalIndex:
     """One SQLite file (``kb/index/lexical.db``) holding an FTS5 table and document metadata."""
 
     def __init__(self, db_path: str | os.PathLike[str]) -> None:
-        """Open or create the index. A corrupt file does not raise here — :meth:`check` then
-        reports False and :meth:`rebuild` recreates it — so callers can always recover."""
+        """Open or create the index (and its directory).
+
+        A corrupt file does not raise here — :meth:`check` then reports False and
+        :meth:`rebuild` recreates it — so callers can always recover.
+
+        Args:
+            db_path: The SQLite file, usually ``kb/index/lexical.db``.
+        """
         self.db_path = Path(db_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = self._connect()
@@ -143,7 +167,16 @@ class LexicalIndex:
         content_hash: str,
         status: str = "active",
     ) -> None:
-        """Insert or replace one document (metadata and text in one transaction)."""
+        """Insert or replace one document (metadata and text in one transaction).
+
+        Args:
+            doc_id: The note's id (the key).
+            title: The note's title (weighted above the body).
+            body: The text to index.
+            path: The note file, returned by :meth:`lookup`.
+            content_hash: The note's sha256, compared by incremental reindex.
+            status: The note's status; only ``active`` documents are found by default.
+        """
         self.upsert_many(
             [
                 {
@@ -158,9 +191,20 @@ class LexicalIndex:
         )
 
     def upsert_many(self, docs: Iterable[Mapping[str, str]]) -> int:
-        """Upsert many documents in ONE transaction (a reindex of thousands of notes would
-        otherwise pay one commit each). Keys as :meth:`upsert`; ``status`` defaults to active.
-        Returns the number of documents written."""
+        """Upsert many documents in ONE transaction.
+
+        A reindex of thousands of notes would otherwise pay one commit each.
+
+        Args:
+            docs: Mappings with the keys of :meth:`upsert` (``doc_id``, ``title``, ``body``,
+                ``path``, ``content_hash``, and optionally ``status``, default active).
+
+        Returns:
+            The number of documents written.
+
+        Raises:
+            KeyError: A mapping lacks a required key (nothing is written then).
+        """
         count = 0
         with self._conn:
             for doc in docs:
@@ -198,7 +242,11 @@ class LexicalIndex:
         )
 
     def remove(self, doc_id: str) -> None:
-        """Forget a document (no-op if absent)."""
+        """Forget a document (no-op if absent).
+
+        Args:
+            doc_id: The note's id.
+        """
         with self._conn:
             row = self._conn.execute("SELECT rid FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
             if row:
@@ -206,11 +254,22 @@ class LexicalIndex:
                 self._conn.execute("DELETE FROM docs WHERE rid = ?", (row[0],))
 
     def indexed_hashes(self) -> dict[str, str]:
-        """``doc_id -> content_hash`` so a reindex touches only changed notes."""
+        """``doc_id -> content_hash`` so a reindex touches only changed notes.
+
+        Returns:
+            The hash of every indexed document, whatever its status.
+        """
         return dict(self._conn.execute("SELECT doc_id, content_hash FROM docs"))
 
     def lookup(self, doc_id: str) -> dict[str, str] | None:
-        """Title, path and status of a document, for ``search --json`` output."""
+        """Title, path and status of a document, for ``search --json`` output.
+
+        Args:
+            doc_id: The note's id.
+
+        Returns:
+            ``{"title", "path", "status"}``, or ``None`` when it is not indexed.
+        """
         row = self._conn.execute(
             "SELECT title, path, status FROM docs WHERE doc_id = ?", (doc_id,)
         ).fetchone()
@@ -222,6 +281,15 @@ class LexicalIndex:
         """``[(doc_id, score)]`` best first; score is ``-bm25`` (higher is better).
 
         Retired notes are filtered here, not by the caller, so no search path can leak them.
+
+        Args:
+            query: Free text (see :func:`build_match`); no input is FTS5 syntax.
+            k: At most this many results; 0 or less returns none.
+            include_retired: Also return documents whose status is not ``active``.
+
+        Returns:
+            ``(doc_id, score)`` pairs, best first (ties by id); empty when the query has
+            nothing searchable.
         """
         match = build_match(query)
         if match is None or k <= 0:
@@ -238,7 +306,13 @@ class LexicalIndex:
         return [(doc_id, -float(rank)) for doc_id, rank in rows]
 
     def check(self) -> bool:
-        """True if the database and the FTS index are intact and agree with the metadata."""
+        """True if the database and the FTS index are intact and agree with the metadata.
+
+        Returns:
+            ``False`` when the file could not be opened as an index, SQLite's quick check or
+            FTS5's integrity check fails, or the FTS table and the metadata hold different
+            numbers of rows.
+        """
         if self._broken:
             return False
         try:

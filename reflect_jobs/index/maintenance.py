@@ -29,6 +29,15 @@ RETIRED = kb.RETIRED_STATUSES
 
 @dataclass
 class ReindexStats:
+    """What one :func:`reindex` did (``reindex --json`` prints it).
+
+    ``notes`` counts the note files seen; ``inserted`` the active notes (re)indexed;
+    ``removed`` the retired notes whose bytes changed plus the notes gone from disk;
+    ``unchanged`` the notes skipped because their bytes did not change; ``unreadable`` those
+    that could not be read or parsed; ``graph`` is ``skipped``, ``updated`` or
+    ``failed: …``; ``errors`` one line per problem.
+    """
+
     notes: int = 0
     inserted: int = 0
     removed: int = 0
@@ -38,10 +47,21 @@ class ReindexStats:
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The stats as a plain dict.
+
+        Returns:
+            Every field by name (``errors`` as a list).
+        """
         return asdict(self)
 
 
 def vectors_enabled() -> bool:
+    """Whether this process keeps a vector/graph index (``REFLECT_INDEX_VECTORS``).
+
+    Returns:
+        ``False`` when the variable is ``0``, ``false``, ``no`` or ``off`` (any case);
+        ``True`` otherwise, and when it is unset.
+    """
     return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
         "0",
         "false",
@@ -51,6 +71,14 @@ def vectors_enabled() -> bool:
 
 
 def lexical_index(kb_path: Path) -> LexicalIndex:
+    """Open the KB's lexical index (``index/lexical.db``), creating the KB's directories.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        An open :class:`~reflect_jobs.index.lexical.LexicalIndex`; the caller closes it.
+    """
     return LexicalIndex(kb.kb_paths(kb_path).index / "lexical.db")
 
 
@@ -65,8 +93,7 @@ def _graph_index(kb_path: Path):  # type: ignore[no-untyped-def]
 
 
 class FileManifest:
-    """``path -> (size, mtime_ns, sha256)`` of every note as last indexed, plus the
-    documents folder's mtime.
+    """``path -> (size, mtime_ns, sha256)`` of every note as last indexed, and the folder's mtime.
 
     Lets reindex skip reading unchanged notes (a stat per note instead of a read + hash:
     +1 note on a 5,000-note KB stays flat) and lets search tell cheaply whether the index
@@ -74,6 +101,11 @@ class FileManifest:
     """
 
     def __init__(self, db_path: Path) -> None:
+        """Open (or create) the manifest.
+
+        Args:
+            db_path: The SQLite file, usually ``kb/index/files.db``.
+        """
         self.conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(
@@ -82,6 +114,11 @@ class FileManifest:
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
 
     def load(self) -> dict[str, tuple[int, int, str]]:
+        """Every recorded note.
+
+        Returns:
+            ``{path: (size, mtime_ns, sha256)}``.
+        """
         return {
             p: (sz, mt, sha)
             for p, sz, mt, sha in self.conn.execute("SELECT path, size, mtime_ns, sha FROM files")
@@ -90,6 +127,13 @@ class FileManifest:
     def save(
         self, upserts: list[tuple[str, int, int, str]], deletes: list[str], docs_mtime_ns: int
     ) -> None:
+        """Record one reindex's changes in one transaction.
+
+        Args:
+            upserts: ``(path, size, mtime_ns, sha256)`` of each note that was read.
+            deletes: Paths no longer on disk.
+            docs_mtime_ns: The documents folder's mtime when the reindex started.
+        """
         with self.conn:
             self.conn.execute("BEGIN")
             self.conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", upserts)
@@ -100,27 +144,54 @@ class FileManifest:
             )
 
     def clear(self) -> None:
+        """Forget every note and the folder's mtime (a forced reindex starts from nothing)."""
         with self.conn:
             self.conn.execute("BEGIN")
             self.conn.execute("DELETE FROM files")
             self.conn.execute("DELETE FROM meta")
 
     def documents_mtime_ns(self) -> int | None:
+        """The documents folder's mtime recorded by the last reindex.
+
+        Returns:
+            Nanoseconds since the epoch, or ``None`` before the first reindex (or after
+            :meth:`clear`).
+        """
         row = self.conn.execute(
             "SELECT value FROM meta WHERE key = 'documents_mtime_ns'"
         ).fetchone()
         return int(row[0]) if row else None
 
     def close(self) -> None:
+        """Close the connection."""
         self.conn.close()
 
 
 def manifest(kb_path: Path) -> FileManifest:
+    """Open the KB's file manifest (``index/files.db``), creating the KB's directories.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        An open :class:`FileManifest`; the caller closes it.
+    """
     return FileManifest(kb.kb_paths(kb_path).index / "files.db")
 
 
 def index_lags(kb_path: Path) -> bool:
-    """True when notes changed since the last reindex (cheap: two stats and one row)."""
+    """True when notes changed since the last reindex (cheap: two stats and one row).
+
+    "Changed" means the documents folder's mtime differs from the one recorded, which every
+    atomic write, rename or delete moves; a note edited in place without a rename is not
+    seen. Before the first reindex it is true as soon as there is a note.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        Whether a reindex is owed; ``False`` when ``documents/`` does not exist.
+    """
     paths = kb.kb_paths(kb_path)
     if not paths.documents.is_dir():
         return False
@@ -145,10 +216,27 @@ def reindex(
 ) -> ReindexStats:
     """Bring the lexical (and graph/vector) index in line with ``documents/*.md``.
 
-    Cost is one read + sha256 per note and a parse only for notes whose bytes changed, so
-    adding one note to a large KB stays cheap (B14). Retired notes stay in the lexical index
-    with their status (search filters them) so an unchanged retired note is not re-parsed on
-    every pass; they are removed from the vector index.
+    Cost is one stat per note, a read + sha256 only for notes whose size or mtime changed,
+    and a parse only for notes whose bytes changed, so adding one note to a large KB stays
+    cheap (B14). Retired notes stay in the lexical index with their status (search filters
+    them) so an unchanged retired note is not re-parsed on every pass; they are removed from
+    the vector index.
+
+    Args:
+        kb_path: The KB root.
+        force: Delete the lexical index, the manifest and the graph directory, and rebuild
+            them from every note. A lexical index that cannot be read forces this too.
+        vectors: Update the vector/graph index; ``None`` follows :func:`vectors_enabled`.
+        progress: Called as ``progress(i, n)`` before the i-th of n notes is looked at.
+
+    Returns:
+        The counts and errors of this pass. A graph update that fails is recorded in
+        ``graph`` and ``errors``, never raised; a graph store in a foreign or damaged format
+        is rebuilt from the notes once.
+
+    Raises:
+        OSError: ``documents/`` cannot be listed or stat'ed.
+        sqlite3.DatabaseError: The lexical index or manifest fails while being written.
     """
     vectors = vectors_enabled() if vectors is None else vectors
     paths = kb.kb_paths(kb_path)
@@ -334,12 +422,21 @@ def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
 
 
 def graphml_path(kb_path: Path) -> Path:
-    """The one graph this KB uses (never a shard found by globbing: B18)."""
+    """The one graph this KB uses (never a shard found by globbing: B18).
+
+    Args:
+        kb_path: The KB root (its directories are created when missing).
+
+    Returns:
+        ``index/graph/graph_chunk_entity_relation.graphml`` under it (it may not exist).
+    """
     return kb.kb_paths(kb_path).graph / "graph_chunk_entity_relation.graphml"
 
 
 @dataclass
 class RepairReport:
+    """What :func:`repair` did: the graphml action and detail, maintenance counts, a rebuild."""
+
     action: str
     detail: str
     maintained: dict[str, int] | None = None
@@ -347,7 +444,18 @@ class RepairReport:
 
 
 def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
-    """Validate/repair the KB's graphml; a graph beyond repair is rebuilt from the notes."""
+    """Validate/repair the KB's graphml; a graph beyond repair is rebuilt from the notes.
+
+    Args:
+        kb_path: The KB root.
+        maintain: When the graph is valid or was repaired, also prune orphans and dangling
+            edges and relink isolated nodes (:func:`graphml_repair.maintain`).
+
+    Returns:
+        The :func:`graphml_repair.repair` action (``valid``, ``repaired``, ``unrepairable``
+        or ``missing``) and detail; ``rebuilt`` when an unrepairable graph was rebuilt by a
+        forced :func:`reindex`; ``maintained`` with the maintenance counts when it ran.
+    """
     path = graphml_path(kb_path)
     result = graphml_repair.repair(path)
     report = RepairReport(action=result.action, detail=result.detail)
@@ -363,8 +471,12 @@ def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
 def rebuild_communities(kb_path: Path) -> bool:
     """The periodic clustering + community reports (deferred off the insert path, B14).
 
-    Returns True when it rebuilt, False when there was nothing to do (no vector index, or
-    nothing changed since the last rebuild).
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        ``True`` when the communities and their reports were rebuilt; ``False`` when vectors
+        are off, the graph directory is missing or empty, or the communities are current.
     """
     if not vectors_enabled():
         return False

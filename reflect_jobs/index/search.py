@@ -26,11 +26,22 @@ class SearchError(RuntimeError):
 
 @dataclass
 class SearchResult:
+    """What :func:`search` found: hits (``id``, ``title``, ``score``, ``path``) and warnings."""
+
     hits: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
 
 
 def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: each ranking gives the document at rank r (from 1) ``1/(k+r)``.
+
+    Args:
+        rankings: Document ids, best first, one list per retriever.
+        k: The damping constant; larger flattens the advantage of the top ranks.
+
+    Returns:
+        ``(doc_id, fused score)`` for every document in any ranking, best first (ties by id).
+    """
     scores: dict[str, float] = {}
     for ranking in rankings:
         for rank, doc_id in enumerate(ranking):
@@ -39,7 +50,14 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[tuple[str, float]]:
 
 
 def staleness(kb_path: Path) -> list[str]:
-    """Warn when notes changed since the last reindex (SPEC "staleness"); O(1), not O(notes)."""
+    """Warn when notes changed since the last reindex (SPEC "staleness"); O(1), not O(notes).
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        One warning line telling the user to reindex, or an empty list.
+    """
     from .maintenance import index_lags
 
     if index_lags(kb_path):
@@ -50,6 +68,24 @@ def staleness(kb_path: Path) -> list[str]:
 
 
 def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> SearchResult:
+    """Search the KB's active notes; the vector leg fails open to lexical results.
+
+    Args:
+        kb_path: The KB root (its directories are created when missing).
+        query: Free text.
+        mode: ``hybrid`` (lexical and naive vector ranks fused), ``lexical`` (BM25 only),
+            or a nano-graphrag mode, ``naive``, ``local`` or ``global`` (vector/graph only,
+            lexical when the vector index is unavailable).
+        k: At most this many hits.
+
+    Returns:
+        Hits with ``id``, ``title``, ``score`` (``-bm25`` for ``lexical``, the RRF score
+        otherwise) and ``path``, best first; warnings for a stale index or an unavailable
+        vector index.
+
+    Raises:
+        SearchError: The lexical index is damaged (the message says to reindex).
+    """
     try:
         return _search(kb_path, query, mode=mode, k=k)
     except sqlite3.DatabaseError as exc:

@@ -24,8 +24,17 @@ _lock = threading.Lock()
 
 
 def graph_index(kb_path: Path) -> Any | None:
-    """This process's GraphIndex for the KB (loaded once; it reloads itself when another
-    process commits), or None when vectors are off or nothing is indexed yet."""
+    """This process's GraphIndex for the KB, or None when vectors are off or nothing is indexed.
+
+    It is loaded once per graph directory and reloads itself when another process commits.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        The cached :class:`~reflect_jobs.index.graphrag.GraphIndex`, or ``None`` when
+        ``REFLECT_INDEX_VECTORS`` turns vectors off or ``index/graph/`` is missing or empty.
+    """
     if not vectors_enabled():
         return None
     graph_dir = kb.kb_paths(kb_path, create=False).graph
@@ -41,7 +50,17 @@ def graph_index(kb_path: Path) -> Any | None:
 
 
 def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
-    """Note ids by cosine similarity of their best chunk to ``text`` (best first)."""
+    """Note ids by cosine similarity of their best chunk to ``text`` (best first).
+
+    Args:
+        kb_path: The KB root.
+        text: What to compare with; blank text matches nothing.
+        k: At most this many ids.
+
+    Returns:
+        ``(note_id, cosine)`` pairs, best first; empty when there is no index or any index
+        error occurred (fail open).
+    """
     if not text.strip():
         return []
     try:
@@ -52,7 +71,15 @@ def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
 
 
 def learning_text(learning: dict[str, Any]) -> str:
-    """The same shape the index embeds for a note (title + key fields), for a fair cosine."""
+    """The same shape the index embeds for a note (title + key fields), for a fair cosine.
+
+    Args:
+        learning: A learning (the model's dict or a note's frontmatter).
+
+    Returns:
+        ``"<key>: <value>"`` lines for whichever of ``title``, ``key_insight``, ``problem``,
+        ``root_cause``, ``fix`` and ``rule`` are non-empty, in that order.
+    """
     keys = ("title", "key_insight", "problem", "root_cause", "fix", "rule")
     return "\n".join(f"{k}: {learning.get(k)}" for k in keys if learning.get(k))
 
@@ -60,7 +87,17 @@ def learning_text(learning: dict[str, Any]) -> str:
 def find_twin(
     kb_path: Path, learning: dict[str, Any], threshold: float
 ) -> tuple[str, float] | None:
-    """The existing learning this one restates, if any (threshold ≥ 1.0 disables the check)."""
+    """The existing learning this one restates, if any (threshold ≥ 1.0 disables the check).
+
+    Args:
+        kb_path: The KB root.
+        learning: The new learning (a CREATE action).
+        threshold: The cosine at or above which it counts as a twin.
+
+    Returns:
+        ``(note_id, cosine)`` of the nearest existing note when it reaches ``threshold``,
+        else ``None`` (also when there is no index).
+    """
     if threshold >= 1.0:
         return None
     hits = similar(kb_path, learning_text(learning), k=1)

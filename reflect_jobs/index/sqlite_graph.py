@@ -32,7 +32,9 @@ def _ekey(a: str, b: str) -> tuple[str, str]:
 
 @dataclass
 class SQLiteGraphStorage(NetworkXStorage):
-    """The entity graph in the ``nodes``/``edges`` tables.  Point reads and writes go to
+    """The entity graph in the ``nodes``/``edges`` tables, networkx only on demand.
+
+    Point reads and writes go to
     SQLite; a networkx graph is materialised only on demand (:attr:`graph`: clustering,
     community schema, GraphML export) and then kept in sync on writes.  Clustering is
     louvain (:mod:`reflect_jobs.index.clustering`; no graspologic) and only runs when
@@ -79,6 +81,7 @@ class SQLiteGraphStorage(NetworkXStorage):
         return self.graph
 
     async def index_done_callback(self):
+        """Nothing to flush: the GraphIndex transaction is the commit (no GraphML write)."""
         pass
 
     # ---------------------------------------------------------------- sync point access
@@ -214,7 +217,11 @@ class SQLiteGraphStorage(NetworkXStorage):
             self._nx.remove_edge(a, b)
 
     def number_of_nodes(self) -> int:
-        """How many nodes the graph has (one count query while not materialised)."""
+        """How many nodes the graph has (one count query while not materialised).
+
+        Returns:
+            The node count.
+        """
         if self._nx is not None:
             return self._nx.number_of_nodes()
         return self._db.execute("SELECT count(*) FROM nodes").fetchone()[0]
@@ -222,6 +229,14 @@ class SQLiteGraphStorage(NetworkXStorage):
     # ---------------------------------------------------------------- BaseGraphStorage API
 
     async def has_node(self, node_id: str) -> bool:
+        """Whether the node exists.
+
+        Args:
+            node_id: Node name.
+
+        Returns:
+            ``True`` when it does.
+        """
         if self._nx is not None:
             return self._nx.has_node(node_id)
         return (
@@ -230,34 +245,110 @@ class SQLiteGraphStorage(NetworkXStorage):
         )
 
     async def has_edge(self, source_node_id: str, target_node_id: str) -> bool:
+        """Whether the (undirected) edge exists.
+
+        Args:
+            source_node_id: One end.
+            target_node_id: The other end.
+
+        Returns:
+            ``True`` when it does.
+        """
         return self.edge_data(source_node_id, target_node_id) is not None
 
     async def get_node(self, node_id: str) -> dict | None:
+        """A copy of one node's data (see :meth:`node_data`).
+
+        Args:
+            node_id: Node name.
+
+        Returns:
+            Its attributes, or None when there is no such node.
+        """
         return self.node_data(node_id)
 
     async def get_edge(self, source_node_id: str, target_node_id: str) -> dict | None:
+        """A copy of one edge's data (see :meth:`edge_data`).
+
+        Args:
+            source_node_id: One end.
+            target_node_id: The other end.
+
+        Returns:
+            Its attributes, or None when there is no such edge.
+        """
         return self.edge_data(source_node_id, target_node_id)
 
     async def node_degree(self, node_id: str) -> int:
+        """A node's degree (see :meth:`degree`).
+
+        Args:
+            node_id: Node name.
+
+        Returns:
+            Its degree (0 for an unknown node).
+        """
         return self.degree(node_id)
 
     async def edge_degree(self, src_id: str, tgt_id: str) -> int:
+        """The rank nano-graphrag gives an edge: the sum of its ends' degrees.
+
+        Args:
+            src_id: One end.
+            tgt_id: The other end.
+
+        Returns:
+            ``degree(src_id) + degree(tgt_id)``.
+        """
         return self.degree(src_id) + self.degree(tgt_id)
 
     async def get_node_edges(self, source_node_id: str):
+        """A node's edges, as nano-graphrag's local query walks them.
+
+        Args:
+            source_node_id: Node name.
+
+        Returns:
+            ``(source_node_id, neighbour)`` pairs in edge insertion order, or ``None`` for
+            an unknown node.
+        """
         if not await self.has_node(source_node_id):
             return None
         return [(source_node_id, m) for m, _ in self.neighbours(source_node_id)]
 
     async def upsert_node(self, node_id: str, node_data: dict[str, str]):
+        """Merge ``node_data`` into the node's attributes, creating it if needed.
+
+        Args:
+            node_id: Node name.
+            node_data: Attributes to set; others the node has are kept.
+        """
         # networkx's add_node(**data) merges attributes: keep that
         self.put_node(node_id, {**(self.node_data(node_id) or {}), **node_data})
 
     async def upsert_edge(self, source_node_id: str, target_node_id: str, edge_data: dict):
+        """Merge ``edge_data`` into the edge's attributes, creating it (and its ends) if needed.
+
+        Args:
+            source_node_id: One end.
+            target_node_id: The other end.
+            edge_data: Attributes to set; others the edge has are kept.
+        """
         old = self.edge_data(source_node_id, target_node_id) or {}
         self.put_edge(source_node_id, target_node_id, {**old, **edge_data})
 
     async def clustering(self, algorithm: str):
+        """Assign every node its hierarchical communities (the ``clusters`` attribute).
+
+        Both names run louvain (:func:`reflect_jobs.index.clustering.hierarchical_communities`);
+        the graph is materialised and every node row rewritten.
+
+        Args:
+            algorithm: ``louvain`` or ``leiden``.
+
+        Raises:
+            ValueError: Any other algorithm.
+        """
         if algorithm not in self._clustering_algorithms:
             raise ValueError(f"Clustering algorithm {algorithm} not supported")
         await self._clustering_algorithms[algorithm]()

@@ -86,6 +86,14 @@ class IndexDB:
     """
 
     def __init__(self, path: Path) -> None:
+        """Open (or create) the database.
+
+        Args:
+            path: The SQLite file (:data:`DB_NAME` in the graph directory).
+
+        Raises:
+            IndexFormatError: The file is not a readable SQLite database.
+        """
         self.path = Path(path)
         self.conn: sqlite3.Connection | None = None
         self.ino: int | None = None
@@ -100,6 +108,14 @@ class IndexDB:
         return self
 
     def open(self) -> None:
+        """(Re)open the connection: WAL, ``synchronous=FULL``, schema created if missing.
+
+        Any previous connection is closed first, the file's inode is remembered for
+        :meth:`replaced`, and every registered cache is invalidated.
+
+        Raises:
+            IndexFormatError: The file is not a readable SQLite database.
+        """
         self.close()
         conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         try:
@@ -122,43 +138,64 @@ class IndexDB:
         self.invalidate()
 
     def close(self) -> None:
+        """Close the connection, if open (errors while closing are ignored)."""
         if self.conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.close()
             self.conn = None
 
     def replaced(self) -> bool:
-        """True when the file at ``path`` is not the one we have open (deleted/recreated)."""
+        """True when the file at ``path`` is not the one we have open (deleted/recreated).
+
+        Returns:
+            Whether the file is gone or has another inode than when it was opened.
+        """
         try:
             return os.stat(self.path).st_ino != self.ino
         except FileNotFoundError:
             return True
 
     def register(self, cache: Any) -> None:
+        """Have :meth:`invalidate` reach ``cache`` too.
+
+        Args:
+            cache: A storage with an ``invalidate()`` method that drops its read caches.
+        """
         self._caches.append(cache)
 
     def invalidate(self) -> None:
+        """Drop every registered storage's in-memory read caches."""
         for c in self._caches:
             c.invalidate()
 
     @property
     def in_transaction(self) -> bool:
+        """Whether a transaction is open on the connection."""
         return bool(self.conn is not None and self.conn.in_transaction)
 
     def begin(self) -> None:
+        """Start a write transaction (``BEGIN IMMEDIATE``: the write lock is taken now)."""
         self.conn.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
+        """Commit the open transaction."""
         self.conn.execute("COMMIT")
 
     def rollback(self) -> None:
+        """Roll back the open transaction, if any, and drop the caches it may have touched."""
         if self.conn is not None and self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
         self.invalidate()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """A read transaction (consistent view across several statements)."""
+        """A read transaction (consistent view across several statements).
+
+        Inside an open transaction it adds nothing (that one is already consistent).
+
+        Yields:
+            Nothing; the statements in the ``with`` block share one snapshot.
+        """
         if self.in_transaction:
             yield
             return
@@ -169,33 +206,82 @@ class IndexDB:
             self.conn.execute("COMMIT")
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        """Run one statement on the shared connection.
+
+        Args:
+            sql: The statement, with ``?`` placeholders.
+            params: Its parameters.
+
+        Returns:
+            The cursor (fetch from it).
+        """
         return self.conn.execute(sql, tuple(params))
 
     def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+        """Run one statement once per parameter row.
+
+        Args:
+            sql: The statement, with ``?`` placeholders.
+            rows: One parameter sequence per execution.
+
+        Returns:
+            The cursor.
+        """
         return self.conn.executemany(sql, rows)
 
     def total_changes(self) -> int:
+        """Rows changed on this connection since it opened (compare before/after a write).
+
+        Returns:
+            SQLite's ``total_changes`` counter.
+        """
         return self.conn.total_changes
 
     # ------------------------------------------------------------------ meta
 
     def meta_get(self, key: str, default: Any = None) -> Any:
+        """A JSON value from the ``meta`` table.
+
+        Args:
+            key: The meta key.
+            default: What to return when the key is absent.
+
+        Returns:
+            The decoded value, or ``default``.
+        """
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
     def meta_set(self, key: str, value: Any) -> None:
+        """Insert or replace a JSON value in the ``meta`` table (in the open transaction).
+
+        Args:
+            key: The meta key.
+            value: A JSON-serialisable value.
+        """
         self.conn.execute(
             "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, dumps_json(value)),
         )
 
     def generation(self) -> int:
+        """The commit counter writers bump, so other processes know to drop their caches.
+
+        Returns:
+            The stored ``generation``, 0 when none was ever stored.
+        """
         return int(self.meta_get("generation", 0))
 
     def is_empty(self) -> bool:
+        """Whether nothing was ever committed (the ``meta`` table has no row).
+
+        Returns:
+            ``True`` for a new database.
+        """
         return self.conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is None
 
     def wipe(self) -> None:
+        """Delete every row of every table (in the open transaction); the schema stays."""
         for t in ("meta", "docs", "chunk_doc", "kv", "vectors", "nodes", "edges"):
             self.conn.execute(f"DELETE FROM {t}")  # noqa: S608 - fixed table names
 
@@ -220,6 +306,16 @@ class JsonTableView(Mapping):
     """``key -> JSON value`` rows of one table (optionally one namespace), read live."""
 
     def __init__(self, db: IndexDB, table: str, key: str, value: str, ns: str | None = None):
+        """A view of ``table``'s ``key`` and ``value`` columns.
+
+        Args:
+            db: The shared database.
+            table: The table (a fixed name from this module, never user input).
+            key: The key column.
+            value: The value column; ``doc_id`` values are returned as text, others are
+                decoded from JSON.
+            ns: Only rows of this namespace (tables with an ``ns`` column).
+        """
         self._db, self._t, self._k, self._v, self._ns = db, table, key, value, ns
         self._where = " AND ns = ?" if ns is not None else ""
         self._args: tuple = (ns,) if ns is not None else ()
@@ -268,6 +364,11 @@ class JsonTableView(Mapping):
         )
 
     def items(self):  # one query instead of one per key
+        """Every ``(key, value)`` pair in one query.
+
+        Returns:
+            A list of pairs in row order, values decoded as for ``view[key]``.
+        """
         where = " WHERE ns = ?" if self._ns is not None else ""
         rows = self._db.execute(
             f"SELECT {self._k}, {self._v} FROM {self._t}{where} ORDER BY rowid",  # noqa: S608
@@ -277,6 +378,11 @@ class JsonTableView(Mapping):
         return [(k, dec(v)) for k, v in rows]
 
     def values(self):
+        """Every value in one query.
+
+        Returns:
+            A list of the decoded values, in row order.
+        """
         return [v for _, v in self.items()]
 
 
@@ -286,8 +392,10 @@ class JsonTableView(Mapping):
 
 @dataclass
 class SQLiteKVStorage(BaseKVStorage):
-    """nano-graphrag KV storage on the ``kv`` table (full_docs, text_chunks, community
-    reports, llm cache).  ``_data`` is a live read-only mapping view.
+    """nano-graphrag KV storage on the ``kv`` table, one namespace per store.
+
+    The namespaces are full_docs, text_chunks, community reports and the llm cache.
+    ``_data`` is a live read-only mapping view.
 
     :meth:`cached` returns an in-memory dict of the whole namespace (loaded once, dropped on
     any write or :meth:`IndexDB.invalidate`): for small namespaces read on every query
@@ -300,33 +408,75 @@ class SQLiteKVStorage(BaseKVStorage):
         self._db.register(self)
 
     def invalidate(self) -> None:
+        """Drop the :meth:`cached` copy."""
         self._cache = None
 
     def cached(self) -> dict:
+        """The whole namespace as a dict, read once in one snapshot and kept until a write.
+
+        Returns:
+            ``{id: value}``; do not modify it (it is shared until invalidated).
+        """
         if self._cache is None:
             with self._db.snapshot():
                 self._cache = dict(self._data.items())
         return self._cache
 
     async def all_keys(self) -> list[str]:
+        """Every id in the namespace.
+
+        Returns:
+            The ids in insertion order.
+        """
         return list(self._data)
 
     async def index_done_callback(self):
+        """Nothing to flush: the GraphIndex transaction is the commit."""
         pass  # the GraphIndex transaction is the commit
 
     async def get_by_id(self, id):  # noqa: A002 - nano-graphrag's signature
+        """One value.
+
+        Args:
+            id: Its id.
+
+        Returns:
+            The value, or ``None`` when absent.
+        """
         return self._data.get(id)
 
     async def get_by_ids(self, ids, fields=None):
+        """Several values, in the order asked.
+
+        Args:
+            ids: The ids.
+            fields: Keep only these keys of each value; ``None`` keeps them all.
+
+        Returns:
+            One value (or ``None`` when absent) per id.
+        """
         out = [self._data.get(i) for i in ids]
         if fields is None:
             return out
         return [{k: v for k, v in d.items() if k in fields} if d else None for d in out]
 
     async def filter_keys(self, data: list[str]) -> set[str]:
+        """The ids not stored yet (what nano-graphrag still has to insert).
+
+        Args:
+            data: Candidate ids.
+
+        Returns:
+            Those of ``data`` absent from the namespace.
+        """
         return {s for s in data if s not in self._data}
 
     async def upsert(self, data: dict[str, dict]):
+        """Insert or replace values, in the open transaction.
+
+        Args:
+            data: ``{id: value}`` (JSON-serialisable values).
+        """
         self._cache = None
         self._db.executemany(
             "INSERT INTO kv VALUES (?, ?, ?) "
@@ -336,10 +486,16 @@ class SQLiteKVStorage(BaseKVStorage):
         failpoint(f"kv_upsert:{self.namespace}")
 
     async def drop(self):
+        """Delete the whole namespace, in the open transaction."""
         self._cache = None
         self._db.execute("DELETE FROM kv WHERE ns = ?", (self.namespace,))
 
     def delete(self, ids: Iterable[str]) -> None:
+        """Delete some ids (absent ones are ignored), in the open transaction.
+
+        Args:
+            ids: The ids to delete.
+        """
         self._cache = None
         self._db.executemany(
             "DELETE FROM kv WHERE ns = ? AND id = ?", [(self.namespace, i) for i in ids]

@@ -29,8 +29,9 @@ def _normalize(m: np.ndarray) -> np.ndarray:
 
 @dataclass
 class SQLiteVectorStorage(BaseVectorStorage):
-    """Vectors as float32 BLOBs (normalised, like nano-vectordb's cosine metric); queries
-    run on an in-memory matrix loaded on first use and kept in sync on writes.
+    """Vectors as float32 BLOBs, normalised like nano-vectordb's cosine metric.
+
+    Queries run on an in-memory matrix loaded on first use and kept in sync on writes.
 
     ``addon_params['max_embed_chars'][namespace]`` caps the text embedded per vector: an
     entity's vector is ``name + description`` and descriptions merged from many notes get
@@ -167,6 +168,7 @@ class SQLiteVectorStorage(BaseVectorStorage):
         self.invalidate()
 
     async def index_done_callback(self):
+        """Nothing to flush: the GraphIndex transaction is the commit."""
         pass
 
     # ---------------------------------------------------------------- reads
@@ -205,6 +207,17 @@ class SQLiteVectorStorage(BaseVectorStorage):
             return out
 
     async def query(self, query: str, top_k: int = 5):
+        """Embed ``query`` and return its nearest vectors, as nano-graphrag expects.
+
+        Args:
+            query: The text to embed.
+            top_k: How many to return at most.
+
+        Returns:
+            One dict per hit, best first: the stored meta plus ``id``, ``distance`` and
+            ``__metrics__`` (both the cosine similarity, higher is closer); hits below
+            ``cosine_better_than_threshold`` are left out.
+        """
         emb = await self.embedding_func([query])
         return [
             {**m, "id": i, "distance": s, "__metrics__": s}
@@ -212,6 +225,7 @@ class SQLiteVectorStorage(BaseVectorStorage):
         ]
 
     def __len__(self) -> int:
+        """How many vectors this namespace holds."""
         if self._loaded:
             return len(self._ids)
         return self._db.execute(

@@ -63,7 +63,16 @@ class Harness:
     label: str
 
     def entry(self, command: str) -> dict[str, Any]:
-        """One new hook entry of ours, running ``command``, in this harness's shape."""
+        """One new hook entry of ours, running ``command``, in this harness's shape.
+
+        Args:
+            command: The shell command (see :func:`hook_command`).
+
+        Returns:
+            ``{"type": "command", "command": …, "timeout": 5}`` for grouped harnesses,
+            ``{"type": "command", "bash": …, "timeoutSec": 5}`` for Copilot. A grouped
+            harness's caller still wraps it in a ``{"hooks": [...]}`` matcher group.
+        """
         if self.grouped:
             return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SEC}
         return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_SEC}
@@ -74,7 +83,11 @@ class Harness:
         return "command" if self.grouped else "bash"
 
     def skeleton(self) -> dict[str, Any]:
-        """The document of a file we create from nothing."""
+        """The document of a file we create from nothing.
+
+        Returns:
+            ``{}``, or ``{"version": 1}`` for Copilot.
+        """
         return {} if self.grouped else {"version": 1}
 
 
@@ -166,6 +179,9 @@ def hook_script() -> Path:
 
     ``sys.executable`` is deliberately not resolved: in a venv it is a symlink to the system
     Python, and the script lives next to the link, not next to its target.
+
+    Returns:
+        ``<directory of sys.executable>/reflect-jobs-hook``, made absolute.
     """
     return Path(os.path.abspath(sys.executable)).parent / HOOK_MARKER
 
@@ -187,7 +203,16 @@ def hook_command(harness: str, script: Path | None = None) -> str:
 
 
 def is_ours(entry: Any) -> bool:
-    """Whether a hook entry (of any shape) has a command that runs our hook script."""
+    """Whether a hook entry (of any shape) has a command that runs our hook script.
+
+    Args:
+        entry: One item of an event's list, or of a matcher group's ``hooks``; anything
+            but a dict is not ours.
+
+    Returns:
+        ``True`` when its ``command``, ``bash`` or ``powershell`` string contains
+        ``reflect-jobs-hook``.
+    """
     return isinstance(entry, dict) and any(
         isinstance(entry.get(k), str) and HOOK_MARKER in entry[k] for k in COMMAND_KEYS
     )

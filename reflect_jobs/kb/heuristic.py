@@ -40,7 +40,21 @@ MAX_ENTITIES = 40
 
 
 def heuristic_sidecar(note: Note) -> dict[str, Any]:
-    """A sidecar-shaped dict (``document_id``, ``entities``, ``relationships``) for ``note``."""
+    """A sidecar-shaped dict (``document_id``, ``entities``, ``relationships``) for ``note``.
+
+    Entities come, in this order, from the frontmatter's ``entities`` (as technologies) and
+    ``tags`` (as concepts), backtick terms, known technology names, error-looking lines, and
+    the two ends of every causal relation; names are de-duplicated case-insensitively and
+    capped at :data:`MAX_ENTITIES`.
+
+    Args:
+        note: The parsed note; its frontmatter and body are read, never changed.
+
+    Returns:
+        ``{"document_id": note.id, "entities": [{"name", "type", "description"}, ...],
+        "relationships": [...]}``, where each relationship is one of the note's causal
+        relations with an empty ``description`` and ``strength`` 5.
+    """
     fm = note.frontmatter
     entities: list[dict[str, str]] = []
     seen: set[str] = set()

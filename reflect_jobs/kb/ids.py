@@ -20,6 +20,14 @@ def slugify(title: object) -> str:
     Only ASCII survives so the id is a safe file name on every filesystem and a bare YAML
     scalar; an all-symbol or non-Latin title falls back to ``learning`` (the hash keeps it
     unique).
+
+    Args:
+        title: Any value; ``None`` and empty become ``""`` before slugging, others go
+            through ``str()``.
+
+    Returns:
+        At most :data:`SLUG_MAX` (60) characters of ``[a-z0-9-]`` with no leading or trailing
+        ``-``, or ``"learning"`` when nothing survives.
     """
     slug = _NON_SLUG.sub("-", str(title or "").lower()).strip("-")
     slug = slug[:SLUG_MAX].rstrip("-")
@@ -31,6 +39,14 @@ def learning_id(title: str, rule: str) -> str:
 
     Kept bit-compatible with SPEC-drain §4.2 so ids already listed in belief-revision blocks
     (and in users' KBs) keep resolving after the migration.
+
+    Args:
+        title: The learning's title; blank (or ``None``) counts as ``"untitled"``.
+        rule: The learning's rule; ``None`` counts as ``""``.
+
+    Returns:
+        The id, e.g. ``lrn-retry-on-409-3fa2c1``: the slug of the title and the first six hex
+        digits of the SHA-1 of the stripped title followed by the rule.
     """
     title = str(title or "").strip() or "untitled"
     digest = hashlib.sha1((title + str(rule or "")).encode("utf-8", "surrogatepass")).hexdigest()

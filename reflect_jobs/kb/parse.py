@@ -38,6 +38,16 @@ def split_frontmatter(text: str) -> tuple[str, str]:
     The first line must be exactly ``---`` and the frontmatter ends at the next line that is
     exactly ``---`` (trailing spaces and ``\\r`` tolerated), so a ``---`` inside a value or in
     the body can never move the boundary.
+
+    Args:
+        text: The whole note; a leading BOM is ignored.
+
+    Returns:
+        The frontmatter's YAML text (the lines between the fences, line ends kept) and the
+        body after the closing fence, stripped of surrounding whitespace.
+
+    Raises:
+        NoteError: The first line is not ``---``, or no closing ``---`` line follows.
     """
     lines = text.removeprefix("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].rstrip() != "---":
@@ -60,6 +70,18 @@ def parse_note(path_or_text: str | os.PathLike[str]) -> Note:
 
     A ``str`` is always text, never a path: guessing would make a note body that happens to
     name an existing file read that file instead.
+
+    Args:
+        path_or_text: A path to read (UTF-8), or the note's text itself.
+
+    Returns:
+        The note: its ``id``, the frontmatter mapping as YAML loaded it, the stripped body,
+        and the path (``None`` when parsed from text).
+
+    Raises:
+        NoteError: The file is unreadable, the fences are wrong, the YAML is invalid or not
+            a mapping, or a required key (``id``, ``title``, ``category``, ``key_insight``)
+            is missing or not a string, or ``id``/``title`` is blank.
     """
     path: Path | None = None
     if isinstance(path_or_text, str):
@@ -91,8 +113,24 @@ def _mapping_list(data: dict[str, Any], key: str, where: str) -> list[dict[str, 
 
 
 def normalize_sidecar(data: Any, where: str = "sidecar") -> dict[str, Any]:
-    """Validate a sidecar mapping and fill defaults (entity type ``concept``, relation type
-    ``relates_to``, strength 5, descriptions ``""``), as the original loader did (SPEC §7.4)."""
+    """Validate a sidecar mapping and fill its defaults, as the original loader did (SPEC §7.4).
+
+    The defaults are entity type ``concept``, relation type ``relates_to``, strength 5 and
+    descriptions ``""``; keys other than the four returned are dropped.
+
+    Args:
+        data: The loaded YAML (anything; only a mapping is accepted).
+        where: What to name in error messages (usually the sidecar's path).
+
+    Returns:
+        ``{"document_id", "extracted_at", "entities", "relationships"}``, with the two
+        strings defaulting to ``""`` and every entity/relationship filled as above.
+
+    Raises:
+        NoteError: ``data`` is not a mapping, ``entities``/``relationships`` is not a list of
+            mappings, an entity has no name, a relationship lacks a source or target, or a
+            strength is not a number.
+    """
     if not isinstance(data, dict):
         raise NoteError(f"{where}: sidecar is not a mapping")
     entities = []
@@ -133,7 +171,17 @@ def normalize_sidecar(data: Any, where: str = "sidecar") -> dict[str, Any]:
 
 
 def load_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and normalise ``<id>.entities.yaml``; anything malformed is a :class:`NoteError`."""
+    """Read and normalise ``<id>.entities.yaml``; anything malformed is a :class:`NoteError`.
+
+    Args:
+        path: The sidecar file (UTF-8 YAML).
+
+    Returns:
+        The sidecar as :func:`normalize_sidecar` returns it.
+
+    Raises:
+        NoteError: The file is unreadable, not valid YAML, or not a valid sidecar.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -35,6 +35,13 @@ def confidence_num(value: object) -> float:
     """Model confidence as a float in [0, 1]; anything unusable gets the drain's 0.6.
 
     Unlike the original we clamp: a "confidence 7" would otherwise read as certainty.
+
+    Args:
+        value: What the model gave: a number or numeric string; booleans, non-numbers and
+            non-finite values count as unusable.
+
+    Returns:
+        The number clamped to [0.0, 1.0], or :data:`DEFAULT_CONFIDENCE` (0.6).
     """
     if isinstance(value, bool):
         return DEFAULT_CONFIDENCE
@@ -48,12 +55,26 @@ def confidence_num(value: object) -> float:
 
 
 def confidence_bucket(num: float) -> str:
-    """high ≥ 0.8, medium ≥ 0.5, else low (SPEC §4.2)."""
+    """high ≥ 0.8, medium ≥ 0.5, else low (SPEC §4.2).
+
+    Args:
+        num: A confidence in [0, 1] (see :func:`confidence_num`).
+
+    Returns:
+        ``"high"``, ``"medium"`` or ``"low"``.
+    """
     return "high" if num >= 0.8 else "medium" if num >= 0.5 else "low"
 
 
 def causal_type(value: object) -> str:
-    """Closed enum; anything else (including ``"causes\\ninjected: pwned"``) is ``relates_to``."""
+    """Closed enum; anything else (including ``"causes\\ninjected: pwned"``) is ``relates_to``.
+
+    Args:
+        value: The model's relation type; only a string can match, after stripping.
+
+    Returns:
+        One of :data:`CAUSAL_TYPES`.
+    """
     text = str(value).strip() if isinstance(value, str) else ""
     return text if text in CAUSAL_TYPES else "relates_to"
 
@@ -79,7 +100,16 @@ def _str_list(value: object) -> list[str]:
 
 
 def causal_relations(value: object) -> list[dict[str, str]]:
-    """``[{source, target, type}]`` with empty endpoints dropped and the type whitelisted."""
+    """``[{source, target, type}]`` with empty endpoints dropped and the type whitelisted.
+
+    Args:
+        value: The model's ``causal_relations``; anything but a list yields ``[]``, and items
+            that are not mappings are skipped.
+
+    Returns:
+        One dict per relation whose source and target are non-empty after whitespace is
+        collapsed, with ``type`` passed through :func:`causal_type`.
+    """
     if not isinstance(value, list):
         return []
     out = []
@@ -94,7 +124,16 @@ def causal_relations(value: object) -> list[dict[str, str]]:
 
 
 def render_body(learning: Mapping[str, object]) -> str:
-    """The model's markdown body; wrapped in Problem/Solution/Context if it has no heading."""
+    """The model's markdown body; wrapped in Problem/Solution/Context if it has no heading.
+
+    Args:
+        learning: The model's learning; ``body``, and when the body has no ``## `` heading
+            also ``problem`` and ``fix``, are read.
+
+    Returns:
+        The stripped body as is when it has a ``## `` heading, else ``## Problem`` /
+        ``## Solution`` / ``## Context`` sections holding ``problem``, ``fix`` and the body.
+    """
     body = _text(learning.get("body")).strip()
     if _HEADING.search(body):
         return body
@@ -104,7 +143,15 @@ def render_body(learning: Mapping[str, object]) -> str:
 
 
 def learning_type(value: object) -> str:
-    """The model's classification if it is one we know, else the drain's ``bug-fix``."""
+    """The model's classification if it is one we know, else the drain's ``bug-fix``.
+
+    Args:
+        value: The model's ``learning_type``; only a string can match, stripped and
+            lower-cased.
+
+    Returns:
+        One of :data:`LEARNING_TYPES`.
+    """
     text = str(value).strip().lower() if isinstance(value, str) else ""
     return text if text in LEARNING_TYPES else "bug-fix"
 
@@ -120,7 +167,26 @@ def note_frontmatter(
     status: str = "active",
     extra: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
-    """The ordered frontmatter mapping (DESIGN §7 key order, then optional keys, then extra)."""
+    """The ordered frontmatter mapping (DESIGN §7 key order, then optional keys, then extra).
+
+    Args:
+        learning: The model's learning (``title``, ``rule``, ``tags``, ``confidence_num``…);
+            every value is cleaned, and unknown enums fall back to their defaults.
+        note_id: The note's id (see :func:`reflect_jobs.kb.ids.learning_id`).
+        created: ISO timestamp of the first write.
+        updated: ISO timestamp of this write.
+        source_path: The transcript the learning came from; omitted when ``None``.
+        session_id: The harness session; omitted when ``None``.
+        status: One of :data:`NOTE_STATUSES`.
+        extra: More keys: the :data:`OPTIONAL_KEYS` (when not ``None``) go right after
+            ``status``, other keys after them; none of them replaces a core key.
+
+    Returns:
+        The frontmatter, in the order it is rendered.
+
+    Raises:
+        ValueError: ``status`` is not a known note status.
+    """
     if status not in NOTE_STATUSES:
         raise ValueError(f"unknown note status {status!r}")
     num = confidence_num(learning.get("confidence_num"))
@@ -160,7 +226,15 @@ def note_frontmatter(
 
 
 def render_frontmatter_note(frontmatter: Mapping[str, object], body: str) -> str:
-    """Assemble ``---`` / frontmatter / ``---`` / body; the only place the fences are written."""
+    """Assemble ``---`` / frontmatter / ``---`` / body; the only place the fences are written.
+
+    Args:
+        frontmatter: The mapping to emit (see :func:`reflect_jobs.kb.yamlout.yaml_block`).
+        body: The markdown body; stripped.
+
+    Returns:
+        The note's text: fences, one blank line, the body, one final newline.
+    """
     return f"---\n{yaml_block(frontmatter)}\n---\n\n{_text(body).strip()}\n"
 
 
@@ -175,7 +249,24 @@ def render_note(
     status: str = "active",
     extra: Mapping[str, object] | None = None,
 ) -> str:
-    """The full markdown note for ``learning`` (see :func:`note_frontmatter`)."""
+    """The full markdown note for ``learning`` (see :func:`note_frontmatter`).
+
+    Args:
+        learning: The model's learning.
+        note_id: The note's id.
+        created: ISO timestamp of the first write.
+        updated: ISO timestamp of this write.
+        source_path: The transcript it came from, or ``None``.
+        session_id: The harness session, or ``None``.
+        status: One of :data:`NOTE_STATUSES`.
+        extra: More frontmatter keys, as for :func:`note_frontmatter`.
+
+    Returns:
+        The note's text, frontmatter and :func:`render_body`.
+
+    Raises:
+        ValueError: ``status`` is not a known note status.
+    """
     fm = note_frontmatter(
         learning,
         note_id=note_id,
@@ -196,6 +287,18 @@ def sidecar_data(
 
     Endpoints are added (type ``concept``) because a relationship whose end is not an entity
     becomes a dangling edge in the graph index.
+
+    Args:
+        note_id: The note's id, stored as ``document_id``.
+        learning: The model's learning; ``entities`` (strings, or mappings with ``name``,
+            ``type`` and ``description``) and ``causal_relations`` are read.
+        extracted_at: ISO timestamp of the extraction.
+
+    Returns:
+        ``{"document_id", "extracted_at", "entities", "relationships"}``. Entities are
+        de-duplicated case-insensitively; string entities get type ``technology``, causal
+        endpoints ``concept``. Each relationship is a causal relation with an empty
+        ``description`` and ``strength`` 5.
     """
     entities: list[dict[str, object]] = []
     seen: set[str] = set()
@@ -229,10 +332,26 @@ def sidecar_data(
 
 
 def render_sidecar_data(data: Mapping[str, object]) -> str:
-    """Serialise a sidecar mapping with the same safe emitter as the notes."""
+    """Serialise a sidecar mapping with the same safe emitter as the notes.
+
+    Args:
+        data: The sidecar mapping (see :func:`sidecar_data`).
+
+    Returns:
+        The YAML text, ending in a newline.
+    """
     return yaml_block(data) + "\n"
 
 
 def render_sidecar(note_id: str, learning: Mapping[str, object], *, extracted_at: str) -> str:
-    """``<id>.entities.yaml`` text (DESIGN §7): document_id, extracted_at, entities, relationships."""
+    """``<id>.entities.yaml`` text (DESIGN §7): document_id, extracted_at, entities, relationships.
+
+    Args:
+        note_id: The note's id.
+        learning: The model's learning (see :func:`sidecar_data`).
+        extracted_at: ISO timestamp of the extraction.
+
+    Returns:
+        The sidecar's YAML text, ending in a newline.
+    """
     return render_sidecar_data(sidecar_data(note_id, learning, extracted_at=extracted_at))

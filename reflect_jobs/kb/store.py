@@ -49,7 +49,15 @@ class KBPaths:
 
 
 def kb_paths(kb: str | os.PathLike[str], *, create: bool = True) -> KBPaths:
-    """Resolve (and by default create) ``documents/``, ``index/`` and ``index/graph/``."""
+    """Resolve (and by default create) ``documents/``, ``index/`` and ``index/graph/``.
+
+    Args:
+        kb: The KB root directory.
+        create: Create the three directories (and parents) when missing.
+
+    Returns:
+        The root and the three directories under it.
+    """
     root = Path(kb)
     paths = KBPaths(root, root / "documents", root / "index", root / "index" / "graph")
     if create:
@@ -59,7 +67,15 @@ def kb_paths(kb: str | os.PathLike[str], *, create: bool = True) -> KBPaths:
 
 
 def iter_notes(kb: str | os.PathLike[str]) -> Iterator[Path]:
-    """``documents/*.md`` in sorted order (stable reindex order); hidden temp files skipped."""
+    """``documents/*.md`` in sorted order (stable reindex order); hidden temp files skipped.
+
+    Args:
+        kb: The KB root directory.
+
+    Returns:
+        An iterator over the note paths (empty when ``documents/`` does not exist); the
+        listing is taken when this is called, not as it is iterated.
+    """
     documents = Path(kb) / "documents"
     if not documents.is_dir():
         return iter(())
@@ -67,12 +83,26 @@ def iter_notes(kb: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def sidecar_path_for(note_path: Path) -> Path:
-    """``<id>.md`` → ``<id>.entities.yaml``."""
+    """``<id>.md`` → ``<id>.entities.yaml``.
+
+    Args:
+        note_path: The note's path.
+
+    Returns:
+        The sidecar's path, in the same directory.
+    """
     return note_path.with_name(note_path.stem + SIDECAR_SUFFIX)
 
 
 def content_hash(text: str) -> str:
-    """sha256 of the UTF-8 note bytes, exactly as written."""
+    """sha256 of the UTF-8 note bytes, exactly as written.
+
+    Args:
+        text: The note's text.
+
+    Returns:
+        The hex digest (64 characters).
+    """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -98,6 +128,27 @@ def write_learning(
     kept. The sidecar is written first so that a reader never sees a note whose entities are
     still missing (it would fall back to heuristic extraction). Raises :class:`NoteError`
     when the title is empty or what was written does not parse back.
+
+    Args:
+        kb: The KB root directory (its directories are created when missing).
+        learning: The model's learning; ``title`` and ``rule`` give the id.
+        created: ISO timestamp used when no note with this id exists yet.
+        updated: ISO timestamp of this write (also the sidecar's ``extracted_at``).
+        source_path: The transcript it came from, or ``None``.
+        session_id: The harness session, or ``None``.
+        extra: More frontmatter keys (see :func:`reflect_jobs.kb.render.note_frontmatter`);
+            they win over the kept ``sources``/``proof_count``.
+        status: The note's status, ``"active"`` unless told otherwise (an existing note's
+            status is not kept).
+
+    Returns:
+        The note's id, path, sidecar path and content hash.
+
+    Raises:
+        NoteError: The title is empty, or the note or sidecar does not parse back with the
+            expected id.
+        ValueError: ``status`` is not a known note status.
+        OSError: A write failed (a sidecar this call created is removed again).
     """
     title = str(learning.get("title") or "").strip()
     if not title:
@@ -169,6 +220,20 @@ def retire_note(
 
     Keeping the file keeps history greppable and makes the action reversible; search and the
     indexes filter on ``status`` instead (DESIGN §7).
+
+    Args:
+        path: The note file.
+        status: One of :data:`RETIRED_STATUSES` (any note status but ``active``).
+        reason: Why; stored as ``retired_reason`` with whitespace collapsed.
+        superseded_by: The id of the note that replaces it, stored when given.
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The rewritten note's id, path, sidecar path and new content hash.
+
+    Raises:
+        ValueError: ``status`` is not a retired status.
+        NoteError: The note does not parse, or the rewrite does not round-trip.
     """
     if status not in RETIRED_STATUSES:
         raise ValueError(f"retire status must be one of {sorted(RETIRED_STATUSES)}")
@@ -184,7 +249,21 @@ def retire_note(
 
 
 def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, now: str) -> NoteFile:
-    """Record another source confirming the note (an UPDATE action) and its proof count."""
+    """Record another source confirming the note (an UPDATE action) and its proof count.
+
+    Args:
+        path: The note file.
+        source: The confirming source (whitespace collapsed); appended to ``sources``
+            unless empty or already listed.
+        proof_count: The new ``proof_count``, stored as given (not incremented here).
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The rewritten note's id, path, sidecar path and new content hash.
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
     note = parse_note(Path(path))
     sources = note.frontmatter.get("sources")
     sources = [str(s) for s in sources] if isinstance(sources, list) else []

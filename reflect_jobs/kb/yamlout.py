@@ -31,7 +31,14 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def clean_text(value: object) -> str:
-    """``str(value)`` made encodable: lone surrogates become U+FFFD instead of crashing a write."""
+    """``str(value)`` made encodable: lone surrogates become U+FFFD instead of crashing a write.
+
+    Args:
+        value: Any value; a string is used as is, anything else through ``str()``.
+
+    Returns:
+        The text with every lone surrogate replaced by U+FFFD.
+    """
     text = value if isinstance(value, str) else str(value)
     return _SURROGATE.sub("\ufffd", text)
 
@@ -50,6 +57,13 @@ def yaml_scalar(value: object) -> str:
 
     Whitespace runs (newlines included) collapse to one space because frontmatter fields are
     one-line summaries; a multi-line value is exactly how a model could smuggle in a key.
+
+    Args:
+        value: Any value; ``None`` becomes the empty string, others go through ``str()``.
+
+    Returns:
+        The quoted scalar, stripped, with ``\\`` and ``"`` escaped and every non-printable
+        character written as a ``\\x``/``\\u``/``\\U`` escape.
     """
     text = _WS.sub(" ", clean_text("" if value is None else value)).strip()
     text = text.replace("\\", "\\\\").replace('"', '\\"')
@@ -57,14 +71,32 @@ def yaml_scalar(value: object) -> str:
 
 
 def bare_or_quoted(value: str) -> str:
-    """Emit identifiers and enum words bare (readable diffs), everything else quoted."""
+    """Emit identifiers and enum words bare (readable diffs), everything else quoted.
+
+    Args:
+        value: The string to emit.
+
+    Returns:
+        ``value`` itself when it is a lower-case word (``[a-z][a-z0-9_-]*``) that YAML would
+        not read as a boolean or null, else :func:`yaml_scalar` of it.
+    """
     if _BARE.match(value) and value not in _RESERVED:
         return value
     return yaml_scalar(value)
 
 
 def yaml_value(value: object) -> str:
-    """Flow-style YAML for a frontmatter value (never contains a line break)."""
+    """Flow-style YAML for a frontmatter value (never contains a line break).
+
+    Args:
+        value: ``None``, a bool, number, string, date/datetime, mapping, or sequence/set of
+            these (nested); anything else is quoted through ``str()``.
+
+    Returns:
+        The YAML text: ``null``/``true``/``false``, a number (non-finite floats as
+        ``null``), a bare or quoted string, an ISO date in quotes, ``{k: v, ...}`` or
+        ``[...]``.
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -95,6 +127,14 @@ def yaml_entry(key: object, value: object) -> str:
 
     Odd keys (from a hand-edited note) are quoted rather than rejected so a lifecycle
     rewrite never fails on a note it did not create.
+
+    Args:
+        key: The top-level key; quoted unless it is an identifier YAML reads as a string.
+        value: Its value (see :func:`yaml_value`).
+
+    Returns:
+        One ``key: value`` line, or for a non-empty list of mappings a ``key:`` line followed
+        by one ``  - {...}`` line per mapping (no final newline).
     """
     if (
         isinstance(value, Sequence)
@@ -107,5 +147,13 @@ def yaml_entry(key: object, value: object) -> str:
 
 
 def yaml_block(mapping: Mapping[object, object]) -> str:
-    """Render a whole frontmatter/sidecar mapping, one top-level key per line group."""
+    """Render a whole frontmatter/sidecar mapping, one top-level key per line group.
+
+    Args:
+        mapping: The keys and values, emitted in their iteration order.
+
+    Returns:
+        The :func:`yaml_entry` of each item joined by newlines, without ``---`` fences or a
+        final newline.
+    """
     return "\n".join(yaml_entry(k, v) for k, v in mapping.items())

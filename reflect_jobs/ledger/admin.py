@@ -53,6 +53,11 @@ class JobNotFound(LookupError):
     """No job has this id (the message is the one line the CLI prints)."""
 
     def __init__(self, job_id: str) -> None:
+        """Build the exception.
+
+        Args:
+            job_id: The id that matched no job.
+        """
         super().__init__(f"no job {job_id}")
         self.job_id = job_id
 
@@ -61,6 +66,11 @@ class ErrorNotFound(LookupError):
     """No error record has this id."""
 
     def __init__(self, error_id: str) -> None:
+        """Build the exception.
+
+        Args:
+            error_id: The id that matched no error record.
+        """
         super().__init__(f"no error {error_id}")
         self.error_id = error_id
 

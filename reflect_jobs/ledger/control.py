@@ -22,11 +22,27 @@ HALT_KEY = "write_halted"
 
 
 def get_flag(session: Session, key: str) -> str | None:
+    """A control flag's value.
+
+    Args:
+        session: An open ledger session.
+        key: The flag's name (e.g. :data:`HALT_KEY`).
+
+    Returns:
+        The stored value, or ``None`` when the flag is not set.
+    """
     row = session.get(Control, key)
     return row.value if row else None
 
 
 def set_flag(session: Session, key: str, value: str) -> None:
+    """Set a control flag (insert or overwrite), stamping ``updated_at``.
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        key: The flag's name.
+        value: Its new value.
+    """
     row = session.get(Control, key)
     if row is None:
         session.add(Control(key=key, value=value, updated_at=utcnow()))
@@ -36,16 +52,38 @@ def set_flag(session: Session, key: str, value: str) -> None:
 
 
 def clear_flag(session: Session, key: str) -> None:
+    """Remove a control flag; clearing one that is not set is a no-op.
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        key: The flag's name.
+    """
     session.execute(delete(Control).where(Control.key == key))
 
 
 def halt_reason(session: Session) -> str | None:
-    """Why the write stage is paused, or None when it runs."""
+    """Why the write stage is paused, or None when it runs.
+
+    Args:
+        session: An open ledger session.
+
+    Returns:
+        The halt reason stored under :data:`HALT_KEY`, or ``None``.
+    """
     return get_flag(session, HALT_KEY)
 
 
 def incr_counter(session: Session, key: str) -> int:
-    """A ledger counter (graph maintenance cadence); read-modify-write under the txn lock."""
+    """A ledger counter (graph maintenance cadence); read-modify-write under the txn lock.
+
+    Args:
+        session: An open write session (the row is read ``FOR UPDATE`` on PostgreSQL; on
+            SQLite the ``BEGIN IMMEDIATE`` write lock serialises it).
+        key: The counter's control key; a missing or non-numeric value counts as 0.
+
+    Returns:
+        The counter's new value (at least 1).
+    """
     row = session.get(Control, key, with_for_update=True)
     value = (int(row.value) if row and row.value.isdigit() else 0) + 1
     set_flag(session, key, str(value))
@@ -53,6 +91,12 @@ def incr_counter(session: Session, key: str) -> int:
 
 
 def beat(session: Session, worker: str) -> None:
+    """Record that ``worker`` is alive now (``status`` and ``doctor`` read the newest beat).
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        worker: The worker's id; its first beat also stores this host name and process id.
+    """
     now = utcnow()
     row = session.get(Heartbeat, worker)
     if row is None:
@@ -70,10 +114,24 @@ def beat(session: Session, worker: str) -> None:
 
 
 def last_heartbeat(session: Session) -> datetime | None:
+    """When any worker last beat.
+
+    Args:
+        session: An open ledger session.
+
+    Returns:
+        The newest ``beat_at`` (UTC), or ``None`` if no worker ever beat.
+    """
     return session.scalars(select(Heartbeat.beat_at).order_by(Heartbeat.beat_at.desc())).first()
 
 
 def prune_heartbeats(session: Session, older_than: timedelta = timedelta(days=7)) -> None:
+    """Delete the heartbeats of workers that have been silent for a while.
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        older_than: How long a worker must have been silent (default 7 days).
+    """
     session.execute(delete(Heartbeat).where(Heartbeat.beat_at < utcnow() - older_than))
 
 
@@ -81,7 +139,18 @@ def prune_heartbeats(session: Session, older_than: timedelta = timedelta(days=7)
 
 
 def store_quota_snapshots(session: Session, snapshots: list[dict[str, Any]], bucket_of) -> int:  # type: ignore[no-untyped-def]
-    """Last write wins per bucket (SPEC §5.5 ingest)."""
+    """Last write wins per bucket (SPEC §5.5 ingest).
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        snapshots: Rate-limit snapshots reported by the writer CLI; each is stored with an
+            added ``observed_at`` (epoch seconds, now).
+        bucket_of: Maps a snapshot to its bucket name (the row key), e.g.
+            :func:`reflect_jobs.writer.quota.bucket_of`.
+
+    Returns:
+        How many snapshots were stored.
+    """
     now = utcnow().timestamp()
     for snap in snapshots:
         bucket = bucket_of(snap)
@@ -96,6 +165,14 @@ def store_quota_snapshots(session: Session, snapshots: list[dict[str, Any]], buc
 
 
 def quota_snapshots(session: Session) -> dict[str, dict[str, Any]]:
+    """The latest stored rate-limit snapshot of every bucket, for the quota gate.
+
+    Args:
+        session: An open ledger session.
+
+    Returns:
+        ``{bucket: snapshot}``, each snapshot with its ``observed_at`` (epoch seconds).
+    """
     return {
         row.bucket: dict(row.snapshot, observed_at=row.observed_at)
         for row in session.scalars(select(QuotaSnapshot))
@@ -116,7 +193,23 @@ def record_error(
     source: str = "drain",
     context: dict[str, Any] | None = None,
 ) -> str:
-    """Append or bump an error; identical errors within 24 h share a row (SPEC §5.11)."""
+    """Append or bump an error; identical errors within 24 h share a row (SPEC §5.11).
+
+    Identical means the same source, kind and (truncated) message. Bumping counts it, moves
+    ``last_at`` and un-acknowledges it; an identical error older than 24 h starts a new row.
+    Only the newest :data:`ERROR_CAP` rows are kept.
+
+    Args:
+        session: An open ledger session; the change is committed with it.
+        kind: What failed (a short machine-readable word).
+        message: The error text; cut to 500 characters.
+        severity: ``"error"`` or ``"warn"``; a bump keeps the row's first severity.
+        source: Which part of the system reported it.
+        context: JSON-able details; on a bump, ``None`` keeps the previous context.
+
+    Returns:
+        The error's id, ``err-`` and six hex digits of a hash of source, kind and message.
+    """
     message = message[:500]
     err_id = "err-" + hashlib.sha1(f"{source}|{kind}|{message}".encode()).hexdigest()[:6]
     now = utcnow()

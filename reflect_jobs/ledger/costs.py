@@ -27,14 +27,38 @@ PRICES = {
 
 
 def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: int) -> float:
-    """Price by model-name substring; unknown models are priced as sonnet."""
+    """Price by model-name substring; unknown models are priced as sonnet.
+
+    Used only when the CLI reported no cost of its own.
+
+    Args:
+        model: The model's name (``claude-opus-4…`` matches ``opus``); case is ignored.
+        inp: Input tokens.
+        out: Output tokens.
+        cache_read: Cache-read input tokens.
+        cache_write: Cache-creation input tokens.
+
+    Returns:
+        The estimated cost in USD, from the per-1M-token :data:`PRICES`.
+    """
     key = next((k for k in PRICES if k in (model or "").lower()), "sonnet")
     p = PRICES[key]
     return (inp * p[0] + out * p[1] + cache_read * p[2] + cache_write * p[3]) / 1_000_000
 
 
 def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
-    """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending."""
+    """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
+
+    Args:
+        session: An open ledger session; the row is added to it, and committing that
+            session is what makes the answer survive a crash.
+        job: The job the call was made for.
+        result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
+            the whole answer as JSON (``raw_answer``) are stored.
+
+    Returns:
+        The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
+    """
     usage = result.usage
     now = utcnow()
     row = CostRow(
@@ -62,7 +86,15 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
 
 
 def pending_attempt(session: Session, job_id: str) -> CostRow | None:
-    """An answer that was paid for and recorded but never applied (crash after the call)."""
+    """An answer that was paid for and recorded but never applied (crash after the call).
+
+    Args:
+        session: An open ledger session.
+        job_id: The job whose write stage is running again.
+
+    Returns:
+        The newest unconsumed ``pending`` row of that job, or ``None``.
+    """
     return session.scalars(
         select(CostRow)
         .where(CostRow.job_id == job_id, CostRow.consumed.is_(False), CostRow.outcome == "pending")
@@ -73,6 +105,18 @@ def pending_attempt(session: Session, job_id: str) -> CostRow | None:
 def record_free(
     session: Session, job: Job | None, outcome: str, *, model: str = "", backend: str = ""
 ) -> CostRow:
+    """Add the row of an outcome that cost nothing, so the report shows every run.
+
+    Args:
+        session: An open ledger session; the row is added to it.
+        job: The job, or ``None`` for an outcome not tied to one.
+        outcome: The outcome word (e.g. ``skip_dup_signal_hash``, ``quarantine_oversized``).
+        model: The model that would have been called, if known.
+        backend: The writer backend, if known.
+
+    Returns:
+        The new row: ``entries=0``, no tokens, already ``consumed``.
+    """
     now = utcnow()
     row = CostRow(
         job_id=job.id if job else None,
@@ -90,7 +134,16 @@ def record_free(
 
 
 def parse_since(text: str | None) -> timedelta | None:
-    """``30d``, ``24h``, ``2w`` or a bare number of days; None = all time."""
+    """``30d``, ``24h``, ``2w`` or a bare number of days; None = all time.
+
+    Args:
+        text: A number with an optional unit: ``d`` days, ``h`` hours, ``w`` weeks or ``m``
+            minutes (no unit means days); case and surrounding spaces are ignored.
+
+    Returns:
+        The window, or ``None`` for ``None``/empty text and for anything that does not parse
+        (``"all"`` included).
+    """
     if not text:
         return None
     text = text.strip().lower()
@@ -104,7 +157,15 @@ def parse_since(text: str | None) -> timedelta | None:
 
 
 def budget_used(session: Session, day: str) -> int:
-    """Σ entries for a UTC day, from the ledger (the authoritative view for reports)."""
+    """Σ entries for a UTC day, from the ledger (the authoritative view for reports).
+
+    Args:
+        session: An open ledger session.
+        day: The UTC day as ``YYYY-MM-DD``.
+
+    Returns:
+        The number of entries (paid attempts) recorded that day.
+    """
     rows = session.scalars(select(CostRow.entries).where(CostRow.day == day)).all()
     return int(sum(rows))
 
@@ -125,7 +186,22 @@ def _bucket(**extra: Any) -> dict[str, Any]:
 def cost_report(
     session: Session, *, by: str = "day", since: timedelta | None = None
 ) -> dict[str, Any]:
-    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``."""
+    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``.
+
+    A row's cost is what the CLI reported, or :func:`estimate_cost` when it reported none.
+
+    Args:
+        session: An open ledger session.
+        by: ``day``, ``transcript`` (file name), ``model``, ``outcome``, ``writer`` or
+            ``backend``; anything else groups by day.
+        since: Only rows at most this old; ``None`` for all of them.
+
+    Returns:
+        ``{"by": by, "rows": {key: bucket}, "total": bucket}``, rows sorted by key. A bucket
+        holds ``runs``, ``entries``, ``tokens``, ``cache_read``, ``cache_creation``, ``io``
+        (input + output) and ``cost_usd`` (rounded to 6 places); row buckets also have
+        ``max_run_tokens`` and the total has ``cache_reuse`` (cache reads / tokens).
+    """
     query = select(CostRow)
     if since is not None:
         query = query.where(CostRow.at >= utcnow() - since)
@@ -167,6 +243,14 @@ def cost_report(
 
 
 def last_success_at(session: Session) -> datetime | None:
+    """When a write last succeeded.
+
+    Args:
+        session: An open ledger session.
+
+    Returns:
+        The newest ``at`` of a cost row with outcome ``ok``, or ``None``.
+    """
     return session.scalars(
         select(CostRow.at).where(CostRow.outcome == "ok").order_by(CostRow.at.desc())
     ).first()

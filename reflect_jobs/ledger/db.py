@@ -30,7 +30,15 @@ _lock = threading.Lock()
 
 
 def normalise_url(url: str) -> str:
-    """Accept ``postgresql://`` and pick the psycopg 3 driver we ship."""
+    """Accept ``postgresql://`` and pick the psycopg 3 driver we ship.
+
+    Args:
+        url: A SQLAlchemy database URL.
+
+    Returns:
+        ``url`` with a ``postgresql://`` or ``postgres://`` scheme rewritten to
+        ``postgresql+psycopg://``; any other URL unchanged.
+    """
     if url.startswith("postgresql://"):
         return "postgresql+psycopg://" + url[len("postgresql://") :]
     if url.startswith("postgres://"):
@@ -82,7 +90,17 @@ def _make_engine(url: str) -> Engine:
 
 
 def get_engine(url: str, *, migrate: bool = True) -> Engine:
-    """The process-wide engine for ``url``, migrated to head on first use."""
+    """The process-wide engine for ``url``, migrated to head on first use.
+
+    Args:
+        url: The ledger's database URL (``sqlite:///…`` or PostgreSQL); a SQLite file's
+            directory is created when missing.
+        migrate: Run :func:`upgrade` when the engine is first made. Later calls return the
+            cached engine whatever this says.
+
+    Returns:
+        The engine, shared by every caller in this process until :func:`dispose_all`.
+    """
     with _lock:
         engine = _engines.get(url)
         if engine is None:
@@ -109,6 +127,17 @@ def session_scope(url: str, *, readonly: bool = False) -> Iterator[Session]:
 
     ``readonly=True`` is for reporting paths: on SQLite it reads a WAL snapshot without
     taking the write lock, so ``status`` answers while a worker holds the ledger.
+
+    Args:
+        url: The ledger's database URL (its engine is made, and migrated, on first use).
+        readonly: Begin with a deferred ``BEGIN`` instead of ``BEGIN IMMEDIATE`` on SQLite.
+            It is still committed at the end, so nothing stops a caller from writing.
+
+    Yields:
+        A session whose objects stay loaded after the commit (``expire_on_commit=False``).
+
+    Raises:
+        BaseException: Whatever the block raised, after the rollback.
     """
     get_engine(url)
     session = _sessionmakers[url]()
@@ -125,6 +154,14 @@ def session_scope(url: str, *, readonly: bool = False) -> Iterator[Session]:
 
 
 def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
+    """An Alembic config for ``engine``, built in code so no ``alembic.ini`` holds credentials.
+
+    Args:
+        engine: The ledger's engine; its URL is handed to ``alembic/env.py``.
+
+    Returns:
+        An ``alembic.config.Config`` whose script location is the repository's ``alembic/``.
+    """
     from alembic.config import Config
 
     cfg = Config()
@@ -140,6 +177,14 @@ def _head_revision(cfg) -> str | None:  # type: ignore[no-untyped-def]
 
 
 def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision the database is at, read without taking the write lock.
+
+    Args:
+        engine: The ledger's engine.
+
+    Returns:
+        The revision id, or ``None`` for a database Alembic has never touched.
+    """
     from alembic.runtime.migration import MigrationContext
 
     with engine.connect().execution_options(**{READONLY: True}) as conn:
@@ -147,7 +192,15 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def migration_status(engine: Engine) -> tuple[str | None, str | None]:
-    """(current, head) revisions, for ``doctor``."""
+    """(current, head) revisions, for ``doctor``.
+
+    Args:
+        engine: The ledger's engine.
+
+    Returns:
+        ``(current, head)``: the database's revision (``None`` when unmigrated) and the
+        newest revision in ``alembic/`` (``None`` if there are no migrations).
+    """
     return current_revision(engine), _head_revision(alembic_config(engine))
 
 
@@ -174,7 +227,15 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Alembic ``upgrade head`` unless already there (cheap check first)."""
+    """Alembic ``upgrade head`` unless already there (cheap check first).
+
+    The check is repeated under a cross-process lock (a file lock beside the SQLite file, an
+    advisory lock on PostgreSQL) so consumers starting together migrate once.
+
+    Args:
+        engine: The ledger's engine.
+        revision: The target revision; anything but ``"head"`` always runs Alembic.
+    """
     cfg = alembic_config(engine)
     head = _head_revision(cfg)
     if revision == "head" and current_revision(engine) == head:
@@ -190,4 +251,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def table_names(engine: Engine) -> list[str]:
+    """The tables in the ledger's database.
+
+    Args:
+        engine: The ledger's engine.
+
+    Returns:
+        The table names, sorted.
+    """
     return sorted(inspect(engine).get_table_names())

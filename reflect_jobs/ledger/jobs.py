@@ -47,13 +47,22 @@ class IllegalTransition(RuntimeError):
 
 
 def worker_id() -> str:
-    """host:pid:thread — unique per worker thread, readable in ``show``."""
+    """host:pid:thread — unique per worker thread, readable in ``show``.
+
+    Returns:
+        ``"<hostname>:<pid>:<thread ident mod 100000>"`` for the calling thread.
+    """
     import threading
 
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident() % 100000}"
 
 
 def new_job_id() -> str:
+    """A fresh random job id.
+
+    Returns:
+        ``"j"`` and 15 hex digits of a UUID4 (16 characters).
+    """
     return "j" + uuid.uuid4().hex[:15]
 
 
@@ -69,7 +78,28 @@ def transition(
     worker: str | None = None,
     now: datetime | None = None,
 ) -> JobEvent:
-    """Move ``job`` and append its event row; the caller's transaction commits both."""
+    """Move ``job`` and append its event row; the caller's transaction commits both.
+
+    Leaving ``running`` drops the lease; a terminal state stamps ``finished_at`` and stops
+    the job accepting captures.
+
+    Args:
+        session: The open session that loaded ``job``; the event is added to it.
+        job: The job to move (changed in place).
+        to_state: The new state; must be allowed from the current one by :data:`ALLOWED`.
+        to_stage: The new stage, or ``None`` to stay at the current one.
+        outcome: Stored on the job and the event; ``None`` keeps the job's outcome.
+        detail: Free text for the event (cut to 4000 characters).
+        next_run_at: When the job may run next; ``None`` clears it (runnable now).
+        worker: Who made the move, recorded on the event.
+        now: The time to record; defaults to the current UTC time.
+
+    Returns:
+        The new, not yet flushed, event row.
+
+    Raises:
+        IllegalTransition: The state or stage is unknown, or the move is not allowed.
+    """
     if to_state not in STATES:
         raise IllegalTransition(f"unknown state {to_state!r}")
     if to_stage is not None and to_stage not in STAGES:
@@ -107,6 +137,8 @@ def transition(
 
 @dataclass(frozen=True)
 class CaptureResult:
+    """What :func:`record_capture` did: the job, whether it is new, and when it prepares."""
+
     job_id: str
     created: bool
     prepare_at: datetime
@@ -130,6 +162,25 @@ def record_capture(
     under concurrent hooks: the loser of the INSERT race gets an IntegrityError and
     coalesces instead. Coalescing pushes the settle time out, so a burst of PreCompact,
     Stop and SessionEnd becomes one prepare after the session goes quiet.
+
+    Args:
+        session: An open write session; a new job is inserted in a savepoint.
+        harness: Which agent wrote the transcript (``claude``, ``codex``…).
+        session_id: The harness's session id; one accepting job exists per harness and id.
+        transcript_path: The transcript file; a coalesced capture replaces the stored one.
+        event: The hook event that fired (or ``manual``, ``backfill``).
+        size: The transcript's size in bytes, if known.
+        mtime: Its modification time (epoch seconds), if known.
+        settle_sec: Seconds to wait for further captures before preparing.
+        now: The capture time; defaults to the current UTC time.
+
+    Returns:
+        The job's id, ``created`` (``False`` when coalesced), and when prepare may run: for
+        a coalesced runnable job the later of its previous time and now + ``settle_sec``.
+
+    Raises:
+        RuntimeError: Three attempts in a row lost the insert race and found no job to
+            coalesce into.
     """
     now = now or utcnow()
     prepare_at = now + timedelta(seconds=settle_sec)
@@ -211,6 +262,19 @@ def claim(
     A second delivery of the same Huey message, a recovery duplicate or a worker on another
     machine all hit the same conditional UPDATE; only one sees rowcount 1. That is what
     makes every stage task idempotent at the door.
+
+    Args:
+        session: An open write session; the ``claimed`` event is added to it.
+        job_id: The job to take.
+        stage: The stage the caller is about to run; the job must be at it.
+        worker: The lease owner to record (see :func:`worker_id`).
+        lease_sec: How long the lease lasts before recovery may take the job back.
+        now: The claim time; defaults to the current UTC time.
+
+    Returns:
+        The job, now ``running`` and refreshed from the database, or ``None`` when it does
+        not exist, is at another stage, is not runnable, is not due yet, or another worker
+        won the claim.
     """
     now = now or utcnow()
     job = session.get(Job, job_id, populate_existing=True)
@@ -252,7 +316,18 @@ def claim(
 
 
 def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> bool:
-    """Keep a long stage's lease alive; False if someone else took the job meanwhile."""
+    """Keep a long stage's lease alive; False if someone else took the job meanwhile.
+
+    Args:
+        session: An open write session.
+        job_id: The running job.
+        worker: The lease owner that claimed it.
+        lease_sec: The new lease length, counted from now.
+
+    Returns:
+        ``True`` when the lease was extended; ``False`` when the job is no longer
+        ``running`` under ``worker``.
+    """
     now = utcnow()
     result = session.execute(
         update(Job)
@@ -265,6 +340,8 @@ def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> 
 
 @dataclass(frozen=True)
 class Recovered:
+    """One job :func:`recover_expired` took back: its id, stage, and whether it was poisoned."""
+
     job_id: str
     stage: str
     poisoned: bool
@@ -277,6 +354,16 @@ def recover_expired(
 
     A job that keeps killing its worker is poisoned after ``max_recoveries`` so one bad
     transcript cannot crash-loop the consumer forever.
+
+    Args:
+        session: An open write session.
+        max_recoveries: How many recoveries a job may have; one more poisons it
+            (``poison_crash_loop``).
+        now: The time leases are compared with; defaults to the current UTC time.
+
+    Returns:
+        One entry per job taken back, re-queued to run now or poisoned. Jobs another
+        consumer recovered first are left out.
     """
     now = now or utcnow()
     out: list[Recovered] = []
@@ -323,6 +410,15 @@ def due_jobs(session: Session, *, now: datetime | None = None, limit: int = 500)
 
     Huey's SQLite dequeue deletes the message, so a message can be lost with a killed
     worker; the ledger is the truth and re-sending is harmless (claims are idempotent).
+
+    Args:
+        session: An open ledger session.
+        now: The cut-off for ``next_run_at``; defaults to the current UTC time.
+        limit: At most this many jobs.
+
+    Returns:
+        Runnable jobs not at stage ``done`` whose ``next_run_at`` is unset or passed,
+        ordered by ``next_run_at``.
     """
     now = now or utcnow()
     return list(
@@ -345,6 +441,18 @@ def retry_job(session: Session, job: Job, *, worker: str = "cli") -> str:
     Failure counters restart (B15: no counter follows a transcript forever); the stage
     is kept, so a job poisoned at write retries the write on its stored slice — unless the
     slice is gone, in which case it starts again at prepare.
+
+    Args:
+        session: The open session that loaded ``job``.
+        job: A poisoned, quarantined or halted job (changed in place).
+        worker: Who asked, recorded on the event.
+
+    Returns:
+        The stage the job was queued at (``prepare`` instead of ``done``/``capture``, or of
+        ``write`` without a slice on disk).
+
+    Raises:
+        IllegalTransition: The job is not in a state a person can retry.
     """
     if job.state not in NEEDS_PERSON:
         raise IllegalTransition(

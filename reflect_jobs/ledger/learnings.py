@@ -22,6 +22,14 @@ CHUNK_HASH_TTL_DAYS = 30
 
 
 def snapshot(row: Learning) -> dict[str, Any]:
+    """Every column of a learning row as JSON-able values, for its history.
+
+    Args:
+        row: The learning as it is before the change.
+
+    Returns:
+        ``{column: value}``, datetimes as ISO strings.
+    """
     return {
         c.name: (v.isoformat() if isinstance(v, datetime) else v)
         for c in Learning.__table__.columns
@@ -45,7 +53,18 @@ def _history(
 
 
 def add_source(session: Session, learning_id: str, source: str, job_id: str | None) -> bool:
-    """Record ``source`` as proof; False when it was already recorded (idempotent)."""
+    """Record ``source`` as proof; False when it was already recorded (idempotent).
+
+    Args:
+        session: An open write session; the insert runs in a savepoint.
+        learning_id: The learning the source confirms.
+        source: The source (usually a transcript path); one row per learning and source.
+        job_id: The job that found it, if any.
+
+    Returns:
+        ``True`` when a new source row was added; ``False`` when it existed already or a
+        concurrent insert of it won.
+    """
     exists = session.scalars(
         select(LearningSource.id).where(
             LearningSource.learning_id == learning_id, LearningSource.source == source
@@ -64,6 +83,15 @@ def add_source(session: Session, learning_id: str, source: str, job_id: str | No
 
 
 def sources(session: Session, learning_id: str) -> list[str]:
+    """The sources recorded as proof of a learning.
+
+    Args:
+        session: An open ledger session.
+        learning_id: The learning's id.
+
+    Returns:
+        The sources in the order they were recorded.
+    """
     return list(
         session.scalars(
             select(LearningSource.source)
@@ -75,6 +103,8 @@ def sources(session: Session, learning_id: str) -> list[str]:
 
 @dataclass(frozen=True)
 class UpsertResult:
+    """What :func:`upsert_learning` did: the id, whether the row is new, its proof count."""
+
     learning_id: str
     created: bool
     proof_count: int
@@ -95,7 +125,29 @@ def upsert_learning(
     signal_hash: str | None,
     job_id: str | None,
 ) -> UpsertResult:
-    """Insert a learning, or treat a re-add of the same id as new proof from ``source``."""
+    """Insert a learning, or treat a re-add of the same id as new proof from ``source``.
+
+    A re-add snapshots the row into its history, points it at the new note file and hash,
+    re-activates it if it was retired, and adds one proof when ``source`` is new; its title,
+    category, type and confidence stay as first written.
+
+    Args:
+        session: An open write session; the row is read ``FOR UPDATE``.
+        learning_id: The note's content-derived id (``lrn-<slug>-<hash6>``).
+        title: The learning's title (cut to 1000 characters).
+        category: Its category; empty means ``Unknown``.
+        learning_type: Its type; empty means ``bug-fix``.
+        confidence_num: Confidence in [0, 1].
+        note_path: Where the note was written.
+        content_hash: The sha256 of the note's bytes.
+        source: The transcript it came from (recorded as proof).
+        session_id: The harness session, if known.
+        signal_hash: The hash of the signal set that produced it, if any.
+        job_id: The job that wrote it, if any.
+
+    Returns:
+        The id, ``created`` (``True`` only for a new row) and the proof count after the call.
+    """
     now = utcnow()
     row = session.get(Learning, learning_id, with_for_update=True)
     if row is None:
@@ -143,7 +195,19 @@ def upsert_learning(
 def add_proof(
     session: Session, learning_id: str, source: str, *, reason: str | None, job_id: str | None
 ) -> bool:
-    """UPDATE action: +1 proof from a new source, with a history snapshot first."""
+    """UPDATE action: +1 proof from a new source, with a history snapshot first.
+
+    Args:
+        session: An open write session; the row is read ``FOR UPDATE``.
+        learning_id: The learning the model says was confirmed.
+        source: The confirming source (usually a transcript path).
+        reason: Why, stored in the history row.
+        job_id: The job that made the change, if any.
+
+    Returns:
+        ``True`` when the proof was added; ``False`` when the learning does not exist or
+        ``source`` was already recorded for it.
+    """
     row = session.get(Learning, learning_id, with_for_update=True)
     if row is None:
         return False
@@ -169,7 +233,20 @@ def retire(
     superseded_by: str | None = None,
     job_id: str | None = None,
 ) -> bool:
-    """DELETE action: retire non-destructively; a second retire keeps the first reason."""
+    """DELETE action: retire non-destructively; a second retire keeps the first reason.
+
+    Args:
+        session: An open write session; the row is read ``FOR UPDATE``.
+        learning_id: The learning to retire.
+        reason: Why, stored on the row and in its history.
+        status: The new status (not checked; callers pass ``retired``).
+        superseded_by: The id of the learning that replaces it, if any.
+        job_id: The job that made the change, if any.
+
+    Returns:
+        ``True`` when the row changed; ``False`` when it does not exist or is already in a
+        :data:`RETIRED` status.
+    """
     row = session.get(Learning, learning_id, with_for_update=True)
     if row is None or row.status in RETIRED:
         return False
@@ -183,7 +260,18 @@ def retire(
 
 
 def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, job_id: str) -> int:
-    """Mark dialogue windows as turned into learnings — only ever called by a committed add."""
+    """Mark dialogue windows as turned into learnings — only ever called by a committed add.
+
+    Args:
+        session: An open write session.
+        hashes: The chunk hashes of the slice that was added; duplicates and hashes already
+            stored are skipped.
+        transcript_path: The transcript the chunks came from.
+        job_id: The job that added them.
+
+    Returns:
+        How many new hashes were stored.
+    """
     if not hashes:
         return 0
     seen = set(session.scalars(select(ChunkHash.hash).where(ChunkHash.hash.in_(hashes))))
@@ -197,6 +285,15 @@ def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, 
 
 
 def prune_chunks(session: Session, ttl_days: int = CHUNK_HASH_TTL_DAYS) -> int:
+    """Delete chunk hashes older than the retention window (readers ignore those already).
+
+    Args:
+        session: An open write session.
+        ttl_days: The window in days; 0 or less keeps everything.
+
+    Returns:
+        How many hashes were deleted.
+    """
     if ttl_days <= 0:
         return 0
     result = session.execute(

@@ -42,6 +42,15 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        """Convert a value on its way into the database.
+
+        Args:
+            value: An aware datetime (any zone), a naive one (taken as UTC), or ``None``.
+            dialect: SQLAlchemy's dialect (unused).
+
+        Returns:
+            The naive UTC datetime to store, or ``None``.
+        """
         if value is None:
             return None
         if value.tzinfo is not None:
@@ -49,12 +58,26 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        """Convert a value read from the database.
+
+        Args:
+            value: The stored datetime (naive UTC), or ``None``.
+            dialect: SQLAlchemy's dialect (unused).
+
+        Returns:
+            The same instant as an aware UTC datetime, or ``None``.
+        """
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def utcnow() -> datetime:
+    """Now, as an aware UTC datetime (what the ledger stores and compares against).
+
+    Returns:
+        ``datetime.now(UTC)``.
+    """
     return datetime.now(UTC)
 
 
@@ -67,6 +90,8 @@ NAMING = {
 
 
 class Base(DeclarativeBase):
+    """The declarative base; its naming convention gives constraints stable names."""
+
     metadata = MetaData(naming_convention=NAMING)
 
 

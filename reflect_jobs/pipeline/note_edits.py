@@ -158,7 +158,8 @@ def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:
 def heal(rt: Runtime) -> int:
     """Apply the pending note edits of finished jobs (a worker died after its commit).
 
-    Called by the periodic recovery. Asks for a reindex when any note was rewritten.
+    Called by the periodic recovery. Asks for a reindex (unless ``skip_reindex``) when any
+    job's edits were settled, since their notes may have changed.
 
     Args:
         rt: The runtime.

@@ -32,7 +32,13 @@ class Dispatcher(Protocol):
     """Where a runner hands the next step (Huey in production, a list in unit tests)."""
 
     def schedule(self, stage: str, job_id: str, eta: datetime | None = None) -> None:
-        """Send the ``stage`` message for ``job_id``, now or at ``eta``."""
+        """Send the ``stage`` message for ``job_id``, now or at ``eta``.
+
+        Args:
+            stage: ``prepare``, ``write`` or ``add``.
+            job_id: The job the message is for.
+            eta: When the message becomes due; ``None`` means now.
+        """
         ...
 
     def kb_changed(self) -> None:
@@ -55,7 +61,11 @@ class Runtime:
         return self.settings.db_url
 
     def who(self) -> str:
-        """This worker's lease-owner id (fixed in tests, per process/thread otherwise)."""
+        """This worker's lease-owner id (fixed in tests, per process/thread otherwise).
+
+        Returns:
+            :attr:`worker` when set, else :func:`reflect_jobs.ledger.jobs.worker_id`.
+        """
         return self.worker or worker_id()
 
 
@@ -68,9 +78,10 @@ def owned(rt: Runtime, job_id: str, worker: str) -> Iterator[tuple[Session, Job 
         job_id: The job we claimed.
         worker: The lease owner we claimed it as.
 
-    Returns:
-        A context manager yielding ``(session, job)``; ``job`` is None when the lease was lost
-        (expired and recovered, or the job moved on), and the caller must then change nothing.
+    Yields:
+        ``(session, job)``; ``job`` is None when the lease was lost (expired and recovered,
+        or the job moved on), and the caller must then change nothing. The session commits
+        when the block ends without an exception.
     """
     with session_scope(rt.db) as session:
         job = session.get(Job, job_id, populate_existing=True)

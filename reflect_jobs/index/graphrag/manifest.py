@@ -27,6 +27,11 @@ class DocManifest(JsonTableView):
     """note id -> manifest entry (``key``, ``fp``, ``chunks``, ``entities``, ``edges``)."""
 
     def __init__(self, db: IndexDB) -> None:
+        """A live view of the ``docs`` table.
+
+        Args:
+            db: The index's shared database.
+        """
         super().__init__(db, "docs", "id", "entry")
 
     def put(self, doc_id: str, entry: dict) -> None:
@@ -71,6 +76,11 @@ class ChunkDocs(Mapping):
     (:meth:`load`) and it is then kept in sync on writes."""
 
     def __init__(self, db: IndexDB) -> None:
+        """A view of the ``chunk_doc`` table; registers itself for invalidation.
+
+        Args:
+            db: The index's shared database.
+        """
         self._db = db
         self._view = JsonTableView(db, "chunk_doc", "chunk", "doc_id")
         self._cache: dict[str, str] | None = None
