@@ -28,11 +28,9 @@ from typing import Any
 
 from .config import Settings
 from .install import harness_home
+from .lifecycle import FAILED_STATES, IN_FLIGHT_STATES
 
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
-#: Job states whose job still holds the transcript (a new capture would coalesce or repeat it).
-IN_FLIGHT = ("queued", "running", "deferred", "retrying", "halted")
-FAILED = ("poisoned", "quarantined")
 CHUNK = 500  # bound the IN (...) lists: SQLite's variable limit is 32766, PostgreSQL's 65535
 
 
@@ -140,9 +138,9 @@ def mark_known(db_url: str, candidates: list[Candidate]) -> None:
                 ).where(Job.transcript_path.in_(chunk), Job.state != "done")
             ).all()
             for path, size, mtime, state in rows:
-                if state in IN_FLIGHT:
+                if state in IN_FLIGHT_STATES:
                     same[(path, size, mtime)] = "skip_pending"
-                elif state in FAILED:
+                elif state in FAILED_STATES:
                     same.setdefault((path, size, mtime), "skip_failed")
     for key, cands in keys.items():
         for c in cands:

@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from .config import Settings
+from .markers import CHILD_ENV
 
 
 def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
@@ -48,7 +49,7 @@ def check_backend(s: Settings) -> dict[str, Any]:
             capture_output=True,
             text=True,
             timeout=20,
-            env={**os.environ, "REFLECT_DRAIN_CHILD": "1"},
+            env={**os.environ, CHILD_ENV: "1"},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return _check(
@@ -165,23 +166,13 @@ def check_heartbeat(s: Settings) -> dict[str, Any]:
 
 EMBED_TIMEOUT_SEC = 120
 _EMBED_PROBE = """
-import time
+import sys, time
 t = time.monotonic()
 from reflect_jobs.index.embeddings import get_embedder
-e = get_embedder()
+e = get_embedder(sys.argv[1] or None)
 v = e.embed(["doctor probe"])
 print(f"{e.model_name}\t{v.shape[1]}\t{time.monotonic() - t:.1f}")
 """
-
-
-def _vectors_enabled() -> bool:
-    # Same rule as index.maintenance.vectors_enabled, without importing the index package.
-    return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
 
 
 def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[str, Any]:
@@ -191,13 +182,13 @@ def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[st
     hub-name model that is not cached would otherwise hang this process.
     """
     name = "embedding model"
-    if not _vectors_enabled():
+    if not s.index_vectors:
         return _check(name, True, "skipped: REFLECT_INDEX_VECTORS=0 (lexical index only)")
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "REFLECT_DRAIN_CHILD": "1",
+        CHILD_ENV: "1",
     }
     fix_model = (
         "set REFLECT_EMBED_MODEL to a local model directory (or unset it for the shipped "
@@ -205,7 +196,7 @@ def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[st
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _EMBED_PROBE],
+            [sys.executable, "-c", _EMBED_PROBE, s.embed_model or ""],
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -166,7 +166,9 @@ def _reindex_once(rt: Runtime, *, force: bool) -> dict:
         if due:
             control.set_flag(session, "repairs_since_maintain", "0")
     failpoint("reindex:holding_lock")
-    report = maintenance.repair(rt.settings.kb_path, maintain=due)
+    s = rt.settings
+    vec = {"vectors": s.index_vectors, "embed_model": s.embed_model}
+    report = maintenance.repair(s.kb_path, maintain=due, **vec)
     if report.action not in ("valid", "missing"):
         with session_scope(rt.db) as session:
             control.record_error(
@@ -175,7 +177,7 @@ def _reindex_once(rt: Runtime, *, force: bool) -> dict:
                 severity="warn",
                 message=f"{report.action}: {report.detail}",
             )
-    stats = maintenance.reindex(rt.settings.kb_path, force=force)
+    stats = maintenance.reindex(s.kb_path, force=force, **vec)
     log.info("reindexed", repair=report.action, **stats.to_dict())
     if stats.errors:
         with session_scope(rt.db) as session:
@@ -194,7 +196,9 @@ def communities() -> bool | None:
     """
     try:
         with graph_writer():
-            return maintenance.rebuild_communities(settings.kb_path)
+            return maintenance.rebuild_communities(
+                settings.kb_path, vectors=settings.index_vectors, embed_model=settings.embed_model
+            )
     except TaskLockedException:
         return None  # a reindex holds the graph; the next run catches up
 

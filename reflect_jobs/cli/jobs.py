@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from ..lifecycle import JOB_STATES
 from .common import HARNESSES, emit, get_settings, table
 
 
@@ -57,9 +58,7 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
 @click.command()
 @click.option(
     "--state",
-    type=click.Choice(
-        ["queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"]
-    ),
+    type=click.Choice(JOB_STATES),
     default=None,
 )
 @click.option("--limit", type=int, default=50, show_default=True)

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-ENV_MODEL = "REFLECT_EMBED_MODEL"
 MAX_INPUT_CHARS = 2000  # the model truncates at max_seq_length word pieces anyway
 
 _cache: dict[str, Embedder] = {}
@@ -87,8 +86,8 @@ class Embedder:
 
 
 def get_embedder(model: str | None = None) -> Embedder:
-    """The process-wide embedder for ``model`` (default: ``$REFLECT_EMBED_MODEL`` else MiniLM)."""
-    name = model or os.environ.get(ENV_MODEL) or default_model_path()
+    """The process-wide embedder for ``model`` (``Settings.embed_model``; None: MiniLM)."""
+    name = model or default_model_path()
     with _cache_lock:
         emb = _cache.get(name)
         if emb is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.lifecycle import ACTIVE
 
 from .lexical import LexicalIndex
 
@@ -49,16 +50,26 @@ def staleness(kb_path: Path) -> list[str]:
     return []
 
 
-def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> SearchResult:
+def search(
+    kb_path: Path,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    k: int = 5,
+    vectors: bool,
+    embed_model: str | None = None,
+) -> SearchResult:
     try:
-        return _search(kb_path, query, mode=mode, k=k)
+        return _search(kb_path, query, mode=mode, k=k, vectors=vectors, embed_model=embed_model)
     except sqlite3.DatabaseError as exc:
         raise SearchError(
             f"the lexical index is damaged ({exc}): run `reflect-jobs reindex`"
         ) from None
 
 
-def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
+def _search(
+    kb_path: Path, query: str, *, mode: str, k: int, vectors: bool, embed_model: str | None
+) -> SearchResult:
     paths = kb.kb_paths(kb_path)
     lex = LexicalIndex(paths.index / "lexical.db")
     warnings: list[str] = []
@@ -73,7 +84,7 @@ def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
             try:
                 from .semantic import graph_index
 
-                graph = graph_index(kb_path)
+                graph = graph_index(kb_path, vectors=vectors, embed_model=embed_model)
                 if graph is None:
                     raise LookupError("no vector index yet (or REFLECT_INDEX_VECTORS=0)")
                 gmode = "naive" if mode == "hybrid" else mode
@@ -93,7 +104,7 @@ def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
         hits = []
         for doc_id, score in ranked:
             meta = lex.lookup(doc_id)
-            if meta is None or meta["status"] != "active":
+            if meta is None or meta["status"] != ACTIVE:
                 continue  # unknown to the (status-aware) index, retired or superseded
             hits.append(
                 {

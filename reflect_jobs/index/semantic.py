@@ -17,35 +17,36 @@ from typing import Any
 
 from reflect_jobs import kb
 
-from .maintenance import vectors_enabled
-
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def graph_index(kb_path: Path) -> Any | None:
+def graph_index(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> Any | None:
     """This process's GraphIndex for the KB (loaded once; it reloads itself when another
     process commits), or None when vectors are off or nothing is indexed yet."""
-    if not vectors_enabled():
+    if not vectors:
         return None
     graph_dir = kb.kb_paths(kb_path, create=False).graph
     if not graph_dir.is_dir() or not any(graph_dir.iterdir()):
         return None
-    key = str(graph_dir)
+    key = f"{graph_dir}\0{embed_model or ''}"
     with _lock:
         if key not in _cache:
+            from .embeddings import get_embedder
             from .graphrag import GraphIndex
 
-            _cache[key] = GraphIndex(graph_dir)
+            _cache[key] = GraphIndex(graph_dir, embedder=get_embedder(embed_model))
         return _cache[key]
 
 
-def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
+def similar(
+    kb_path: Path, text: str, *, k: int = 5, vectors: bool, embed_model: str | None = None
+) -> list[tuple[str, float]]:
     """Note ids by cosine similarity of their best chunk to ``text`` (best first)."""
     if not text.strip():
         return []
     try:
-        index = graph_index(kb_path)
+        index = graph_index(kb_path, vectors=vectors, embed_model=embed_model)
         return [] if index is None else index.query(text, mode="naive", k=k)
     except Exception:  # noqa: BLE001 - fail open (see module docstring)
         return []
@@ -58,12 +59,17 @@ def learning_text(learning: dict[str, Any]) -> str:
 
 
 def find_twin(
-    kb_path: Path, learning: dict[str, Any], threshold: float
+    kb_path: Path,
+    learning: dict[str, Any],
+    threshold: float,
+    *,
+    vectors: bool,
+    embed_model: str | None = None,
 ) -> tuple[str, float] | None:
     """The existing learning this one restates, if any (threshold ≥ 1.0 disables the check)."""
     if threshold >= 1.0:
         return None
-    hits = similar(kb_path, learning_text(learning), k=1)
+    hits = similar(kb_path, learning_text(learning), k=1, vectors=vectors, embed_model=embed_model)
     if hits and hits[0][1] >= threshold:
         return hits[0]
     return None

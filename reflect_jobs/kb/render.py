@@ -10,21 +10,15 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
+from ..lifecycle import LEARNING_STATUSES, normalise_causal_type
 from .yamlout import clean_text, yaml_block
 
-CAUSAL_TYPES = frozenset(
-    {
-        "caused_by", "causes", "enables", "prevents", "contradicts", "supersedes", "part_of",
-        "uses", "solves", "requires", "relates_to", "implements", "configures", "triggers",
-    }
-)  # fmt: skip
 LEARNING_TYPES = frozenset(
     {
         "bug-fix", "correction", "gotcha", "decision", "convention", "pattern", "anti-pattern",
         "workaround", "preference", "insight", "how-to",
     }
 )  # fmt: skip
-NOTE_STATUSES = frozenset({"active", "retired", "superseded", "archived", "deleted"})
 # Optional keys a later lifecycle step may add; rendered after the DESIGN §7 keys.
 OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
 DEFAULT_CONFIDENCE = 0.6
@@ -50,12 +44,6 @@ def confidence_num(value: object) -> float:
 def confidence_bucket(num: float) -> str:
     """high ≥ 0.8, medium ≥ 0.5, else low (SPEC §4.2)."""
     return "high" if num >= 0.8 else "medium" if num >= 0.5 else "low"
-
-
-def causal_type(value: object) -> str:
-    """Closed enum; anything else (including ``"causes\\ninjected: pwned"``) is ``relates_to``."""
-    text = str(value).strip() if isinstance(value, str) else ""
-    return text if text in CAUSAL_TYPES else "relates_to"
 
 
 def _text(value: object) -> str:
@@ -89,7 +77,9 @@ def causal_relations(value: object) -> list[dict[str, str]]:
         source = " ".join(_text(rel.get("source")).split())
         target = " ".join(_text(rel.get("target")).split())
         if source and target:
-            out.append({"source": source, "target": target, "type": causal_type(rel.get("type"))})
+            out.append(
+                {"source": source, "target": target, "type": normalise_causal_type(rel.get("type"))}
+            )
     return out
 
 
@@ -121,7 +111,7 @@ def note_frontmatter(
     extra: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """The ordered frontmatter mapping (DESIGN §7 key order, then optional keys, then extra)."""
-    if status not in NOTE_STATUSES:
+    if status not in LEARNING_STATUSES:
         raise ValueError(f"unknown note status {status!r}")
     num = confidence_num(learning.get("confidence_num"))
     fm: dict[str, object] = {

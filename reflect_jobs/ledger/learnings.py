@@ -15,9 +15,9 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ..lifecycle import ACTIVE, is_retired
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
-RETIRED = frozenset({"retired", "superseded", "reverted", "rejected", "archived"})
 CHUNK_HASH_TTL_DAYS = 30
 
 
@@ -131,8 +131,8 @@ def upsert_learning(
     row.note_path = note_path
     row.content_hash = content_hash
     row.updated_at = now
-    if row.status in RETIRED:
-        row.status = "active"
+    if is_retired(row.status):
+        row.status = ACTIVE
         row.retired_reason = None
         row.retired_at = None
     if add_source(session, learning_id, source, job_id):
@@ -171,7 +171,7 @@ def retire(
 ) -> bool:
     """DELETE action: retire non-destructively; a second retire keeps the first reason."""
     row = session.get(Learning, learning_id, with_for_update=True)
-    if row is None or row.status in RETIRED:
+    if row is None or is_retired(row.status):
         return False
     _history(session, row, "status_change", reason, job_id)
     row.status = status

@@ -49,7 +49,13 @@ def run_add(rt: Runtime, job_id: str) -> None:
     twins: list[tuple[dict[str, Any], str, float]] = []
     creates = []
     for learning in plan.get("creates", []):
-        twin = semantic.find_twin(s.kb_path, learning, s.dedup_threshold)
+        twin = semantic.find_twin(
+            s.kb_path,
+            learning,
+            s.dedup_threshold,
+            vectors=s.index_vectors,
+            embed_model=s.embed_model,
+        )
         own_id = kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
         if twin is not None and twin[0] != own_id:
             twins.append((learning, twin[0], twin[1]))  # a near-duplicate: proof, not a note
