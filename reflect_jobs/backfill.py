@@ -26,7 +26,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from . import harnesses
 from .config import Settings
+from .harnesses import TranscriptLayout
 from .install import harness_home
 from .lifecycle import FAILED_STATES, IN_FLIGHT_STATES
 
@@ -34,35 +36,32 @@ _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 CHUNK = 500  # bound the IN (...) lists: SQLite's variable limit is 32766, PostgreSQL's 65535
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Where a harness keeps its session files and how a file names its session.
+def session_id_of(layout: TranscriptLayout, path: Path) -> str:
+    """The session id a transcript file names, by its harness's layout scheme.
 
-    The session id must be what the harness's hook would send, so that a backfilled job and
-    a later hook capture of the same live session coalesce into one job.
+    Args:
+        layout: The harness's transcript layout (:attr:`Harness.transcripts`).
+        path: A transcript file found under the layout's root.
+
+    Returns:
+        What the harness's hook would send as the session id, so that a backfilled job and
+        a later hook capture of the same live session coalesce into one job.
+
+    Raises:
+        ValueError: The layout names an unknown scheme.
     """
-
-    root: str  # relative to the harness home
-    pattern: str  # glob under the root
-
-    def session_id(self, harness: str, path: Path) -> str:
-        if harness == "copilot":  # session-state/<session id>/events.jsonl
-            return path.parent.name
-        if harness == "codex":  # sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl
-            m = _UUID_TAIL.search(path.stem)
-            return m.group(1) if m else path.stem
-        return path.stem  # projects/<project>/<session id>.jsonl
-
-
-LAYOUTS: dict[str, Layout] = {
-    "claude": Layout("projects", "*/*.jsonl"),
-    "codex": Layout("sessions", "**/rollout-*.jsonl"),
-    "copilot": Layout("session-state", "*/events.jsonl"),
-}
+    if layout.session_id == "parent":
+        return path.parent.name
+    if layout.session_id == "uuid_tail":
+        m = _UUID_TAIL.search(path.stem)
+        return m.group(1) if m else path.stem
+    if layout.session_id == "stem":
+        return path.stem
+    raise ValueError(f"unknown session id scheme {layout.session_id!r}")
 
 
 def default_root(harness: str, environ: Mapping[str, str] | None = None) -> Path:
-    return harness_home(harness, environ) / LAYOUTS[harness].root
+    return harness_home(harness, environ) / harnesses.get(harness).transcripts.root
 
 
 @dataclass
@@ -93,7 +92,7 @@ def find_transcripts(
     Paths are absolute but not symlink-resolved: that is the form the hooks send, and the
     form the ledger keys transcripts by.
     """
-    layout = LAYOUTS[harness]
+    layout = harnesses.get(harness).transcripts
     base = Path(os.path.abspath(root.expanduser()))
     cutoff = None if since is None else (now or time.time()) - since.total_seconds()
     found: list[Candidate] = []
@@ -106,7 +105,7 @@ def find_transcripts(
             continue
         if cutoff is not None and st.st_mtime < cutoff:
             continue
-        found.append(Candidate(str(p), layout.session_id(harness, p), st.st_size, st.st_mtime))
+        found.append(Candidate(str(p), session_id_of(layout, p), st.st_size, st.st_mtime))
     found.sort(key=lambda c: (-c.mtime, c.path))
     return found
 

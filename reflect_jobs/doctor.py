@@ -233,8 +233,8 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
 
     A harness whose settings are absent is not in use here and passes (skipped).
     """
+    from .harnesses import REGISTRY
     from .install import (
-        HARNESS_SPECS,
         default_settings_path,
         harness_hook_files,
         harness_present,
@@ -242,7 +242,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     )
 
     out = []
-    for harness, spec in HARNESS_SPECS.items():
+    for harness, spec in REGISTRY.items():
         name = f"hooks ({harness})"
         fix = f"reflect-jobs install hooks --harness {harness}"
         marker = harness_present(harness, environ)
@@ -263,7 +263,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
             out.append(_check(name, False, f"not installed in {target}", fix))
             continue
         problems = []
-        missing = [e for e in spec.events if e not in found]
+        missing = [e for e in spec.event_names if e not in found]
         if missing:
             problems.append(f"missing on {', '.join(missing)}")
         twice = [e for e, cmds in found.items() if len(cmds) > 1]

@@ -17,13 +17,10 @@ import os
 import sys
 import time
 
-from reflect_jobs import fastqueue
-from reflect_jobs.envpaths import home_dir_str, is_truthy, queue_url
-from reflect_jobs.markers import CHILD_ENV
+from reflect_jobs import fastqueue, harnesses
+from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
-#: The harnesses we hook into: the one tuple (the CLI's choices and install's specs import it).
-HARNESSES = ("claude", "codex", "copilot")
 MAX_STDIN_BYTES = 1 << 20
 
 
@@ -41,34 +38,27 @@ def first_present(payload: dict, *keys: str, default: object = None) -> object:
 
 def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple[str, str, str]:
     """(session_id, transcript_path, event) from a hook payload, or HookInputError."""
-    if harness not in HARNESSES:
-        raise HookInputError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
+    spec = harnesses.REGISTRY.get(harness)
+    if spec is None:
+        raise HookInputError(
+            f"unknown harness {harness!r}; expected one of {', '.join(harnesses.NAMES)}"
+        )
+    keys = spec.payload
     try:
         payload = json.loads(raw) if raw.strip() else None
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise HookInputError("stdin JSON is not an object")
-    transcript = first_present(
-        payload, "agent_transcript_path", "agentTranscriptPath", "transcript_path", "transcriptPath"
-    )
+    transcript = first_present(payload, *keys.transcript_path)
     if not isinstance(transcript, str) or not transcript.strip():
         raise HookInputError("payload has no transcript_path")
-    session = first_present(
-        payload,
-        "session_id",
-        "sessionId",
-        "parent_session_id",
-        "parentSessionId",
-        default="unknown",
-    )
+    session = first_present(payload, *keys.session_id, default="unknown")
     session_id = str(session) if session not in (None, "") else "unknown"
-    event = event_arg or first_present(
-        payload, "hook_event_name", "hookEventName", default="unknown"
-    )
+    event = event_arg or first_present(payload, *keys.event, default="unknown")
     path = os.path.expanduser(transcript.strip())
     if not os.path.isabs(path):
-        cwd = first_present(payload, "cwd", default=None)
+        cwd = first_present(payload, *keys.cwd, default=None)
         path = os.path.join(cwd if isinstance(cwd, str) and cwd else os.getcwd(), path)
     if not os.path.isfile(path):
         raise HookInputError(f"transcript not found: {path}")
@@ -101,7 +91,7 @@ def log_error(message: str) -> None:
 
 def run(argv: list[str], stdin_text: str) -> None:
     """Parse and enqueue; raises on any problem (``main`` turns that into a log line)."""
-    if is_truthy(os.environ.get(CHILD_ENV)) or is_truthy(os.environ.get("REFLECT_DISABLED")):
+    if hook_disabled():
         return
     harness = argv[0] if argv else ""
     event_arg = None
