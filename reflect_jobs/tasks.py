@@ -26,7 +26,7 @@ from huey.exceptions import TaskLockedException
 from .config import load_settings
 from .faults import failpoint
 from .index import maintenance
-from .ledger import control
+from .ledger import control, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
@@ -117,7 +117,9 @@ def capture(
     settle_sec: int | None = None,
 ) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``."""
-    return run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
+    return run_capture(
+        runtime(), harness, session_id, transcript_path, event, settle_sec, hook_ts=hook_ts
+    )
 
 
 @huey.task()
@@ -220,6 +222,9 @@ def recover_now() -> dict[str, int]:
     if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
         reindex_task()  # a request whose task was lost (killed worker): serve it now
     rt.caps.prune()
+    with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
+        learnings.prune_chunks(session)
+        control.prune_heartbeats(session)
     if recovered or due:
         log.info("recovery", recovered=len(recovered), resent=len(due))
     return {"recovered": len(recovered), "resent": len(due)}

@@ -197,6 +197,19 @@ def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, 
 
 
 def prune_chunks(session: Session, ttl_days: int = CHUNK_HASH_TTL_DAYS) -> int:
+    """Delete chunk hashes older than the TTL that ``LedgerView.seen_chunk_hashes`` honours.
+
+    Such rows are already ignored by the dedup read, so deleting them changes no decision;
+    it bounds the table, and it lets a window learned again after the TTL be recorded
+    afresh (:func:`record_chunks` skips a hash that has any row, however old).
+
+    Args:
+        session: An open ledger session.
+        ttl_days: The retention in days (<= 0 keeps everything).
+
+    Returns:
+        How many rows were deleted.
+    """
     if ttl_days <= 0:
         return 0
     result = session.execute(
