@@ -1,10 +1,11 @@
 """The one vocabulary of lifecycle words every layer shares: learning statuses, causal-relation
-types and job states.
+types, learning types, and job stages and states.
 
 Before this module the knowledge base, the ledger, the index and the cascade each kept their
 own set of "retired" statuses, and they disagreed (``deleted`` was retired for the notes but
 not for the ledger; ``reverted``/``rejected`` the other way round), so a learning could be
-gone from search yet still offered to the writer for UPDATE, or the reverse. Every layer now
+gone from search yet still offered to the writer for UPDATE, or the reverse; and a note's
+``learning_type`` was normalised while its ledger row kept the model's raw string. Every layer now
 imports these names from here. Standard library only and free of imports, so the hook path,
 the cascade and the CLI's option parsing can all use it at no cost.
 
@@ -73,8 +74,40 @@ def normalise_causal_type(value: object) -> str:
     return DEFAULT_CAUSAL_TYPE
 
 
-# --- job states (``jobs.state``; the moves between them are ``ledger.jobs.ALLOWED``) -------
+# --- learning types (notes' ``learning_type`` and ``learnings.learning_type``) -------------
 
+#: The model's classifications of a learning we keep; anything else is the default.
+LEARNING_TYPES = frozenset(
+    {
+        "bug-fix", "correction", "gotcha", "decision", "convention", "pattern", "anti-pattern",
+        "workaround", "preference", "insight", "how-to",
+    }
+)  # fmt: skip
+#: The original drain's type for a learning the model did not classify (or misclassified).
+DEFAULT_LEARNING_TYPE = "bug-fix"
+
+
+def normalise_learning_type(value: object) -> str:
+    """The learning type to store, in the note and in the ledger alike.
+
+    Args:
+        value: The ``learning_type`` the model gave (any JSON value).
+
+    Returns:
+        ``value`` stripped and lower-cased when that is one of :data:`LEARNING_TYPES`, else
+        :data:`DEFAULT_LEARNING_TYPE`.
+    """
+    if isinstance(value, str):
+        norm = value.strip().lower()
+        if norm in LEARNING_TYPES:
+            return norm
+    return DEFAULT_LEARNING_TYPE
+
+
+# --- job stages and states (``jobs.state``; the moves between them are ``ledger.jobs.ALLOWED``) -------
+
+#: The stages a job moves through, in order (``done`` once the add has committed).
+JOB_STAGES = ("capture", "prepare", "write", "add", "done")
 #: Every state a job can be in, in the order ``status`` and ``jobs --state`` list them.
 JOB_STATES = (
     "queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"

@@ -25,6 +25,7 @@ from reflect_jobs.lifecycle import (
     RETIRED_STATUSES,
     is_retired,
     normalise_causal_type,
+    normalise_learning_type,
 )
 
 NOW = "2026-11-30T00:00:00Z"
@@ -44,6 +45,12 @@ def test_one_causal_normaliser() -> None:
     assert normalise_causal_type("causes\ninjected: pwned") == DEFAULT_CAUSAL_TYPE
     assert normalise_causal_type(None) == normalise_causal_type(7) == "relates_to"
     assert all(normalise_causal_type(t) == t for t in CAUSAL_TYPES) and len(CAUSAL_TYPES) == 14
+
+
+def test_one_learning_type_normaliser() -> None:
+    assert normalise_learning_type(" Gotcha ") == "gotcha"
+    assert normalise_learning_type("gotcha\ninjected") == normalise_learning_type(None)
+    assert normalise_learning_type(None) == "bug-fix"
 
 
 @pytest.mark.parametrize("status", [*RETIRED, "Retired"])

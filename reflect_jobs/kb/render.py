@@ -10,15 +10,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ..lifecycle import LEARNING_STATUSES, normalise_causal_type
+from ..lifecycle import LEARNING_STATUSES, normalise_causal_type, normalise_learning_type
 from .yamlout import clean_text, yaml_block
 
-LEARNING_TYPES = frozenset(
-    {
-        "bug-fix", "correction", "gotcha", "decision", "convention", "pattern", "anti-pattern",
-        "workaround", "preference", "insight", "how-to",
-    }
-)  # fmt: skip
 # Optional keys a later lifecycle step may add; rendered after the DESIGN §7 keys.
 OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
 DEFAULT_CONFIDENCE = 0.6
@@ -93,12 +87,6 @@ def render_body(learning: Mapping[str, object]) -> str:
     return f"## Problem\n{problem}\n\n## Solution\n{fix}\n\n## Context\n{body}".rstrip()
 
 
-def learning_type(value: object) -> str:
-    """The model's classification if it is one we know, else the drain's ``bug-fix``."""
-    text = str(value).strip().lower() if isinstance(value, str) else ""
-    return text if text in LEARNING_TYPES else "bug-fix"
-
-
 def note_frontmatter(
     learning: Mapping[str, object],
     *,
@@ -122,7 +110,7 @@ def note_frontmatter(
         "scope": "global",
         "confidence": confidence_bucket(num),
         "confidence_num": num,
-        "learning_type": learning_type(learning.get("learning_type")),
+        "learning_type": normalise_learning_type(learning.get("learning_type")),
         "title": _text(learning.get("title")),
         "tags": _str_list(learning.get("tags")),
         "key_insight": _text(learning.get("key_insight")),

@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..lifecycle import ACTIVE, is_retired
+from ..lifecycle import ACTIVE, DEFAULT_LEARNING_TYPE, is_retired
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
 CHUNK_HASH_TTL_DAYS = 30
@@ -103,7 +103,7 @@ def upsert_learning(
             id=learning_id,
             title=title[:1000],
             category=category or "Unknown",
-            learning_type=learning_type or "bug-fix",
+            learning_type=learning_type or DEFAULT_LEARNING_TYPE,
             confidence_num=confidence_num,
             status="active",
             proof_count=1,
