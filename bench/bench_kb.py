@@ -127,7 +127,6 @@ def main() -> None:
     ap.add_argument("--no-vectors", action="store_true")
     args = ap.parse_args()
     vectors = not args.no_vectors
-    os.environ["REFLECT_INDEX_VECTORS"] = "1" if vectors else "0"
     targets = [
         json.loads(x)
         for x in (ROOT / "bench" / "data" / "retrieval_queries.jsonl").read_text().splitlines()
@@ -152,7 +151,7 @@ def bench_size(n: int, targets: list[dict], vectors: bool) -> list[str]:
             noop_stats, noop = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
             assert inc_stats.inserted == 1 and noop_stats.inserted == 0, (inc_stats, noop_stats)
             modes = ["lexical"] + (["naive", "hybrid"] if vectors else [])
-            search(tmp, "warm up", mode=modes[-1], k=5)
+            search(tmp, "warm up", mode=modes[-1], k=5, vectors=vectors)
             lines = [
                 f"N={n}: generate {gen:.1f}s; full rebuild {full:.2f}s ({stats.graph}); "
                 f"+1 note reindex {inc:.3f}s; no-change reindex {noop:.3f}s"
@@ -169,7 +168,7 @@ def quality_line(kb_path: Path, mode: str, targets: list[dict], ids: list[str]) 
     h1 = h5 = 0
     for t, doc_id in zip(targets, ids, strict=True):
         t0 = time.perf_counter()
-        res = search(kb_path, t["query"], mode=mode, k=5)
+        res = search(kb_path, t["query"], mode=mode, k=5, vectors=mode != "lexical")
         lat.append((time.perf_counter() - t0) * 1000)
         got = [h["id"] for h in res.hits]
         h1 += got[:1] == [doc_id]

@@ -26,64 +26,51 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from . import harnesses
 from .config import Settings
+from .harnesses import TranscriptLayout
 from .install import harness_home
+from .lifecycle import FAILED_STATES, IN_FLIGHT_STATES
 
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
-#: Job states whose job still holds the transcript (a new capture would coalesce or repeat it).
-IN_FLIGHT = ("queued", "running", "deferred", "retrying", "halted")
-FAILED = ("poisoned", "quarantined")
 CHUNK = 500  # bound the IN (...) lists: SQLite's variable limit is 32766, PostgreSQL's 65535
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Where a harness keeps its session files and how a file names its session.
+def session_id_of(layout: TranscriptLayout, path: Path) -> str:
+    """The session id a transcript file names, by its harness's layout scheme.
 
-    The session id must be what the harness's hook would send, so that a backfilled job and
-    a later hook capture of the same live session coalesce into one job.
+    Args:
+        layout: The harness's transcript layout (:attr:`Harness.transcripts`).
+        path: A transcript file found under the layout's root.
+
+    Returns:
+        What the harness's hook would send as the session id, so that a backfilled job and
+        a later hook capture of the same live session coalesce into one job.
+
+    Raises:
+        ValueError: The layout names an unknown scheme.
     """
-
-    root: str  # relative to the harness home
-    pattern: str  # glob under the root
-
-    def session_id(self, harness: str, path: Path) -> str:
-        """The session id the harness's hook would send for this transcript.
-
-        Args:
-            harness: ``claude``, ``codex`` or ``copilot``.
-            path: The transcript file.
-
-        Returns:
-            Copilot: the session directory's name; Codex: the UUID at the end of the file
-            name (the whole stem when there is none); Claude: the file's stem.
-        """
-        if harness == "copilot":  # session-state/<session id>/events.jsonl
-            return path.parent.name
-        if harness == "codex":  # sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl
-            m = _UUID_TAIL.search(path.stem)
-            return m.group(1) if m else path.stem
-        return path.stem  # projects/<project>/<session id>.jsonl
-
-
-LAYOUTS: dict[str, Layout] = {
-    "claude": Layout("projects", "*/*.jsonl"),
-    "codex": Layout("sessions", "**/rollout-*.jsonl"),
-    "copilot": Layout("session-state", "*/events.jsonl"),
-}
+    if layout.session_id == "parent":
+        return path.parent.name
+    if layout.session_id == "uuid_tail":
+        m = _UUID_TAIL.search(path.stem)
+        return m.group(1) if m else path.stem
+    if layout.session_id == "stem":
+        return path.stem
+    raise ValueError(f"unknown session id scheme {layout.session_id!r}")
 
 
 def default_root(harness: str, environ: Mapping[str, str] | None = None) -> Path:
     """Where the harness keeps its session files (``backfill`` without ``--root``).
 
     Args:
-        harness: ``claude``, ``codex`` or ``copilot``.
+        harness: A registry name (``claude``, ``codex`` or ``copilot``).
         environ: The environment that locates the harness's home (default ``os.environ``).
 
     Returns:
         E.g. ``~/.claude/projects``, ``$CODEX_HOME/sessions``, ``~/.copilot/session-state``.
     """
-    return harness_home(harness, environ) / LAYOUTS[harness].root
+    return harness_home(harness, environ) / harnesses.get(harness).transcripts.root
 
 
 @dataclass
@@ -131,7 +118,7 @@ def find_transcripts(
         One ``enqueue`` candidate per non-empty regular file that matches the layout,
         sorted by mtime (newest first), then path.
     """
-    layout = LAYOUTS[harness]
+    layout = harnesses.get(harness).transcripts
     base = Path(os.path.abspath(root.expanduser()))
     cutoff = None if since is None else (now or time.time()) - since.total_seconds()
     found: list[Candidate] = []
@@ -144,7 +131,7 @@ def find_transcripts(
             continue
         if cutoff is not None and st.st_mtime < cutoff:
             continue
-        found.append(Candidate(str(p), layout.session_id(harness, p), st.st_size, st.st_mtime))
+        found.append(Candidate(str(p), session_id_of(layout, p), st.st_size, st.st_mtime))
     found.sort(key=lambda c: (-c.mtime, c.path))
     return found
 
@@ -186,9 +173,9 @@ def mark_known(db_url: str, candidates: list[Candidate]) -> None:
                 ).where(Job.transcript_path.in_(chunk), Job.state != "done")
             ).all()
             for path, size, mtime, state in rows:
-                if state in IN_FLIGHT:
+                if state in IN_FLIGHT_STATES:
                     same[(path, size, mtime)] = "skip_pending"
-                elif state in FAILED:
+                elif state in FAILED_STATES:
                     same.setdefault((path, size, mtime), "skip_failed")
     for key, cands in keys.items():
         for c in cands:

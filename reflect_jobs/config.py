@@ -13,6 +13,7 @@ needs through ``envpaths``), so a typo in an unrelated knob can never break a se
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,9 +81,11 @@ def _float(
     return value
 
 
-def _bool(environ: dict[str, str], name: str, default: bool) -> bool:
+def _bool(
+    environ: dict[str, str], name: str, default: bool, *, empty_is_default: bool = False
+) -> bool:
     raw = _env(name, environ)
-    if raw is None:
+    if raw is None or (empty_is_default and raw == ""):
         return default
     low = raw.lower()
     if low in TRUE:
@@ -102,6 +105,45 @@ def _choice(environ: dict[str, str], name: str, default: str, choices: tuple[str
 
 
 WRITER_BACKENDS = ("auto", "claude", "heuristic")
+#: A hub model id as sentence-transformers resolves it: ``name`` or ``owner/name``.
+_HUB_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+
+
+def _embed_model(environ: dict[str, str], *, check_path: bool) -> str | None:
+    """``REFLECT_EMBED_MODEL``: a local model directory or a hub model name, or None.
+
+    A value that looks like a path (``/``, ``~``, ``./`` or ``../`` first, or an existing
+    path) must name a directory when the vector index is on, since that is where
+    sentence-transformers loads it from; ``~`` is expanded. Anything else must be a hub
+    model id (``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2``); with the
+    network off that only loads if it is cached, which ``doctor`` checks.
+
+    Args:
+        environ: The environment to read.
+        check_path: Whether a path must exist (the vector index is on).
+
+    Returns:
+        The model to load, or None for the packaged MiniLM.
+
+    Raises:
+        SettingsError: The value is neither a usable directory nor a hub model id.
+    """
+    name = "REFLECT_EMBED_MODEL"
+    raw = _env(name, environ)
+    if not raw:
+        return None
+    if raw.startswith(("/", "~", "./", "../")) or os.path.exists(raw):
+        path = os.path.expanduser(raw)
+        if check_path and not os.path.isdir(path):
+            raise SettingsError(
+                f"{name} must be a model directory or a hub model name; no directory at {path!r}"
+            )
+        return path
+    if len(raw) > 200 or not _HUB_MODEL.fullmatch(raw):
+        raise SettingsError(
+            f"{name} must be a model directory or a hub model name (owner/name), got {raw!r}"
+        )
+    return raw
 
 
 @dataclass(frozen=True)
@@ -145,6 +187,7 @@ class Settings:
     api_key_auth: bool = False
     # KB and index
     dedup_threshold: float = 0.97
+    index_vectors: bool = True
     embed_model: str | None = None
     maintain_every: int = 10
     # operations
@@ -210,8 +253,6 @@ def redact_url(url: str) -> str:
         name is kept) and the values of ``password``/``passwd``/``pwd``/``secret``/``token``
         query parameters replaced by ``***``; unchanged when there is nothing to hide.
     """
-    import re
-
     if "://" in url and "@" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
@@ -256,6 +297,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     util = _float(env, "REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)
     if util is not None and util <= 0:
         raise SettingsError(f"REFLECT_QUOTA_UTIL_THRESHOLD must be in (0, 1], got {util}")
+    # An empty REFLECT_INDEX_VECTORS has always meant "on" (only 0/false/no/off turned it off).
+    vectors = _bool(env, "REFLECT_INDEX_VECTORS", True, empty_is_default=True)
     return Settings(
         home=home,
         kb_path=kb,
@@ -289,7 +332,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         quota_util_threshold=util,
         api_key_auth=bool(_env("ANTHROPIC_API_KEY", env)),
         dedup_threshold=_float(env, "REFLECT_DEDUP_THRESHOLD", 0.97, low=0.0, high=1.0) or 0.0,
-        embed_model=_env("REFLECT_EMBED_MODEL", env) or None,
+        index_vectors=vectors,
+        embed_model=_embed_model(env, check_path=vectors),
         maintain_every=_int(env, "REFLECT_DRAIN_MAINTAIN_EVERY", 10),
         log_max_bytes=_int(env, "REFLECT_DRAIN_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1024),
         workers=_int(env, "REFLECT_WORKERS", 2, minimum=1),

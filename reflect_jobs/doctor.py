@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from .config import Settings
+from .markers import CHILD_ENV
 
 
 def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
@@ -58,7 +59,7 @@ def check_backend(s: Settings) -> dict[str, Any]:
             capture_output=True,
             text=True,
             timeout=20,
-            env={**os.environ, "REFLECT_DRAIN_CHILD": "1"},
+            env={**os.environ, CHILD_ENV: "1"},
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return _check(
@@ -217,23 +218,13 @@ def check_heartbeat(s: Settings) -> dict[str, Any]:
 
 EMBED_TIMEOUT_SEC = 120
 _EMBED_PROBE = """
-import time
+import sys, time
 t = time.monotonic()
 from reflect_jobs.index.embeddings import get_embedder
-e = get_embedder()
+e = get_embedder(sys.argv[1] or None)
 v = e.embed(["doctor probe"])
 print(f"{e.model_name}\t{v.shape[1]}\t{time.monotonic() - t:.1f}")
 """
-
-
-def _vectors_enabled() -> bool:
-    # Same rule as index.maintenance.vectors_enabled, without importing the index package.
-    return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
 
 
 def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[str, Any]:
@@ -253,13 +244,13 @@ def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[st
         names the model, its dimension and the load time.
     """
     name = "embedding model"
-    if not _vectors_enabled():
+    if not s.index_vectors:
         return _check(name, True, "skipped: REFLECT_INDEX_VECTORS=0 (lexical index only)")
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "REFLECT_DRAIN_CHILD": "1",
+        CHILD_ENV: "1",
     }
     fix_model = (
         "set REFLECT_EMBED_MODEL to a local model directory (or unset it for the shipped "
@@ -267,7 +258,7 @@ def check_embeddings(s: Settings, timeout: float = EMBED_TIMEOUT_SEC) -> dict[st
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _EMBED_PROBE],
+            [sys.executable, "-c", _EMBED_PROBE, s.embed_model or ""],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -313,8 +304,8 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         fails when our hook is missing on an event, installed twice on one, points at a
         missing or non-executable script, or runs the hook for another harness.
     """
+    from .harnesses import REGISTRY
     from .install import (
-        HARNESS_SPECS,
         default_settings_path,
         harness_hook_files,
         harness_present,
@@ -322,7 +313,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     )
 
     out = []
-    for harness, spec in HARNESS_SPECS.items():
+    for harness, spec in REGISTRY.items():
         name = f"hooks ({harness})"
         fix = f"reflect-jobs install hooks --harness {harness}"
         marker = harness_present(harness, environ)
@@ -343,7 +334,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
             out.append(_check(name, False, f"not installed in {target}", fix))
             continue
         problems = []
-        missing = [e for e in spec.events if e not in found]
+        missing = [e for e in spec.event_names if e not in found]
         if missing:
             problems.append(f"missing on {', '.join(missing)}")
         twice = [e for e, cmds in found.items() if len(cmds) > 1]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from .markers import CHILD_ENV
+
 TRUE = frozenset({"1", "true", "yes", "on"})
 
 
@@ -54,3 +56,18 @@ def queue_url(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     raw = (env.get("REFLECT_QUEUE_URL") or "").strip()
     return raw if raw else "sqlite:///" + os.path.join(home_dir_str(environ), "queue.db")
+
+
+def hook_disabled(environ: dict[str, str] | None = None) -> bool:
+    """Whether the hook must do nothing: inside our own writer's model call, or switched off.
+
+    Args:
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        True when ``$REFLECT_DRAIN_CHILD`` (:data:`~reflect_jobs.markers.CHILD_ENV`) or
+        ``$REFLECT_DISABLED`` is truthy. Never raises: unlike ``Settings``, a value that is
+        not a boolean means "not set", so a typo cannot break an agent session.
+    """
+    env = os.environ if environ is None else environ
+    return is_truthy(env.get(CHILD_ENV)) or is_truthy(env.get("REFLECT_DISABLED"))

@@ -17,13 +17,10 @@ import os
 import sys
 import time
 
-from reflect_jobs import fastqueue
-from reflect_jobs.envpaths import home_dir_str, is_truthy, queue_url
-from reflect_jobs.markers import CHILD_ENV
+from reflect_jobs import fastqueue, harnesses
+from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
-#: The harnesses we hook into: the one tuple (the CLI's choices and install's specs import it).
-HARNESSES = ("claude", "codex", "copilot")
 MAX_STDIN_BYTES = 1 << 20
 
 
@@ -53,16 +50,17 @@ def first_present(payload: dict, *keys: str, default: object = None) -> object:
 def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple[str, str, str]:
     """(session_id, transcript_path, event) from a hook payload, or HookInputError.
 
-    The transcript is the first present of ``agent_transcript_path``, ``agentTranscriptPath``,
-    ``transcript_path``, ``transcriptPath``; the session the first present of ``session_id``,
-    ``sessionId``, ``parent_session_id``, ``parentSessionId``. The file must exist now, but
-    it is not opened: the capture task reads it later.
+    Which keys are read comes from the harness's registry entry
+    (:attr:`reflect_jobs.harnesses.Harness.payload`): the first *present* key wins for the
+    transcript path, the session id, the event name and the working directory. The file
+    must exist now, but it is not opened: the capture task reads it later.
 
     Args:
         raw: The hook's stdin text, a JSON object; blank text counts as no payload.
-        harness: ``claude``, ``codex`` or ``copilot`` (the hook's first argument).
-        event_arg: The ``--event`` value, which overrides the payload's ``hook_event_name``;
-            ``None`` or ``""`` means read it from the payload.
+        harness: A registry name (``claude``, ``codex`` or ``copilot``; the hook's first
+            argument).
+        event_arg: The ``--event`` value, which overrides the payload's event name; ``None``
+            or ``""`` means read it from the payload.
 
     Returns:
         ``(session_id, transcript_path, event)``: the session id as a string (``"unknown"``
@@ -74,34 +72,27 @@ def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple
         HookInputError: Unknown harness, stdin not a JSON object, no transcript path, or no
             file at that path.
     """
-    if harness not in HARNESSES:
-        raise HookInputError(f"unknown harness {harness!r}; expected one of {', '.join(HARNESSES)}")
+    spec = harnesses.REGISTRY.get(harness)
+    if spec is None:
+        raise HookInputError(
+            f"unknown harness {harness!r}; expected one of {', '.join(harnesses.NAMES)}"
+        )
+    keys = spec.payload
     try:
         payload = json.loads(raw) if raw.strip() else None
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise HookInputError("stdin JSON is not an object")
-    transcript = first_present(
-        payload, "agent_transcript_path", "agentTranscriptPath", "transcript_path", "transcriptPath"
-    )
+    transcript = first_present(payload, *keys.transcript_path)
     if not isinstance(transcript, str) or not transcript.strip():
         raise HookInputError("payload has no transcript_path")
-    session = first_present(
-        payload,
-        "session_id",
-        "sessionId",
-        "parent_session_id",
-        "parentSessionId",
-        default="unknown",
-    )
+    session = first_present(payload, *keys.session_id, default="unknown")
     session_id = str(session) if session not in (None, "") else "unknown"
-    event = event_arg or first_present(
-        payload, "hook_event_name", "hookEventName", default="unknown"
-    )
+    event = event_arg or first_present(payload, *keys.event, default="unknown")
     path = os.path.expanduser(transcript.strip())
     if not os.path.isabs(path):
-        cwd = first_present(payload, "cwd", default=None)
+        cwd = first_present(payload, *keys.cwd, default=None)
         path = os.path.join(cwd if isinstance(cwd, str) and cwd else os.getcwd(), path)
     if not os.path.isfile(path):
         raise HookInputError(f"transcript not found: {path}")
@@ -145,9 +136,10 @@ def run(argv: list[str], stdin_text: str) -> None:
     """Parse and enqueue; raises on any problem (``main`` turns that into a log line).
 
     A no-op when ``REFLECT_DRAIN_CHILD`` (our own writer's child session) or
-    ``REFLECT_DISABLED`` is truthy. Otherwise enqueues ``reflect_jobs.tasks.capture(harness,
-    session_id, transcript_path, event, hook_ts)`` on ``$REFLECT_QUEUE_URL``, with
-    ``hook_ts`` the current Unix time, creating the SQLite queue's directory if needed.
+    ``REFLECT_DISABLED`` is truthy (:func:`reflect_jobs.envpaths.hook_disabled`). Otherwise
+    enqueues ``reflect_jobs.tasks.capture(harness, session_id, transcript_path, event,
+    hook_ts)`` on ``$REFLECT_QUEUE_URL``, with ``hook_ts`` the current Unix time, creating the
+    SQLite queue's directory if needed.
 
     Args:
         argv: The hook's arguments: the harness name first, optionally ``--event NAME``.
@@ -159,7 +151,7 @@ def run(argv: list[str], stdin_text: str) -> None:
         OSError: The queue directory cannot be created or the Redis push failed.
         sqlite3.Error: The SQLite queue could not be written (e.g. locked past the timeout).
     """
-    if is_truthy(os.environ.get(CHILD_ENV)) or is_truthy(os.environ.get("REFLECT_DISABLED")):
+    if hook_disabled():
         return
     harness = argv[0] if argv else ""
     event_arg = None

@@ -17,8 +17,8 @@ from sqlalchemy import func, select
 from .config import Settings
 from .ledger import control, costs
 from .ledger.db import session_scope
-from .ledger.jobs import STATES
 from .ledger.models import CostRow, Job, utcnow
+from .lifecycle import JOB_STATES, RUNNABLE_STATES
 
 HEARTBEAT_STALE = timedelta(minutes=5)
 
@@ -57,7 +57,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     now = utcnow()
     warnings: list[str] = []
     with session_scope(settings.db_url, readonly=True) as session:
-        counts = Counter({s: 0 for s in STATES})
+        counts = Counter({s: 0 for s in JOB_STATES})
         counts.update(
             dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
         )
@@ -76,9 +76,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             or 0
         )
         oldest_wait = session.scalar(
-            select(func.min(Job.created_at)).where(
-                Job.state.in_(("queued", "deferred", "retrying"))
-            )
+            select(func.min(Job.created_at)).where(Job.state.in_(RUNNABLE_STATES))
         )
         poisoned_day = (
             session.scalar(
@@ -99,7 +97,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         if settings.quota_gate
         else None
     )
-    waiting = counts["queued"] + counts["deferred"] + counts["retrying"] + counts["halted"]
+    waiting = sum(counts[s] for s in (*RUNNABLE_STATES, "halted"))
     if halt:
         warnings.append(f"write stage halted: {halt}")
     if (

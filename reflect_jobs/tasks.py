@@ -26,7 +26,7 @@ from huey.exceptions import TaskLockedException
 from .config import load_settings
 from .faults import failpoint
 from .index import maintenance
-from .ledger import control
+from .ledger import control, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
@@ -145,15 +145,17 @@ def capture(
         session_id: The harness's session id.
         transcript_path: The transcript file.
         event: The hook event that fired.
-        hook_ts: When the hook enqueued the message (epoch seconds); part of the message
-            the hook writes, not used here.
+        hook_ts: When the hook enqueued the message (epoch seconds); the capture logs the
+            queue delay from it (``None`` for captures not made by a hook).
         settle_sec: Override of the capture settle delay (``None``: the setting).
 
     Returns:
         The job id, or ``None`` when reflect-jobs is disabled (Huey stores no results, so
         only a direct caller sees it).
     """
-    return run_capture(runtime(), harness, session_id, transcript_path, event, settle_sec)
+    return run_capture(
+        runtime(), harness, session_id, transcript_path, event, settle_sec, hook_ts=hook_ts
+    )
 
 
 @huey.task()
@@ -228,7 +230,9 @@ def _reindex_once(rt: Runtime, *, force: bool) -> dict:
         if due:
             control.set_flag(session, "repairs_since_maintain", "0")
     failpoint("reindex:holding_lock")
-    report = maintenance.repair(rt.settings.kb_path, maintain=due)
+    s = rt.settings
+    vec = {"vectors": s.index_vectors, "embed_model": s.embed_model}
+    report = maintenance.repair(s.kb_path, maintain=due, **vec)
     if report.action not in ("valid", "missing"):
         with session_scope(rt.db) as session:
             control.record_error(
@@ -237,7 +241,7 @@ def _reindex_once(rt: Runtime, *, force: bool) -> dict:
                 severity="warn",
                 message=f"{report.action}: {report.detail}",
             )
-    stats = maintenance.reindex(rt.settings.kb_path, force=force)
+    stats = maintenance.reindex(s.kb_path, force=force, **vec)
     log.info("reindexed", repair=report.action, **stats.to_dict())
     if stats.errors:
         with session_scope(rt.db) as session:
@@ -260,7 +264,9 @@ def communities() -> bool | None:
     """
     try:
         with graph_writer():
-            return maintenance.rebuild_communities(settings.kb_path)
+            return maintenance.rebuild_communities(
+                settings.kb_path, vectors=settings.index_vectors, embed_model=settings.embed_model
+            )
     except TaskLockedException:
         return None  # a reindex holds the graph; the next run catches up
 
@@ -290,6 +296,9 @@ def recover_now() -> dict[str, int]:
     if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
         reindex_task()  # a request whose task was lost (killed worker): serve it now
     rt.caps.prune()
+    with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
+        learnings.prune_chunks(session)
+        control.prune_heartbeats(session)
     if recovered or due:
         log.info("recovery", recovered=len(recovered), resent=len(due))
     return {"recovered": len(recovered), "resent": len(due)}

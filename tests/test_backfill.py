@@ -11,7 +11,8 @@ from pathlib import Path
 
 from support import BIN, write_claude_transcript
 
-from reflect_jobs.backfill import LAYOUTS, default_root, find_transcripts
+from reflect_jobs import harnesses
+from reflect_jobs.backfill import default_root, find_transcripts, session_id_of
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Transcript
 
@@ -151,7 +152,7 @@ def test_layouts_name_sessions_as_the_hooks_do(tmp_path):
     assert found.session_id == uuid
     (found,) = find_transcripts(tmp_path / "session-state", "copilot", None)
     assert found.session_id == "abc-123"
-    assert LAYOUTS["claude"].session_id("claude", Path("/p/x/abc.jsonl")) == "abc"
+    assert session_id_of(harnesses.CLAUDE.transcripts, Path("/p/x/abc.jsonl")) == "abc"
     assert default_root("claude", {"CLAUDE_CONFIG_DIR": "/c"}) == Path("/c/projects")
     assert default_root("codex", {"CODEX_HOME": "/x"}) == Path("/x/sessions")
 

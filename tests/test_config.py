@@ -28,6 +28,11 @@ def test_defaults_follow_the_original(tmp_path):
         ("REFLECT_QUOTA_UTIL_THRESHOLD", "1.5"),
         ("REFLECT_DB_URL", "mysql://x"),
         ("REFLECT_QUEUE_URL", "amqp://x"),
+        ("REFLECT_INDEX_VECTORS", "2"),
+        ("REFLECT_INDEX_VECTORS", "maybe"),
+        ("REFLECT_EMBED_MODEL", "all MiniLM"),
+        ("REFLECT_EMBED_MODEL", "owner/name/extra"),
+        ("REFLECT_EMBED_MODEL", "/no/such/model\ndir"),
     ],
 )
 def test_bad_values_name_the_variable(tmp_path, name, value):
@@ -43,6 +48,65 @@ def test_cli_reports_bad_setting_as_one_line_exit_2(env):
     assert proc.returncode == 2
     assert "REFLECT_DRAIN_DAILY_MAX must be an integer, got 'banana'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("raw", "on"),
+    [(None, True), ("", True), ("1", True), ("yes", True), ("0", False), ("off", False)],
+)
+def test_index_vectors_is_a_boolean_and_empty_keeps_the_default(tmp_path, raw, on):
+    environ = {"REFLECT_HOME": str(tmp_path)}
+    if raw is not None:
+        environ["REFLECT_INDEX_VECTORS"] = raw
+    assert load_settings(environ).index_vectors is on
+
+
+def test_embed_model_is_a_directory_or_a_hub_name(tmp_path):
+    def model(value: str, vectors: str = "1") -> str | None:
+        environ = {"REFLECT_HOME": str(tmp_path), "HOME": str(tmp_path)}
+        return load_settings(
+            {**environ, "REFLECT_EMBED_MODEL": value, "REFLECT_INDEX_VECTORS": vectors}
+        ).embed_model
+
+    (tmp_path / "minilm").mkdir()
+    assert model("") is None
+    assert model("sentence-transformers/all-MiniLM-L6-v2") == (
+        "sentence-transformers/all-MiniLM-L6-v2"
+    )
+    assert model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
+    assert model(f" {tmp_path}/minilm ") == f"{tmp_path}/minilm"
+    with pytest.raises(SettingsError, match="no directory at"):
+        model(str(tmp_path / "gone"))
+    # With the vector index off the model is never loaded: a stale path is not an error.
+    assert model(str(tmp_path / "gone"), vectors="0") == str(tmp_path / "gone")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            {"REFLECT_INDEX_VECTORS": "2"},
+            "REFLECT_INDEX_VECTORS must be 0/1 (or true/false), got '2'",
+        ),
+        ({"REFLECT_EMBED_MODEL": "two words"}, "REFLECT_EMBED_MODEL must be a model directory"),
+        (
+            {"REFLECT_EMBED_MODEL": "/no/such/model", "REFLECT_INDEX_VECTORS": "1"},
+            "REFLECT_EMBED_MODEL must be a model directory or a hub model name; no directory at "
+            "'/no/such/model'",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [("search", "anything"), ("reindex",), ("status",)])
+def test_cli_reports_a_bad_index_setting_as_one_line_exit_2(env, bad, message, command):
+    """These two used to be read from os.environ deep in the index code: a bad value was
+    silently taken as "on" (or failed at model load in a worker); now every command refuses
+    it up front, as for every other setting."""
+    env.update(bad)
+    proc = env.cli(*command, check=False)
+    assert proc.returncode == 2, proc
+    assert "Traceback" not in proc.stderr
+    named = [line for line in proc.stderr.splitlines() if next(iter(bad)) in line]
+    assert len(named) == 1 and named[0].startswith("Error: ") and message in named[0], proc.stderr
 
 
 def test_short_model_timeout_below_150():

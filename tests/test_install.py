@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support import BIN, ROOT
 
+from reflect_jobs import harnesses
 from reflect_jobs import install as inst
 
 HOOK = str(BIN / "reflect-jobs-hook")
@@ -132,9 +133,10 @@ def test_snippets_in_hooks_dir_match_what_install_writes():
     files["copilot"] = "copilot-hooks.json"
     for harness, name in files.items():
         snippet = json.loads((ROOT / "hooks" / name).read_text())
-        spec = inst.HARNESS_SPECS[harness]
-        assert tuple(snippet["hooks"]) == spec.events, name
-        expected = inst.merge_hooks(spec.skeleton(), harness, f"REFLECT_JOBS_HOOK {harness}").doc
+        spec = harnesses.get(harness)
+        assert tuple(snippet["hooks"]) == spec.event_names, name
+        expected = inst.merge_hooks(spec.new_document(), harness, f"REFLECT_JOBS_HOOK {harness}")
+        expected = expected.doc
         assert snippet == expected, name
 
 
@@ -188,7 +190,7 @@ def test_copilot_gets_a_file_of_its_own_removed_on_uninstall(tmp_path):
     change = inst.apply_hooks(f, "copilot", command=f"{HOOK} copilot")
     assert change.created and change.backup is None
     doc = json.loads(f.read_text())
-    assert doc["version"] == 1 and list(doc["hooks"]) == list(inst.HARNESS_SPECS["copilot"].events)
+    assert doc["version"] == 1 and list(doc["hooks"]) == list(harnesses.COPILOT.event_names)
     assert doc["hooks"]["agentStop"] == [
         {"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 5}
     ]
@@ -216,10 +218,9 @@ def test_a_unit_is_written_0644_with_a_backup_of_what_it_replaces(tmp_path):
 
 
 def test_every_harness_the_hook_accepts_has_a_spec():
-    from reflect_jobs.hook import HARNESSES
-
-    assert tuple(inst.HARNESS_SPECS) == HARNESSES
-    assert all(spec.name == name for name, spec in inst.HARNESS_SPECS.items())
+    assert harnesses.NAMES == ("claude", "codex", "copilot")
+    assert all(spec.name == name for name, spec in harnesses.REGISTRY.items())
+    assert harnesses.COMMAND_KEYS == ("command", "bash", "powershell")
 
 
 # --- the CLI ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from reflect_jobs.kb import (
     slugify,
     yaml_scalar,
 )
-from reflect_jobs.kb.render import CAUSAL_TYPES
+from reflect_jobs.lifecycle import CAUSAL_TYPES
 
 TS = "2025-01-02T03:04:05Z"
 CORE_KEYS = [

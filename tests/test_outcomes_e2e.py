@@ -16,6 +16,9 @@ import pytest
 import yaml
 from support import BIN, write_claude_transcript
 
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.models import Learning
+
 
 def _jobs(env):
     return json.loads(env.cli("jobs", "--json").stdout)
@@ -175,6 +178,7 @@ HOSTILE = {
     "entities": ["ok", {"nested": "dict"}, None],
     "causal_relations": [{"source": "a", "target": "b", "type": "causes\ninjected: pwned"}],
     "body": "## Problem\n---\ninjected: true\n---\n",
+    "learning_type": "gotcha\ninjected: pwned " + "x" * 40,
 }
 
 
@@ -206,6 +210,9 @@ def test_hostile_answer_writes_a_safe_note_and_drops_unlisted_ids(env, tmp_path)
         fm = yaml.safe_load(text.split("\n---\n", 1)[0].removeprefix("---\n"))
         assert "injected" not in fm and fm["id"].startswith("lrn-") and fm["id"] != "lrn-pwned"
         assert fm.get("status", "active") == "active"
+        with session_scope(env.settings().db_url) as session:  # one vocabulary, both stores
+            assert session.get(Learning, fm["id"]).learning_type == fm["learning_type"]
+        assert fm["learning_type"] == "bug-fix"
     done_event = shown["events"][-1]["detail"]
     assert "created=2" in done_event and "unlisted" in done_event
 

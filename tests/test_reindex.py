@@ -37,19 +37,21 @@ def test_incremental_reindex_reads_only_changed_notes(tmp_path):
     a.path.write_text(text)
     edited = maintenance.reindex(tmp_path, vectors=False)
     assert (edited.inserted, edited.unchanged) == (1, 1)
-    assert [h["id"] for h in search(tmp_path, "ARM-only image", mode="lexical").hits] == [a.id]
+    assert [
+        h["id"] for h in search(tmp_path, "ARM-only image", mode="lexical", vectors=False).hits
+    ] == [a.id]
 
 
 def test_deleted_and_retired_notes_leave_search(tmp_path):
     a = _note(tmp_path, "Use tenacity for retries", "sleep loops hammer the API")
     b = _note(tmp_path, "Use tenacity jitter", "retries in lockstep cause thundering herds")
     maintenance.reindex(tmp_path, vectors=False)
-    assert len(search(tmp_path, "tenacity", mode="lexical").hits) == 2
+    assert len(search(tmp_path, "tenacity", mode="lexical", vectors=False).hits) == 2
     kb.retire_note(a.path, status="retired", reason="superseded", now=NOW)
     os.unlink(b.path)
     stats = maintenance.reindex(tmp_path, vectors=False)
     assert stats.removed == 2
-    assert search(tmp_path, "tenacity", mode="lexical").hits == []
+    assert search(tmp_path, "tenacity", mode="lexical", vectors=False).hits == []
     assert maintenance.reindex(tmp_path, vectors=False).inserted == 0, (
         "a retired note is not re-read"
     )
@@ -57,11 +59,11 @@ def test_deleted_and_retired_notes_leave_search(tmp_path):
 
 def test_search_warns_when_the_index_lags_the_notes(tmp_path):
     _note(tmp_path, "Close redis pipelines", "leaked pipelines exhausted the pool")
-    assert search(tmp_path, "redis", mode="lexical").warnings, "never indexed"
+    assert search(tmp_path, "redis", mode="lexical", vectors=False).warnings, "never indexed"
     maintenance.reindex(tmp_path, vectors=False)
-    assert search(tmp_path, "redis", mode="lexical").warnings == []
+    assert search(tmp_path, "redis", mode="lexical", vectors=False).warnings == []
     _note(tmp_path, "Set busy_timeout", "writers failed under contention")
-    assert "lags" in search(tmp_path, "redis", mode="lexical").warnings[0]
+    assert "lags" in search(tmp_path, "redis", mode="lexical", vectors=False).warnings[0]
 
 
 @pytest.mark.chaos
@@ -72,7 +74,7 @@ def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
     (tmp_path / "index" / "lexical.db").write_bytes(b"garbage" * 100)
     stats = maintenance.reindex(tmp_path, vectors=False)
     assert stats.inserted == 1
-    assert search(tmp_path, "power loss", mode="lexical").hits
+    assert search(tmp_path, "power loss", mode="lexical", vectors=False).hits
 
 
 @pytest.mark.chaos

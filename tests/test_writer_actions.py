@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reflect_jobs.lifecycle import CAUSAL_TYPES
 from reflect_jobs.writer import (
-    CAUSAL_TYPES,
     MAX_CREATES,
     ActionPlan,
     UnparseableOutput,

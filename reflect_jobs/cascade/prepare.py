@@ -27,7 +27,6 @@ from reflect_jobs.cascade.gate import gate
 from reflect_jobs.cascade.model import LedgerView, Prepared, RelatedCandidate, Signal, Slice
 from reflect_jobs.cascade.privacy import strip_private
 from reflect_jobs.cascade.revision import (
-    RETIRED_STATUSES,
     REVISION_MARKER,
     related_learnings,
     revision_block,
@@ -35,6 +34,7 @@ from reflect_jobs.cascade.revision import (
 from reflect_jobs.cascade.secrets import redact_secrets
 from reflect_jobs.cascade.signals import detect_signals, signal_set_hash
 from reflect_jobs.cascade.slicing import GAP, bounded_view, build_slice
+from reflect_jobs.lifecycle import is_retired
 from reflect_jobs.transcripts.model import Transcript, Turn
 
 HEADER_RESERVE = 400  # the header is ~200 chars; the body gets max_chars minus this
@@ -190,7 +190,7 @@ def merge_related(
     """
     best: dict[str, tuple[RelatedCandidate, float]] = {}
     for cand, score in [*lexical, *semantic]:
-        if cand.status.lower() in RETIRED_STATUSES:
+        if is_retired(cand.status):
             continue
         if cand.id not in best or score > best[cand.id][1]:
             best[cand.id] = (cand, score)

@@ -13,11 +13,9 @@ import re
 from collections.abc import Iterable
 
 from reflect_jobs.cascade.model import RelatedCandidate, Signal
+from reflect_jobs.lifecycle import is_retired
 
 REVISION_MARKER = "\n\n## Related existing learnings (belief revision)\n"
-RETIRED_STATUSES = frozenset(
-    {"reverted", "superseded", "rejected", "archived", "retired", "deleted"}
-)
 MIN_SCORE = 0.5
 _TOKEN = re.compile(r"[a-z0-9_+./-]+")
 STOPWORDS = frozenset(
@@ -104,7 +102,7 @@ def related_learnings(
         return []
     scored: list[tuple[RelatedCandidate, float]] = []
     for cand in candidates:
-        if cand.status.lower() in RETIRED_STATUSES:
+        if is_retired(cand.status):
             continue
         title = tokens(cand.title)
         if not title:

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ..config import Settings, SettingsError, load_settings
-from ..hook import HARNESSES
+from ..harnesses import NAMES as HARNESSES
 
 __all__ = [
     "HARNESSES",

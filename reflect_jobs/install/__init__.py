@@ -16,13 +16,8 @@ them from here).
 from __future__ import annotations
 
 from .hooks import (
-    COMMAND_KEYS,
-    COPILOT_FILE,
-    HARNESS_SPECS,
     HOOK_MARKER,
-    HOOK_TIMEOUT_SEC,
     FileChange,
-    Harness,
     HookPlan,
     apply_hooks,
     default_settings_path,
@@ -34,6 +29,7 @@ from .hooks import (
     installed_events,
     is_ours,
     merge_hooks,
+    new_entry,
     read_installed,
     remove_hooks,
 )
@@ -72,16 +68,11 @@ from .service import (
 )
 
 __all__ = [
-    "COMMAND_KEYS",
-    "COPILOT_FILE",
-    "HARNESS_SPECS",
     "HOOK_MARKER",
-    "HOOK_TIMEOUT_SEC",
     "LAUNCHD_LABEL",
     "PLACEHOLDER",
     "SERVICE_FILES",
     "FileChange",
-    "Harness",
     "HookPlan",
     "InstallError",
     "SettingsFileError",
@@ -104,6 +95,7 @@ __all__ = [
     "installed_events",
     "is_ours",
     "merge_hooks",
+    "new_entry",
     "parse_json",
     "parse_unit",
     "read_installed",

@@ -25,7 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..hook import HARNESSES
+from .. import harnesses
+from ..harnesses import COMMAND_KEYS, OWN_SETTINGS_FILE, Harness
 from .jsonfile import (
     SettingsFileError,
     dump_like,
@@ -36,74 +37,23 @@ from .jsonfile import (
 )
 
 HOOK_MARKER = "reflect-jobs-hook"
-HOOK_TIMEOUT_SEC = 5
-#: Keys of a hook entry that may hold its shell command (Claude/Codex: ``command``;
-#: Copilot: ``bash``/``powershell``).
-COMMAND_KEYS = ("command", "bash", "powershell")
-#: The file we own outright in Copilot's user hooks directory; removed when it empties.
-COPILOT_FILE = "reflect-jobs.json"
 
 
-# --- harnesses -----------------------------------------------------------------------------
+# --- harnesses (what each one is: :mod:`reflect_jobs.harnesses`) ------------------------------
 
 
-@dataclass(frozen=True)
-class Harness:
-    """Where a harness keeps its hooks and which shape its entries take.
+def new_entry(spec: Harness, event: harnesses.HookEvent, command: str) -> dict[str, Any]:
+    """One new hook entry of ours for ``event``, running ``command``, in the harness's shape.
 
-    ``grouped`` harnesses (Claude Code, Codex) nest commands in matcher groups:
-    ``{"Stop": [{"hooks": [{"type": "command", "command": …, "timeout": 5}]}]}``.
-    Copilot CLI lists commands directly: ``{"agentStop": [{"type": "command", "bash": …}]}``
-    and wants ``"version": 1`` at the top of the file.
+    Args:
+        spec: The harness.
+        event: The event the entry is for (its timeout goes into the entry).
+        command: The hook command (see :func:`hook_command`).
+
+    Returns:
+        ``{"type": "command", <command key>: command, <timeout key>: seconds}``.
     """
-
-    name: str
-    events: tuple[str, ...]
-    grouped: bool
-    label: str
-
-    def entry(self, command: str) -> dict[str, Any]:
-        """One new hook entry of ours, running ``command``, in this harness's shape.
-
-        Args:
-            command: The shell command (see :func:`hook_command`).
-
-        Returns:
-            ``{"type": "command", "command": …, "timeout": 5}`` for grouped harnesses,
-            ``{"type": "command", "bash": …, "timeoutSec": 5}`` for Copilot. A grouped
-            harness's caller still wraps it in a ``{"hooks": [...]}`` matcher group.
-        """
-        if self.grouped:
-            return {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SEC}
-        return {"type": "command", "bash": command, "timeoutSec": HOOK_TIMEOUT_SEC}
-
-    @property
-    def command_key(self) -> str:
-        """The key our entries put their command under."""
-        return "command" if self.grouped else "bash"
-
-    def skeleton(self) -> dict[str, Any]:
-        """The document of a file we create from nothing.
-
-        Returns:
-            ``{}``, or ``{"version": 1}`` for Copilot.
-        """
-        return {} if self.grouped else {"version": 1}
-
-
-_SPECS = {
-    "claude": Harness(
-        "claude", ("PreCompact", "Stop", "SubagentStop", "SessionEnd"), True, "Claude Code"
-    ),
-    # Codex has no SessionEnd hook (SPEC-drain §1.1).
-    "codex": Harness("codex", ("PreCompact", "Stop", "SubagentStop"), True, "Codex"),
-    "copilot": Harness(
-        "copilot", ("preCompact", "agentStop", "subagentStop", "sessionEnd"), False, "Copilot CLI"
-    ),
-}
-#: One spec per harness the hook accepts, in :data:`reflect_jobs.hook.HARNESSES` order (a
-#: harness added there without a spec here fails at import, not at install time).
-HARNESS_SPECS: dict[str, Harness] = {name: _SPECS[name] for name in HARNESSES}
+    return {"type": "command", spec.command_key: command, spec.timeout_key: event.timeout_sec}
 
 
 def _env_dir(environ: Mapping[str, str], var: str, default: str) -> Path:
@@ -118,19 +68,15 @@ def harness_home(harness: str, environ: Mapping[str, str] | None = None) -> Path
     """The harness's config directory, honouring the variables each harness itself reads.
 
     Args:
-        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        harness: One of :data:`reflect_jobs.harnesses.NAMES`.
         environ: The environment to read (default ``os.environ``).
 
     Returns:
         ``$CLAUDE_CONFIG_DIR`` / ``$CODEX_HOME`` / ``$COPILOT_HOME``, else ``~/.<harness>``.
     """
     env = os.environ if environ is None else environ
-    var, default = {
-        "claude": ("CLAUDE_CONFIG_DIR", ".claude"),
-        "codex": ("CODEX_HOME", ".codex"),
-        "copilot": ("COPILOT_HOME", ".copilot"),
-    }[harness]
-    return _env_dir(env, var, default)
+    spec = harnesses.get(harness)
+    return _env_dir(env, spec.home_env, spec.home_default)
 
 
 def default_settings_path(harness: str, environ: Mapping[str, str] | None = None) -> Path:
@@ -141,36 +87,27 @@ def default_settings_path(harness: str, environ: Mapping[str, str] | None = None
     which drops a ``hooks`` key — github/copilot-cli#3403).
 
     Args:
-        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        harness: One of :data:`reflect_jobs.harnesses.NAMES`.
         environ: The environment to read (default ``os.environ``).
 
     Returns:
         The user-level hooks file of that harness.
     """
-    home = harness_home(harness, environ)
-    return {
-        "claude": home / "settings.json",
-        "codex": home / "hooks.json",
-        "copilot": home / "hooks" / COPILOT_FILE,
-    }[harness]
+    return harness_home(harness, environ) / harnesses.get(harness).settings_file
 
 
 def harness_present(harness: str, environ: Mapping[str, str] | None = None) -> Path | None:
     """The settings file showing the harness is set up here, or None (doctor skips it).
 
     Args:
-        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        harness: One of :data:`reflect_jobs.harnesses.NAMES`.
         environ: The environment to read (default ``os.environ``).
 
     Returns:
         The first marker file that exists, else ``None``.
     """
     home = harness_home(harness, environ)
-    markers = {
-        "claude": [home / "settings.json"],
-        "codex": [home / "hooks.json", home / "config.toml"],
-        "copilot": [home / "hooks", home / "config.json"],
-    }[harness]
+    markers = [home / m for m in harnesses.get(harness).present_markers]
     return next((m for m in markers if m.exists()), None)
 
 
@@ -312,12 +249,13 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
         SettingsFileError: The document's top level, ``hooks`` or an event is of the wrong
             JSON type.
     """
-    spec = HARNESS_SPECS[harness]
+    spec = harnesses.get(harness)
     new = copy.deepcopy(doc)
     hooks = _hooks_table(new, create=True)
     assert hooks is not None
     plan = HookPlan(new)
-    for event in spec.events:
+    for hook_event in spec.events:
+        event = hook_event.name
         entries = hooks.get(event)
         if entries is None:
             entries = hooks[event] = []
@@ -327,9 +265,8 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
             )
         slots = _our_slots(entries)
         if not slots:
-            entries.append(
-                {"hooks": [spec.entry(command)]} if spec.grouped else spec.entry(command)
-            )
+            entry = new_entry(spec, hook_event, command)
+            entries.append({"hooks": [entry]} if spec.grouped else entry)
             plan.added.append(event)
             continue
         i, j = slots[0]
@@ -455,8 +392,8 @@ def apply_hooks(
             nothing is written in that case.
     """
     current = read_settings(path)
-    spec = HARNESS_SPECS[harness]
-    doc = parse_json(current.text, path) if current.exists else spec.skeleton()
+    spec = harnesses.get(harness)
+    doc = parse_json(current.text, path) if current.exists else spec.new_document()
     try:
         if uninstall:
             plan = remove_hooks(doc)
@@ -467,7 +404,9 @@ def apply_hooks(
     change = FileChange(path, plan, created=not current.exists and plan.changed)
     if not plan.changed:
         return change
-    delete = uninstall and current.target.name == COPILOT_FILE and plan.doc == spec.skeleton()
+    delete = (
+        uninstall and current.target.name == OWN_SETTINGS_FILE and plan.doc == spec.new_document()
+    )
     change.deleted = delete
     new_text = "" if delete else dump_like(plan.doc, current.text)
     change.diff = settings_diff(current, new_text, delete=delete)
@@ -496,14 +435,14 @@ def harness_hook_files(harness: str, environ: Mapping[str, str] | None = None) -
     """Every file the harness loads user-level hooks from (Copilot: all ``hooks/*.json``).
 
     Args:
-        harness: One of :data:`reflect_jobs.hook.HARNESSES`.
+        harness: One of :data:`reflect_jobs.harnesses.NAMES`.
         environ: The environment to read (default ``os.environ``).
 
     Returns:
         The existing files, sorted.
     """
-    if harness == "copilot":
-        d = harness_home(harness, environ) / "hooks"
-        return sorted(d.glob("*.json")) if d.is_dir() else []
+    pattern = harnesses.get(harness).hook_files_glob
+    if pattern:
+        return sorted(harness_home(harness, environ).glob(pattern))
     p = default_settings_path(harness, environ)
     return [p] if p.exists() else []

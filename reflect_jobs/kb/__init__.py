@@ -8,9 +8,8 @@ from ..fsio import atomic_write
 from .heuristic import heuristic_sidecar
 from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
-from .render import CAUSAL_TYPES, render_note, render_sidecar
+from .render import render_note, render_sidecar
 from .store import (
-    RETIRED_STATUSES,
     KBPaths,
     NoteFile,
     bump_note,
@@ -22,8 +21,6 @@ from .store import (
 from .yamlout import yaml_scalar
 
 __all__ = [
-    "CAUSAL_TYPES",
-    "RETIRED_STATUSES",
     "KBPaths",
     "Note",
     "NoteError",

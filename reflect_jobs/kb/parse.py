@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ..lifecycle import DEFAULT_CAUSAL_TYPE
+
 REQUIRED_KEYS = ("id", "title", "category", "key_insight")
 
 
@@ -157,7 +159,7 @@ def normalize_sidecar(data: Any, where: str = "sidecar") -> dict[str, Any]:
             {
                 "source": source,
                 "target": target,
-                "type": str(rel.get("type") or "relates_to"),
+                "type": str(rel.get("type") or DEFAULT_CAUSAL_TYPE),
                 "description": str(rel.get("description") or ""),
                 "strength": strength,
             }

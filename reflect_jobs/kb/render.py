@@ -10,21 +10,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
+from ..lifecycle import LEARNING_STATUSES, normalise_causal_type, normalise_learning_type
 from .yamlout import clean_text, yaml_block
 
-CAUSAL_TYPES = frozenset(
-    {
-        "caused_by", "causes", "enables", "prevents", "contradicts", "supersedes", "part_of",
-        "uses", "solves", "requires", "relates_to", "implements", "configures", "triggers",
-    }
-)  # fmt: skip
-LEARNING_TYPES = frozenset(
-    {
-        "bug-fix", "correction", "gotcha", "decision", "convention", "pattern", "anti-pattern",
-        "workaround", "preference", "insight", "how-to",
-    }
-)  # fmt: skip
-NOTE_STATUSES = frozenset({"active", "retired", "superseded", "archived", "deleted"})
 # Optional keys a later lifecycle step may add; rendered after the DESIGN §7 keys.
 OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
 DEFAULT_CONFIDENCE = 0.6
@@ -64,19 +52,6 @@ def confidence_bucket(num: float) -> str:
         ``"high"``, ``"medium"`` or ``"low"``.
     """
     return "high" if num >= 0.8 else "medium" if num >= 0.5 else "low"
-
-
-def causal_type(value: object) -> str:
-    """Closed enum; anything else (including ``"causes\\ninjected: pwned"``) is ``relates_to``.
-
-    Args:
-        value: The model's relation type; only a string can match, after stripping.
-
-    Returns:
-        One of :data:`CAUSAL_TYPES`.
-    """
-    text = str(value).strip() if isinstance(value, str) else ""
-    return text if text in CAUSAL_TYPES else "relates_to"
 
 
 def _text(value: object) -> str:
@@ -119,7 +94,9 @@ def causal_relations(value: object) -> list[dict[str, str]]:
         source = " ".join(_text(rel.get("source")).split())
         target = " ".join(_text(rel.get("target")).split())
         if source and target:
-            out.append({"source": source, "target": target, "type": causal_type(rel.get("type"))})
+            out.append(
+                {"source": source, "target": target, "type": normalise_causal_type(rel.get("type"))}
+            )
     return out
 
 
@@ -140,20 +117,6 @@ def render_body(learning: Mapping[str, object]) -> str:
     problem = _text(learning.get("problem")).strip()
     fix = _text(learning.get("fix")).strip()
     return f"## Problem\n{problem}\n\n## Solution\n{fix}\n\n## Context\n{body}".rstrip()
-
-
-def learning_type(value: object) -> str:
-    """The model's classification if it is one we know, else the drain's ``bug-fix``.
-
-    Args:
-        value: The model's ``learning_type``; only a string can match, stripped and
-            lower-cased.
-
-    Returns:
-        One of :data:`LEARNING_TYPES`.
-    """
-    text = str(value).strip().lower() if isinstance(value, str) else ""
-    return text if text in LEARNING_TYPES else "bug-fix"
 
 
 def note_frontmatter(
@@ -177,7 +140,7 @@ def note_frontmatter(
         updated: ISO timestamp of this write.
         source_path: The transcript the learning came from; omitted when ``None``.
         session_id: The harness session; omitted when ``None``.
-        status: One of :data:`NOTE_STATUSES`.
+        status: One of :data:`reflect_jobs.lifecycle.LEARNING_STATUSES`.
         extra: More keys: the :data:`OPTIONAL_KEYS` (when not ``None``) go right after
             ``status``, other keys after them; none of them replaces a core key.
 
@@ -185,9 +148,9 @@ def note_frontmatter(
         The frontmatter, in the order it is rendered.
 
     Raises:
-        ValueError: ``status`` is not a known note status.
+        ValueError: ``status`` is not a known learning status.
     """
-    if status not in NOTE_STATUSES:
+    if status not in LEARNING_STATUSES:
         raise ValueError(f"unknown note status {status!r}")
     num = confidence_num(learning.get("confidence_num"))
     fm: dict[str, object] = {
@@ -198,7 +161,7 @@ def note_frontmatter(
         "scope": "global",
         "confidence": confidence_bucket(num),
         "confidence_num": num,
-        "learning_type": learning_type(learning.get("learning_type")),
+        "learning_type": normalise_learning_type(learning.get("learning_type")),
         "title": _text(learning.get("title")),
         "tags": _str_list(learning.get("tags")),
         "key_insight": _text(learning.get("key_insight")),

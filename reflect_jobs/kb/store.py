@@ -15,16 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fsio import atomic_write
+from ..lifecycle import RETIRED_STATUSES
 from .ids import learning_id
 from .parse import Note, NoteError, load_sidecar, parse_note
 from .render import (
-    NOTE_STATUSES,
     render_frontmatter_note,
     render_note,
     render_sidecar,
 )
 
-RETIRED_STATUSES = NOTE_STATUSES - {"active"}
 SIDECAR_SUFFIX = ".entities.yaml"
 
 

@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from .models import Control, ErrorRecord, Heartbeat, QuotaSnapshot, utcnow
 
 HALT_KEY = "write_halted"
+#: How long a consumer that stopped beating keeps its heartbeat row (see prune_heartbeats).
+HEARTBEAT_RETENTION = timedelta(days=7)
 
 
 def get_flag(session: Session, key: str) -> str | None:
@@ -125,14 +127,25 @@ def last_heartbeat(session: Session) -> datetime | None:
     return session.scalars(select(Heartbeat.beat_at).order_by(Heartbeat.beat_at.desc())).first()
 
 
-def prune_heartbeats(session: Session, older_than: timedelta = timedelta(days=7)) -> None:
-    """Delete the heartbeats of workers that have been silent for a while.
+def prune_heartbeats(session: Session, older_than: timedelta = HEARTBEAT_RETENTION) -> int:
+    """Forget consumers that stopped beating ``older_than`` ago; the newest row always stays.
+
+    Every consumer start adds a row (one per host:pid), so without this the table grows by
+    one row per restart forever. ``status`` and ``doctor`` read only the newest beat, which is
+    never deleted, so what they report does not change.
 
     Args:
-        session: An open ledger session; the change is committed with it.
-        older_than: How long a worker must have been silent (default 7 days).
+        session: An open ledger session.
+        older_than: The retention (default a week: far past the 5-minute staleness warning).
+
+    Returns:
+        How many rows were deleted.
     """
-    session.execute(delete(Heartbeat).where(Heartbeat.beat_at < utcnow() - older_than))
+    newest = last_heartbeat(session)
+    if newest is None:
+        return 0
+    cutoff = min(utcnow() - older_than, newest)
+    return session.execute(delete(Heartbeat).where(Heartbeat.beat_at < cutoff)).rowcount or 0
 
 
 # --- quota telemetry -------------------------------------------------------------------

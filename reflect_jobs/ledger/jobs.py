@@ -18,13 +18,12 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ..lifecycle import JOB_STAGES as STAGES
+from ..lifecycle import JOB_STATES as STATES
+from ..lifecycle import NEEDS_PERSON_STATES as NEEDS_PERSON
+from ..lifecycle import RUNNABLE_STATES as RUNNABLE
+from ..lifecycle import TERMINAL_STATES as TERMINAL
 from .models import Job, JobEvent, utcnow
-
-STAGES = ("capture", "prepare", "write", "add", "done")
-STATES = ("queued", "running", "deferred", "retrying", "done", "poisoned", "quarantined", "halted")
-TERMINAL = frozenset({"done", "poisoned", "quarantined"})
-NEEDS_PERSON = frozenset({"poisoned", "quarantined", "halted"})
-RUNNABLE = ("queued", "deferred", "retrying")
 
 # Legal state moves. "running" is entered only by claim(); recovery may also move
 # running → queued/poisoned. Anything else is a bug and raises.

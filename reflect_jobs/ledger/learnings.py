@@ -15,9 +15,9 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ..lifecycle import ACTIVE, DEFAULT_LEARNING_TYPE, is_retired
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
-RETIRED = frozenset({"retired", "superseded", "reverted", "rejected", "archived"})
 CHUNK_HASH_TTL_DAYS = 30
 
 
@@ -155,7 +155,7 @@ def upsert_learning(
             id=learning_id,
             title=title[:1000],
             category=category or "Unknown",
-            learning_type=learning_type or "bug-fix",
+            learning_type=learning_type or DEFAULT_LEARNING_TYPE,
             confidence_num=confidence_num,
             status="active",
             proof_count=1,
@@ -183,8 +183,8 @@ def upsert_learning(
     row.note_path = note_path
     row.content_hash = content_hash
     row.updated_at = now
-    if row.status in RETIRED:
-        row.status = "active"
+    if is_retired(row.status):
+        row.status = ACTIVE
         row.retired_reason = None
         row.retired_at = None
     if add_source(session, learning_id, source, job_id):
@@ -248,7 +248,7 @@ def retire(
         :data:`RETIRED` status.
     """
     row = session.get(Learning, learning_id, with_for_update=True)
-    if row is None or row.status in RETIRED:
+    if row is None or is_retired(row.status):
         return False
     _history(session, row, "status_change", reason, job_id)
     row.status = status
@@ -285,14 +285,18 @@ def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, 
 
 
 def prune_chunks(session: Session, ttl_days: int = CHUNK_HASH_TTL_DAYS) -> int:
-    """Delete chunk hashes older than the retention window (readers ignore those already).
+    """Delete chunk hashes older than the TTL that ``LedgerView.seen_chunk_hashes`` honours.
+
+    Such rows are already ignored by the dedup read, so deleting them changes no decision;
+    it bounds the table, and it lets a window learned again after the TTL be recorded
+    afresh (:func:`record_chunks` skips a hash that has any row, however old).
 
     Args:
-        session: An open write session.
-        ttl_days: The window in days; 0 or less keeps everything.
+        session: An open ledger session.
+        ttl_days: The retention in days (<= 0 keeps everything).
 
     Returns:
-        How many hashes were deleted.
+        How many rows were deleted.
     """
     if ttl_days <= 0:
         return 0

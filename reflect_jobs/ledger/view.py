@@ -15,8 +15,9 @@ from sqlalchemy import select
 
 from reflect_jobs.cascade.model import RelatedCandidate
 
+from ..lifecycle import RETIRED_STATUSES
 from .db import session_scope
-from .learnings import CHUNK_HASH_TTL_DAYS, RETIRED
+from .learnings import CHUNK_HASH_TTL_DAYS
 from .models import ChunkHash, Learning, utcnow
 
 
@@ -74,7 +75,7 @@ class LedgerView:
         with session_scope(self.db) as s:
             rows = s.scalars(
                 select(Learning)
-                .where(Learning.status.not_in(RETIRED))
+                .where(Learning.status.not_in(RETIRED_STATUSES))
                 .order_by(Learning.created_at.desc())
                 .limit(limit)
             )
@@ -95,7 +96,8 @@ class LedgerView:
             return list(
                 s.scalars(
                     select(Learning.id).where(
-                        Learning.signal_hash == signal_hash, Learning.status.not_in(RETIRED)
+                        Learning.signal_hash == signal_hash,
+                        Learning.status.not_in(RETIRED_STATUSES),
                     )
                 )
             )

@@ -21,6 +21,7 @@ from reflect_jobs.ledger import control, learnings
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
+from reflect_jobs.lifecycle import normalise_learning_type
 
 from . import note_edits
 from .runtime import Runtime, backoff, finish, log_transition, owned
@@ -49,7 +50,13 @@ def run_add(rt: Runtime, job_id: str) -> None:
     twins: list[tuple[dict[str, Any], str, float]] = []
     creates = []
     for learning in plan.get("creates", []):
-        twin = semantic.find_twin(s.kb_path, learning, s.dedup_threshold)
+        twin = semantic.find_twin(
+            s.kb_path,
+            learning,
+            s.dedup_threshold,
+            vectors=s.index_vectors,
+            embed_model=s.embed_model,
+        )
         own_id = kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
         if twin is not None and twin[0] != own_id:
             twins.append((learning, twin[0], twin[1]))  # a near-duplicate: proof, not a note
@@ -87,7 +94,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 learning_id=note.id,
                 title=str(learning.get("title", "")),
                 category=str(learning.get("category") or "Unknown"),
-                learning_type=str(learning.get("learning_type") or "bug-fix"),
+                learning_type=normalise_learning_type(learning.get("learning_type")),
                 confidence_num=float(learning.get("confidence_num") or 0.6),
                 note_path=str(note.path),
                 content_hash=note.content_hash,

@@ -27,9 +27,10 @@ from typing import Any
 from sqlalchemy import select
 
 from reflect_jobs import kb
-from reflect_jobs.ledger import control, learnings
+from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
+from reflect_jobs.lifecycle import is_retired
 
 from .runtime import Runtime, log
 
@@ -101,7 +102,7 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
             proof_count=row.proof_count,
             now=str(edit["at"]),
         )
-    elif edit["op"] == "retire" and row.status in learnings.RETIRED:
+    elif edit["op"] == "retire" and is_retired(row.status):
         kb.retire_note(
             Path(row.note_path), status="retired", reason=str(edit["reason"]), now=str(edit["at"])
         )

@@ -41,14 +41,17 @@ def semantic_related(rt: Runtime, view: LedgerView) -> SemanticLookup | None:
         A lookup from the transcript's signals to ``(candidate, cosine)`` pairs (cosine
         ≥ 0.5, at most five), or None when vectors are disabled.
     """
-    if not semantic.vectors_enabled():
+    s = rt.settings
+    if not s.index_vectors:
         return None
 
     def lookup(signals: list[Signal]) -> list[tuple[RelatedCandidate, float]]:
         text = "\n".join(sig.text for sig in signals[:20])
         hits = [
             (doc, score)
-            for doc, score in semantic.similar(rt.settings.kb_path, text, k=5)
+            for doc, score in semantic.similar(
+                s.kb_path, text, k=5, vectors=True, embed_model=s.embed_model
+            )
             if score >= 0.5
         ]
         if not hits:

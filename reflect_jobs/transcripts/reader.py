@@ -8,26 +8,40 @@ line. Only a file with no usable record at all raises ``UnreadableTranscript``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import stat
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
-from reflect_jobs.transcripts import claude, codex, copilot
+from reflect_jobs import harnesses
 from reflect_jobs.transcripts.budget import HeadTailBuffer
 from reflect_jobs.transcripts.child import ChildScanner
 from reflect_jobs.transcripts.model import Transcript, UnreadableTranscript
 from reflect_jobs.transcripts.records import ParsedRecord
-from reflect_jobs.transcripts.sniff import FORMATS, record_format
+from reflect_jobs.transcripts.sniff import record_format
 
 Parser = Callable[[object], ParsedRecord | None]
-PARSERS: dict[str, Parser] = {
-    "claude": claude.parse_record,
-    "codex": codex.parse_record,
-    "copilot": copilot.parse_record,
-}
-HARNESS_ALIASES = {"claude-code": "claude", "claude_code": "claude", "copilot-cli": "copilot"}
+
+
+@cache
+def parser_for(fmt: str) -> Parser:
+    """The record parser of a harness, imported on first use from its registry entry.
+
+    Args:
+        fmt: A harness name (:data:`reflect_jobs.harnesses.NAMES`).
+
+    Returns:
+        Its ``parse_record`` function (``Harness.parser``, ``"module:function"``).
+
+    Raises:
+        KeyError: ``fmt`` is not a harness.
+    """
+    module, _, func = harnesses.get(fmt).parser.partition(":")
+    return getattr(importlib.import_module(module), func)
+
 
 # A JSONL line longer than this is skipped (counted malformed) without being held: dialogue
 # turns are far smaller; lines this big are tool output, which is dropped anyway.
@@ -131,9 +145,9 @@ def read_transcript(
             usable record (the message says which).
         ValueError: ``harness`` is not a known name.
     """
-    fmt = HARNESS_ALIASES.get(harness or "", harness) if harness else None
-    if fmt is not None and fmt not in FORMATS:
-        raise ValueError(f"unknown harness {harness!r}; expected one of {FORMATS}")
+    fmt = (harnesses.resolve(harness) or harness) if harness else None
+    if fmt is not None and fmt not in harnesses.NAMES:
+        raise ValueError(f"unknown harness {harness!r}; expected one of {harnesses.NAMES}")
     stats = _Stats()
     buffer = HeadTailBuffer(max_chars)
     scanner = ChildScanner()
@@ -141,7 +155,7 @@ def read_transcript(
 
     def consume(record: object) -> None:
         assert fmt is not None
-        parsed = PARSERS[fmt](record)
+        parsed = parser_for(fmt)(record)
         if parsed is None:
             stats.malformed += 1
             return

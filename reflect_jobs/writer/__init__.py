@@ -5,7 +5,6 @@ the ``AttemptOutcome`` themselves. Only ``backends`` starts processes.
 """
 
 from reflect_jobs.writer.actions import (
-    CAUSAL_TYPES,
     MAX_CREATES,
     ActionPlan,
     UnparseableOutput,
@@ -26,7 +25,6 @@ from reflect_jobs.writer.quota import QuotaDecision, bucket_of, extract_rate_lim
 from reflect_jobs.writer.result import BackendMissing, ModelResult, result_from_cli
 
 __all__ = [
-    "CAUSAL_TYPES",
     "MAX_CREATES",
     "POISON_MARKERS",
     "SIZE_MARKERS",

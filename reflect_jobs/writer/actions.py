@@ -14,25 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-CAUSAL_TYPES: frozenset[str] = frozenset(
-    {
-        "caused_by",
-        "causes",
-        "enables",
-        "prevents",
-        "contradicts",
-        "supersedes",
-        "part_of",
-        "uses",
-        "solves",
-        "requires",
-        "relates_to",
-        "implements",
-        "configures",
-        "triggers",
-    }
-)
-DEFAULT_CAUSAL_TYPE = "relates_to"
+from reflect_jobs.lifecycle import normalise_causal_type
+
 MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
 ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
@@ -164,14 +147,6 @@ def _confidence(value: Any) -> float:
     return min(1.0, max(0.0, num))
 
 
-def _causal_type(value: Any) -> str:
-    if isinstance(value, str):
-        norm = value.strip().lower()
-        if norm in CAUSAL_TYPES:
-            return norm
-    return DEFAULT_CAUSAL_TYPE
-
-
 def _relations(value: Any) -> list[dict]:
     if isinstance(value, dict):
         value = [value]
@@ -183,7 +158,9 @@ def _relations(value: Any) -> list[dict]:
             continue
         source, target = _to_str(rel.get("source")).strip(), _to_str(rel.get("target")).strip()
         if source and target:
-            out.append({"source": source, "target": target, "type": _causal_type(rel.get("type"))})
+            out.append(
+                {"source": source, "target": target, "type": normalise_causal_type(rel.get("type"))}
+            )
     return out
 
 

@@ -67,6 +67,17 @@ class PassthroughLLM:
         history_messages: list | None = None,
         **kwargs: Any,
     ) -> str:
+        """nano-graphrag's LLM call signature, answered by :meth:`answer`.
+
+        Args:
+            prompt: The prompt nano-graphrag built.
+            system_prompt: Its system prompt, if any.
+            history_messages: Ignored (each prompt stands alone).
+            **kwargs: Ignored (model options nano-graphrag passes).
+
+        Returns:
+            The answer nano-graphrag expects for that kind of prompt.
+        """
         return self.answer(prompt, system_prompt)
 
     def answer(self, prompt: str, system_prompt: str | None = None) -> str:

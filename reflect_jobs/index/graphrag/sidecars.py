@@ -24,6 +24,8 @@ from typing import Any
 from nano_graphrag._utils import clean_str
 from nano_graphrag.prompt import PROMPTS
 
+from reflect_jobs.lifecycle import DEFAULT_CAUSAL_TYPE
+
 TUPLE_DELIMITER = PROMPTS["DEFAULT_TUPLE_DELIMITER"]
 RECORD_DELIMITER = PROMPTS["DEFAULT_RECORD_DELIMITER"]
 COMPLETION_DELIMITER = PROMPTS["DEFAULT_COMPLETION_DELIMITER"]
@@ -126,7 +128,7 @@ def sidecar_contribution(doc: IndexDoc) -> Contribution:
         src, tgt = _sanitize(r.get("source")), _sanitize(r.get("target"))
         if not src or not tgt:
             continue
-        rtype = _sanitize(r.get("type") or "relates_to")
+        rtype = _sanitize(r.get("type") or DEFAULT_CAUSAL_TYPE)
         desc = _sanitize(r.get("description") or "")
         desc = f"[{rtype}] {desc}".strip() if rtype else desc
         w = _strength(r.get("strength", 5))
