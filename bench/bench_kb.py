@@ -4,10 +4,11 @@ Run: .venv/bin/python bench/bench_kb.py [--sizes 241,1000,5000] [--no-vectors]
 
 For each size N it writes N notes with sidecars through ``kb.write_learning`` (the natural
 corpus of ``bench/corpus.py``: the hand-written notes, then variations of them), builds the
-index from scratch (``reindex --force``), adds one note and reindexes (incremental), runs a
-no-change reindex, then runs the labelled queries of ``bench/data/retrieval_queries.jsonl``
-warm, k = 5, in lexical (SQLite FTS5), vector (nano-graphrag ``naive``, offline MiniLM) and
-hybrid (RRF) mode, and reports hit@1 / hit@5 and latency.
+index from scratch (``reindex --force``), then five times adds one note and reindexes
+(incremental) and reindexes again with no change (medians of the five), then runs the
+labelled queries of ``bench/data/retrieval_queries.jsonl`` warm, k = 5, in lexical (SQLite
+FTS5), vector (nano-graphrag ``naive``, offline MiniLM) and hybrid (RRF) mode, and reports
+hit@1 / hit@5 and latency.
 
 Ratios, all measured in this run: each reindex and search time against the same figure at
 the smallest N (how it scales; the KB grows N / N0 times), and each mode's search latency
@@ -39,6 +40,7 @@ from reflect_jobs.index import maintenance  # noqa: E402
 from reflect_jobs.index.search import search  # noqa: E402
 
 NOW = "2026-11-30T00:00:00Z"
+REPEAT = 5
 
 
 def write(path: Path, note: dict) -> str:
@@ -71,13 +73,23 @@ def bench_size(n: int, queries: list[dict], modes: list[str], vectors: bool) -> 
         ids = {note["slug"]: write(tmp, note) for note in corpus.corpus(n)}
         with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
             stats, full = timed(lambda: maintenance.reindex(tmp, force=True, vectors=vectors))
-            write(tmp, corpus.extra_note())
-            inc_stats, inc = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
-            noop_stats, noop = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
-            if inc_stats.inserted != 1 or noop_stats.inserted != 0:
-                raise RuntimeError(f"unexpected reindex: {inc_stats} / {noop_stats}")
+            inc, noop = [], []
+            for extra in corpus.extra_notes(REPEAT):  # single writes: median of REPEAT
+                write(tmp, extra)
+                inc_stats, seconds = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
+                inc.append(seconds)
+                noop_stats, seconds = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
+                noop.append(seconds)
+                if inc_stats.inserted != 1 or noop_stats.inserted != 0:
+                    raise RuntimeError(f"unexpected reindex: {inc_stats} / {noop_stats}")
             search(tmp, "warm up", mode=modes[-1], k=5)
-            out: dict = {"n": n, "graph": stats.graph, "full": full, "inc": inc, "noop": noop}
+            out: dict = {
+                "n": n,
+                "graph": stats.graph,
+                "full": full,
+                "inc": statistics.median(inc),
+                "noop": statistics.median(noop),
+            }
             for mode in modes:
                 out[mode] = quality(tmp, mode, queries, ids)
         return out
