@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from reflect_jobs import fastqueue  # noqa: E402
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 @contextlib.contextmanager
@@ -151,11 +152,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--redis-pg", action="store_true")
-    ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    ap.add_argument("--redis-url", default=REDIS_URL)
     args = ap.parse_args()
     store = "Redis + PostgreSQL" if args.redis_pg else "SQLite + SQLite"
     redis_url = args.redis_url if args.redis_pg else None
-    flag = f" --redis-pg --redis-url {args.redis_url}" if args.redis_pg else ""
+    flag = " --redis-pg" if args.redis_pg else ""
+    if args.redis_pg and args.redis_url != REDIS_URL:
+        flag += f" --redis-url {args.redis_url}"
     print(f"$ .venv/bin/python bench/bench_queue.py --jobs {args.jobs}{flag}\n")
     print(f"$0 jobs (capture→prepare→done), {args.jobs} jobs, {store}")
     print(
