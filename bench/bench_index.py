@@ -8,10 +8,13 @@ and drives ``GraphIndex`` directly: full build (one batch of N notes into an emp
 workdir), +1 upsert, change of 1 note and remove of 1 note on the open instance, open +
 upsert 1 and open + remove 1 in fresh instances (what ``reindex`` does per call), naive and
 local query latency and hit@5 over the labelled queries, reopen, community rebuild and
-global query latency, and the size of the files. Single writes are medians of 5.
+global query latency and hit@5, and the size of the files. Single writes are medians of 5.
 
 Every figure is printed beside the same figure at the smallest N of this run (how it
-scales; the KB grows N / N0 times). Uses the packaged MiniLM model; everything offline.
+scales; the KB grows N / N0 times). All indexes are built first; every later measurement
+takes them in turn (one round over all sizes, then the next), so a load change on the
+shared machine hits every size alike; the builds cannot be interleaved. Uses the packaged
+MiniLM model; everything offline.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,94 +68,113 @@ def index_docs(notes: list[dict], where: Path) -> tuple[list[IndexDoc], dict[str
     return docs, ids
 
 
-def median_ms(fn: Callable[[str], object], queries: list[str]) -> float:
-    fn(queries[0])  # warm
-    ts = []
+@dataclass
+class Built:
+    """One index of the run and what the measurements need of it."""
+
+    n: int
+    tmp: Path
+    gi: GraphIndex
+    docs: list[IndexDoc]
+    ids: dict[str, str]
+    extras: list[IndexDoc]
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def workdir(self) -> Path:
+        return self.tmp / "graph"
+
+
+def build(n: int, embedder) -> Built:  # type: ignore[no-untyped-def]
+    """Write the KB of ``n`` notes and time one batch upsert of all of them."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-index-{n}-"))
+    docs, ids = index_docs(corpus.corpus(n), tmp / "kb")
+    extras, _ = index_docs(corpus.extra_notes(2 * REPEAT), tmp / "extra")
+    st = Built(n, tmp, GraphIndex(tmp / "graph", embedder=embedder), docs, ids, extras)
+    t = time.perf_counter()
+    st.gi.upsert(docs)
+    st.figures.update(n=n, build=time.perf_counter() - t)
+    g = st.gi.rag.chunk_entity_relation_graph.graph
+    st.figures.update(nodes=g.number_of_nodes(), edges=g.number_of_edges())
+    return st
+
+
+def in_turn(built: list[Built], key: str, rounds: int, fn: Callable[[Built, int], object]) -> None:
+    """Time ``fn(index, round)`` for every index in turn, ``rounds`` times; store medians."""
+    times: dict[int, list[float]] = {b.n: [] for b in built}
+    for r in range(rounds):
+        for b in built:
+            t = time.perf_counter()
+            fn(b, r)
+            times[b.n].append(time.perf_counter() - t)
+    for b in built:
+        b.figures[key] = statistics.median(times[b.n])
+
+
+def queries_in_turn(built: list[Built], queries: list[dict], modes: tuple[str, ...]) -> None:
+    """Each labelled query in each mode on each index in turn: median ms and hit@5."""
+    lat = {(b.n, m): [] for b in built for m in modes}
+    hits = {(b.n, m): 0 for b in built for m in modes}
+    for b in built:
+        for m in modes:
+            b.gi.query("warm up", mode=m, k=5)
     for q in queries:
-        t = time.perf_counter()
-        fn(q)
-        ts.append((time.perf_counter() - t) * 1000)
-    return statistics.median(ts)
-
-
-def hit5(gi: GraphIndex, mode: str, queries: list[dict], ids: dict[str, str]) -> float:
-    got = [ids[q["note"]] in [d for d, _ in gi.query(q["query"], mode=mode, k=5)] for q in queries]
-    return sum(got) / len(got)
-
-
-def median_s(fn: Callable[[int], object]) -> float:
-    ts = []
-    for j in range(REPEAT):
-        t = time.perf_counter()
-        fn(j)
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+        for b in built:
+            for m in modes:
+                t = time.perf_counter()
+                got = [d for d, _ in b.gi.query(q["query"], mode=m, k=5)]
+                lat[b.n, m].append((time.perf_counter() - t) * 1000)
+                hits[b.n, m] += b.ids[q["note"]] in got
+    for b in built:
+        for m in modes:
+            b.figures[m] = statistics.median(lat[b.n, m])
+            b.figures[f"{m}_hit5"] = hits[b.n, m] / len(queries)
 
 
 def dir_mb(p: Path) -> float:
     return sum(f.stat().st_size for f in p.iterdir() if f.is_file()) / 1e6
 
 
-def run_size(n: int, embedder, queries: list[dict], communities: bool) -> dict:  # type: ignore[no-untyped-def]
-    """Build and measure one index of ``n`` notes; return its figures."""
-    tmp = Path(tempfile.mkdtemp(prefix=f"bench-index-{n}-"))
-    try:
-        return _run_size(tmp, n, embedder, queries, communities)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def measure(built: list[Built], embedder, queries: list[dict], communities: bool) -> None:  # type: ignore[no-untyped-def]
+    """Every measurement after the builds, each taken on the indexes in turn."""
+    before = {b.n: b.gi.llm.calls.get("report", 0) for b in built}
+    in_turn(built, "upsert1", REPEAT, lambda b, r: b.gi.upsert([b.extras[r]]))
+    for b in built:
+        b.figures["report_calls"] = b.gi.llm.calls.get("report", 0) - before[b.n]
 
+    def change(b: Built, _r: int) -> None:
+        doc = b.docs[0]
+        b.gi.upsert([IndexDoc(doc.id, doc.text + "\nUpdated: checked again.\n", doc.sidecar)])
 
-def _run_size(tmp: Path, n: int, embedder, queries: list[dict], communities: bool) -> dict:  # type: ignore[no-untyped-def]
-    docs, ids = index_docs(corpus.corpus(n), tmp / "kb")
-    extras, _ = index_docs(corpus.extra_notes(2 * REPEAT), tmp / "extra")
-    wd = tmp / "graph"
-    gi = GraphIndex(wd, embedder=embedder)
-    res: dict = {"n": n}
+    in_turn(built, "change1", 1, change)
+    targets = {q["note"] for q in queries}
+    spare = {b.n: next(i for slug, i in b.ids.items() if slug not in targets) for b in built}
+    in_turn(built, "remove1", 1, lambda b, r: b.gi.remove([spare[b.n]]))  # not a query target
+    queries_in_turn(built, queries, ("naive", "local"))
 
-    t = time.perf_counter()
-    gi.upsert(docs)
-    res["build"] = time.perf_counter() - t
-    g = gi.rag.chunk_entity_relation_graph.graph
-    res["nodes"], res["edges"] = g.number_of_nodes(), g.number_of_edges()
+    def reopen(b: Built, _r: int) -> None:
+        if GraphIndex(b.workdir, embedder=embedder).doc_ids() != b.gi.doc_ids():
+            raise RuntimeError("reopened index holds other documents")
 
-    before = gi.llm.calls.get("report", 0)
-    res["upsert1"] = median_s(lambda j: gi.upsert([extras[j]]))
-    res["report_calls"] = gi.llm.calls.get("report", 0) - before
-    changed = IndexDoc(docs[0].id, docs[0].text + "\nUpdated: checked again.\n", docs[0].sidecar)
-    t = time.perf_counter()
-    gi.upsert([changed])
-    res["change1"] = time.perf_counter() - t
-    t = time.perf_counter()
-    gi.remove([docs[1].id])
-    res["remove1"] = time.perf_counter() - t
-
-    texts = [q["query"] for q in queries]
-    live = [q for q in queries if ids[q["note"]] != docs[1].id]
-    for mode in ("naive", "local"):
-        res[mode] = median_ms(lambda q, m=mode: gi.query(q, mode=m, k=10), texts)
-        res[f"{mode}_hit5"] = hit5(gi, mode, live, ids)
-
-    t = time.perf_counter()
-    gi2 = GraphIndex(wd, embedder=embedder)
-    res["reopen"] = time.perf_counter() - t
-    if gi2.doc_ids() != gi.doc_ids():
-        raise RuntimeError("reopened index holds other documents")
-
+    in_turn(built, "reopen", 1, reopen)
     # what `reindex` does for one changed note: a new instance, one upsert or remove
-    res["open_upsert1"] = median_s(
-        lambda j: GraphIndex(wd, embedder=embedder).upsert([extras[REPEAT + j]])
+    in_turn(
+        built,
+        "open_upsert1",
+        REPEAT,
+        lambda b, r: GraphIndex(b.workdir, embedder=embedder).upsert([b.extras[REPEAT + r]]),
     )
-    res["open_remove1"] = median_s(
-        lambda j: GraphIndex(wd, embedder=embedder).remove([extras[REPEAT + j].id])
+    in_turn(
+        built,
+        "open_remove1",
+        REPEAT,
+        lambda b, r: GraphIndex(b.workdir, embedder=embedder).remove([b.extras[REPEAT + r].id]),
     )
     if communities:
-        t = time.perf_counter()
-        gi.rebuild_communities()
-        res["communities_s"] = time.perf_counter() - t
-        res["communities"] = gi.communities.get("count")
-        res["global"] = median_ms(lambda q: gi.query(q, mode="global", k=10), texts)
-    res["disk_mb"] = dir_mb(wd)
-    return res
+        in_turn(built, "communities_s", 1, lambda b, r: b.gi.rebuild_communities())
+        queries_in_turn(built, queries, ("global",))
+    for b in built:
+        b.figures["disk_mb"] = dir_mb(b.workdir)
 
 
 FIGURES = [  # key, label, format
@@ -180,7 +203,13 @@ def report(rows: list[dict]) -> None:
             continue
         cells = [f"{fmt.format(r[key])} | {r[key] / base[key]:.2f}x" for r in rows]
         print(f"| {label} | " + " | ".join(cells) + " |")
-    for key, label in (("naive_hit5", "naive hit@5"), ("local_hit5", "local hit@5")):
+    for key, label in (
+        ("naive_hit5", "naive hit@5"),
+        ("local_hit5", "local hit@5"),
+        ("global_hit5", "global hit@5"),
+    ):
+        if key not in base:
+            continue
         print(f"| {label} | " + " | ".join(f"{r[key]:.2f} | " for r in rows) + " |")
     print(
         "| graph nodes / edges | "
@@ -206,15 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     emb = get_embedder()
     print(f"model load {time.perf_counter() - t:.1f} s ({emb!r}); {len(queries)} queries")
-    rows = []
-    for n in (int(x) for x in args.sizes.split(",") if x):
-        rows.append(run_size(n, emb, queries, not args.no_communities))
-        r = rows[-1]
-        print(
-            f"N={n}: build {r['build']:.1f} s, +1 upsert {r['upsert1']:.3f} s,"
-            f" naive {r['naive']:.1f} ms, local {r['local']:.1f} ms",
-            flush=True,
-        )
+    built: list[Built] = []
+    try:
+        for n in (int(x) for x in args.sizes.split(",") if x):
+            built.append(build(n, emb))
+            print(f"N={n}: build {built[-1].figures['build']:.1f} s", flush=True)
+        measure(built, emb, queries, not args.no_communities)
+        rows = [b.figures for b in built]
+    finally:
+        for b in built:
+            shutil.rmtree(b.tmp, ignore_errors=True)
     report(rows)
     return 0
 

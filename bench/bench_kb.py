@@ -4,15 +4,17 @@ Run: .venv/bin/python bench/bench_kb.py [--sizes 241,1000,5000] [--no-vectors]
 
 For each size N it writes N notes with sidecars through ``kb.write_learning`` (the natural
 corpus of ``bench/corpus.py``: the hand-written notes, then variations of them), builds the
-index from scratch (``reindex --force``), then five times adds one note and reindexes
-(incremental) and reindexes again with no change (medians of the five), then runs the
-labelled queries of ``bench/data/retrieval_queries.jsonl`` warm, k = 5, in lexical (SQLite
-FTS5), vector (nano-graphrag ``naive``, offline MiniLM) and hybrid (RRF) mode, and reports
-hit@1 / hit@5 and latency.
+index from scratch (``reindex --force``). With every KB built, it then five times adds one
+note to each KB and reindexes it (incremental) and reindexes again with no change (medians
+of the five), and runs the labelled queries of ``bench/data/retrieval_queries.jsonl`` warm,
+k = 5, in lexical (SQLite FTS5), vector (nano-graphrag ``naive``, offline MiniLM) and hybrid
+(RRF) mode on each KB, reporting hit@1 / hit@5 and latency.
 
-Ratios, all measured in this run: each reindex and search time against the same figure at
-the smallest N (how it scales; the KB grows N / N0 times), and each mode's search latency
-against lexical search at the same N. Wall-clock on a shared machine: compare the ratios.
+Ratios, all measured in this run: each time against the same figure at the smallest N (how
+it scales; the KB grows N / N0 times), and each mode's search latency against lexical
+search at the same N. The single writes and the queries take the KBs in turn (one round
+over all sizes, then the next), so a load change on the shared machine hits every size
+alike; the full rebuilds cannot be interleaved, so their ratio is the least reliable.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -66,55 +69,67 @@ def p95(xs: list[float]) -> float:
     return sorted(xs)[max(int(len(xs) * 0.95) - 1, 0)]
 
 
-def bench_size(n: int, queries: list[dict], modes: list[str], vectors: bool) -> dict:
-    """Build a KB of ``n`` notes and measure it; return the figures of this size."""
-    tmp = Path(tempfile.mkdtemp(prefix="rjkb"))
-    try:
-        ids = {note["slug"]: write(tmp, note) for note in corpus.corpus(n)}
-        with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
-            stats, full = timed(lambda: maintenance.reindex(tmp, force=True, vectors=vectors))
-            inc, noop = [], []
-            for extra in corpus.extra_notes(REPEAT):  # single writes: median of REPEAT
-                write(tmp, extra)
-                inc_stats, seconds = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
-                inc.append(seconds)
-                noop_stats, seconds = timed(lambda: maintenance.reindex(tmp, vectors=vectors))
-                noop.append(seconds)
-                if inc_stats.inserted != 1 or noop_stats.inserted != 0:
-                    raise RuntimeError(f"unexpected reindex: {inc_stats} / {noop_stats}")
-            search(tmp, "warm up", mode=modes[-1], k=5)
-            out: dict = {
-                "n": n,
-                "graph": stats.graph,
-                "full": full,
-                "inc": statistics.median(inc),
-                "noop": statistics.median(noop),
-            }
-            for mode in modes:
-                out[mode] = quality(tmp, mode, queries, ids)
-        return out
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+@dataclass
+class Built:
+    """One KB of the run: where it is, its note ids by slug, and its figures so far."""
+
+    n: int
+    path: Path
+    ids: dict[str, str]
+    figures: dict = field(default_factory=dict)
 
 
-def quality(kb_path: Path, mode: str, queries: list[dict], ids: dict[str, str]) -> dict:
-    """hit@1, hit@5 and latency (ms) of ``mode`` over the labelled queries."""
-    lat = []
-    h1 = h5 = 0
+def build(n: int, vectors: bool) -> Built:
+    """Write a KB of ``n`` notes and time its full rebuild."""
+    path = Path(tempfile.mkdtemp(prefix="rjkb"))
+    kb_ = Built(n, path, {note["slug"]: write(path, note) for note in corpus.corpus(n)})
+    stats, full = timed(lambda: maintenance.reindex(path, force=True, vectors=vectors))
+    kb_.figures.update(n=n, graph=stats.graph, full=full)
+    return kb_
+
+
+def single_writes(kbs: list[Built], vectors: bool) -> None:
+    """+1 note and no-change reindex, REPEAT rounds, the KBs taken in turn in each round."""
+    inc: dict[int, list[float]] = {k.n: [] for k in kbs}
+    noop: dict[int, list[float]] = {k.n: [] for k in kbs}
+    for extra in corpus.extra_notes(REPEAT):
+        for k in kbs:
+            write(k.path, extra)
+            inc_stats, seconds = timed(lambda k=k: maintenance.reindex(k.path, vectors=vectors))
+            inc[k.n].append(seconds)
+            noop_stats, seconds = timed(lambda k=k: maintenance.reindex(k.path, vectors=vectors))
+            noop[k.n].append(seconds)
+            if inc_stats.inserted != 1 or noop_stats.inserted != 0:
+                raise RuntimeError(f"unexpected reindex: {inc_stats} / {noop_stats}")
+    for k in kbs:
+        k.figures.update(inc=statistics.median(inc[k.n]), noop=statistics.median(noop[k.n]))
+
+
+def searches(kbs: list[Built], queries: list[dict], modes: list[str]) -> None:
+    """Every labelled query in every mode on every KB, taken in turn; hit@k and latency."""
+    lat = {(k.n, m): [] for k in kbs for m in modes}
+    hits = {(k.n, m): [0, 0] for k in kbs for m in modes}
+    for k in kbs:
+        search(k.path, "warm up", mode=modes[-1], k=5)
     for q in queries:
-        want = ids[q["note"]]
-        t0 = time.perf_counter()
-        res = search(kb_path, q["query"], mode=mode, k=5)
-        lat.append((time.perf_counter() - t0) * 1000)
-        got = [h["id"] for h in res.hits]
-        h1 += got[:1] == [want]
-        h5 += want in got
-    return {
-        "hit1": h1 / len(queries),
-        "hit5": h5 / len(queries),
-        "median": statistics.median(lat),
-        "p95": p95(lat),
-    }
+        for k in kbs:
+            want = k.ids[q["note"]]
+            for mode in modes:
+                t0 = time.perf_counter()
+                res = search(k.path, q["query"], mode=mode, k=5)
+                lat[k.n, mode].append((time.perf_counter() - t0) * 1000)
+                got = [h["id"] for h in res.hits]
+                hits[k.n, mode][0] += got[:1] == [want]
+                hits[k.n, mode][1] += want in got
+    for k in kbs:
+        for mode in modes:
+            xs = lat[k.n, mode]
+            k.figures[mode] = {
+                "hit1": hits[k.n, mode][0] / len(queries),
+                "hit5": hits[k.n, mode][1] / len(queries),
+                "median": statistics.median(xs),
+                "p95": p95(xs),
+            }
 
 
 def report(rows: list[dict], modes: list[str], n_queries: int) -> None:
@@ -165,16 +180,19 @@ def main() -> None:
         f"KB index bench (vectors {'on' if vectors else 'off'}): {n_base} hand-written notes,"
         f" {len(queries)} labelled queries; naive = vector search"
     )
-    rows = []
-    for n in (int(x) for x in args.sizes.split(",")):
-        r = bench_size(n, queries, modes, vectors)
-        rows.append(r)
-        print(
-            f"N={n}: full rebuild {r['full']:.1f} s (graph {r['graph']}); +1 note reindex"
-            f" {r['inc']:.3f} s; no-change reindex {r['noop']:.3f} s; "
-            + "; ".join(f"{m} hit@1 {r[m]['hit1']:.2f} hit@5 {r[m]['hit5']:.2f}" for m in modes),
-            flush=True,
-        )
+    kbs: list[Built] = []
+    try:
+        with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+            for n in (int(x) for x in args.sizes.split(",")):
+                kbs.append(build(n, vectors))
+                f = kbs[-1].figures
+                print(f"N={n}: full rebuild {f['full']:.1f} s (graph {f['graph']})", flush=True)
+            single_writes(kbs, vectors)
+            searches(kbs, queries, modes)
+        rows = [k.figures for k in kbs]
+    finally:
+        for k in kbs:
+            shutil.rmtree(k.path, ignore_errors=True)
     report(rows, modes, len(queries))
 
 
