@@ -41,12 +41,15 @@ test-fast: install
 chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
+# Every script in bench/ (bench/corpus.py and bench/original_signals.py are their helpers),
+# with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
 	$(BIN)/python bench/bench_queue.py --jobs 200
 	$(BIN)/python bench/bench_queue.py --jobs 200 --redis-pg
-	$(BIN)/python bench/bench_kb.py --sizes 100,1000,5000
+	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000
+	$(BIN)/python bench/bench_index.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_cost_model.py --seed 20261101
 
 lint: install

@@ -5,7 +5,8 @@ Run: .venv/bin/python bench/bench_cost_model.py [--seed N] [--transcripts N] [--
 Why a simulation: the question is what a month of real use costs, and the answer depends
 on how often the gate fires, how big the slices are, how much the chunk-hash delta saves
 and where the daily cap bites — all of which only show up over many sessions. We have seven
-real Claude Code transcripts (~175 records), so the month is *recombined* from them:
+real Claude Code transcripts (~175 records, tests/data/transcripts/claude-code), so the
+month is *recombined* from them:
 
 * 300 sessions (deterministic seed), most on weekdays; lengths are mostly short, some
   medium, a few long (up to ~1 MB, the size class of the original's 10-day outage);
@@ -20,7 +21,7 @@ real Claude Code transcripts (~175 records), so the month is *recombined* from t
 Ours, per capture: ``read_transcript`` + ``cascade.prepare`` (60,000-char budget) against an
 in-memory ledger that remembers chunk hashes when a call succeeds (as the add stage does),
 then ``build_prompt``. The original, per capture: its dialogue extractor (600K front cap),
-its signal detector (``detect_signals_original``: any signal → reflect), its slice
+its signal detector (``bench/original_signals.py``: any signal → reflect), its slice
 (``slice_dialogue_original``, 60,000-char front cap; blank → first 60,000 chars), its
 chunk-hash delta (recorded at prepare time, SPEC-drain §3.3) and its prompt overhead
 (instructions + slice header + the always-appended observation block).
@@ -48,20 +49,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_prepare import original_dialogue  # noqa: E402
+from bench_prepare import REAL_DIR, original_dialogue  # noqa: E402
+from original_signals import detect_signals_original, slice_dialogue_original  # noqa: E402
 
-from reflect_jobs.cascade import (  # noqa: E402
-    RelatedCandidate,
-    detect_signals_original,
-    prepare,
-    slice_dialogue_original,
-)
+from reflect_jobs.cascade import RelatedCandidate, prepare  # noqa: E402
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript  # noqa: E402
 from reflect_jobs.writer.prompt import INSTRUCTIONS, build_prompt  # noqa: E402
 
-REAL_DIR = Path("/work/shared/data/transcripts/claude-code")
-if not REAL_DIR.is_dir():
-    REAL_DIR = ROOT / "samples"
 LABELLED = ROOT / "tests" / "data" / "signals_labelled.jsonl"
 
 DAILY_CAP = 20
@@ -400,6 +394,23 @@ def _money(tokens_in: int, calls: int) -> tuple[float, float]:
     return tokens_in * PRICE_IN, calls * OUTPUT_TOKENS * PRICE_OUT
 
 
+def _ratio(a: object, b: object) -> str:
+    """``a / b`` for two figures ("1,234", "0.52" or "138/140" read as a fraction)."""
+
+    def num(x: object) -> float | None:
+        text = str(x).replace(",", "")
+        try:
+            if "/" in text:
+                top, bottom = text.split("/")
+                return float(top) / float(bottom)
+            return float(text)
+        except (ValueError, ZeroDivisionError):
+            return None
+
+    x, y = num(a), num(b)
+    return f"{x / y:.2f}x" if x is not None and y else "-"
+
+
 def report(ours: Tally, orig: Tally, sessions: list[Session], kinds: Counter, args) -> None:  # type: ignore[no-untyped-def]
     sizes = sorted(s.size for s in sessions)
     classes = Counter(s.length_class for s in sessions)
@@ -421,10 +432,10 @@ def report(ours: Tally, orig: Tally, sessions: list[Session], kinds: Counter, ar
         f"daily cap {DAILY_CAP} calls; tokens = chars/4; sonnet ${PRICE_IN * 1e6:.0f}/M in, "
         f"${PRICE_OUT * 1e6:.0f}/M out, {OUTPUT_TOKENS} output tokens/call\n"
     )
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str, str]] = []
 
     def row(label: str, a: object, b: object) -> None:
-        rows.append((label, str(a), str(b)))
+        rows.append((label, str(a), str(b), _ratio(a, b)))
 
     t_ours = [c // 4 for c in ours.sent]
     t_orig = [c // 4 for c in orig.sent]
@@ -462,10 +473,10 @@ def report(ours: Tally, orig: Tally, sessions: list[Session], kinds: Counter, ar
         f"{orig.late_sent}/{orig.late_total}",
     )
     width = max(len(r[0]) for r in rows)
-    print(f"| {'':<{width}} | {'reflect-jobs':>14} | {'original drain':>14} |")
-    print(f"|{'-' * (width + 2)}|{'-' * 15}:|{'-' * 15}:|")
-    for label, a, b in rows:
-        print(f"| {label:<{width}} | {a:>14} | {b:>14} |")
+    print(f"| {'':<{width}} | {'reflect-jobs':>14} | {'original rules':>14} | ours/orig |")
+    print(f"|{'-' * (width + 2)}|{'-' * 15}:|{'-' * 15}:|{'-' * 10}:|")
+    for label, a, b, ratio in rows:
+        print(f"| {label:<{width}} | {a:>14} | {b:>14} | {ratio:>9} |")
 
 
 def main() -> None:

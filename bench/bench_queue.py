@@ -1,15 +1,21 @@
-"""$0 job throughput: capture → prepare → done (gate skip) through a real Huey consumer.
+"""$0 job throughput: capture → prepare → done (gate skip) against plain Huey, same run.
 
 Run: .venv/bin/python bench/bench_queue.py [--jobs N] [--workers 1,2,4] [--redis-pg]
+     [--redis-url redis://127.0.0.1:6379/0]
+
 Enqueues N captures of no-signal transcripts (distinct sessions) with the hook's fast path,
 then times `reflect-jobs drain --until-idle` (process start included, reported separately
-from the drain's own measured seconds). With --redis-pg the same runs use Redis for the
-queue and a fresh PostgreSQL database for the ledger (127.0.0.1, trust auth).
+from the drain's own measured seconds). The baseline, right after each run: the same number
+of no-op tasks through a bare Huey consumer with the same worker count on the same kind of
+storage. Prints jobs/s, the ratio ours / plain Huey, our overhead per job, and the ratio of
+each worker count to one worker. With --redis-pg the runs use Redis for the queue and a
+fresh PostgreSQL database for the ledger (127.0.0.1, trust auth; dropped afterwards).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -17,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,17 +32,33 @@ sys.path.insert(0, str(ROOT))
 
 from reflect_jobs import fastqueue  # noqa: E402
 
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
-def make_pg_db() -> str:
+
+@contextlib.contextmanager
+def pg_db() -> Iterator[str]:
+    """A fresh PostgreSQL database for one run, dropped afterwards."""
     import psycopg
 
     name = "rj_bench_" + uuid.uuid4().hex[:8]
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
+def run(n: int, workers: int, redis_url: str | None) -> tuple[float, float]:
+    """Drain ``n`` $0 captures; return (wall seconds incl. process start, drain seconds)."""
+    with contextlib.ExitStack() as stack:
+        db_url = stack.enter_context(pg_db()) if redis_url else None
+        return _run(n, workers, redis_url, db_url)
+
+
+def _run(n: int, workers: int, redis_url: str | None, db_url: str | None) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
@@ -45,9 +68,9 @@ def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
             "REFLECT_INDEX_VECTORS": "0",
             "REFLECT_WRITER_BACKEND": "heuristic",
         }
-        if redis_pg:
-            env["REFLECT_QUEUE_URL"] = "redis://127.0.0.1:6379/0"
-            env["REFLECT_DB_URL"] = make_pg_db()
+        if redis_url and db_url:
+            env["REFLECT_QUEUE_URL"] = redis_url
+            env["REFLECT_DB_URL"] = db_url
         src = ROOT / "samples" / "hello-world-script.jsonl"  # no signal: a $0 skip
         paths = []
         for i in range(n):
@@ -57,12 +80,10 @@ def run(n: int, workers: int, redis_pg: bool) -> tuple[float, float]:
         subprocess.run(
             [str(BIN / "reflect-jobs"), "db", "upgrade"], env=env, check=True, capture_output=True
         )
-        if redis_pg:
+        if redis_url:
             import redis
 
-            redis.Redis.from_url("redis://127.0.0.1:6379/0").delete(
-                "huey.redis.reflect", "huey.schedule.reflect"
-            )
+            redis.Redis.from_url(redis_url).delete("huey.redis.reflect", "huey.schedule.reflect")
         for i, p in enumerate(paths):
             fastqueue.enqueue(
                 env.get("REFLECT_QUEUE_URL") or f"sqlite:///{tmp}/home/queue.db",
@@ -131,17 +152,30 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--redis-pg", action="store_true")
+    ap.add_argument("--redis-url", default=REDIS_URL)
     args = ap.parse_args()
     store = "Redis + PostgreSQL" if args.redis_pg else "SQLite + SQLite"
+    redis_url = args.redis_url if args.redis_pg else None
+    flag = " --redis-pg" if args.redis_pg else ""
+    if args.redis_pg and args.redis_url != REDIS_URL:
+        flag += f" --redis-url {args.redis_url}"
+    print(f"$ .venv/bin/python bench/bench_queue.py --jobs {args.jobs}{flag}\n")
     print(f"$0 jobs (capture→prepare→done), {args.jobs} jobs, {store}")
+    print(
+        "| workers | ours jobs/s (drain) | incl. process start | plain Huey no-op tasks/s |"
+        " ours / plain Huey | our overhead per job | ours vs 1 worker |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    first = 0.0
     for w in (int(x) for x in args.workers.split(",")):
-        wall, inner = run(args.jobs, w, args.redis_pg)
-        base = plain_huey(args.jobs, w, "redis://127.0.0.1:6379/0" if args.redis_pg else None)
+        wall, inner = run(args.jobs, w, redis_url)
+        base = plain_huey(args.jobs, w, redis_url)
+        rate = args.jobs / inner
+        first = first or rate
         overhead_ms = (inner / args.jobs - 1 / base) * 1000
         print(
-            f"  workers={w}: {args.jobs / inner:7.1f} jobs/s in the drain ({inner:.2f} s); "
-            f"{args.jobs / wall:7.1f} jobs/s incl. process start ({wall:.2f} s); "
-            f"plain Huey no-op {base:7.1f} tasks/s; our overhead {overhead_ms:.1f} ms/job"
+            f"| {w} | {rate:.1f} | {args.jobs / wall:.1f} | {base:,.0f} | {rate / base:.3f}x |"
+            f" {overhead_ms:.1f} ms | {rate / first:.2f}x |"
         )
 
 

@@ -22,9 +22,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def transcripts_dir() -> Path:
-    """The real Claude Code transcripts (shared/data when present, else the bundled samples)."""
-    shared = ROOT.parent / "shared" / "data" / "transcripts" / "claude-code"
-    return shared if shared.is_dir() else SAMPLES
+    """The real Claude Code transcripts bundled with the tests (see tests/data/SOURCES.md)."""
+    return DATA / "transcripts" / "claude-code"
 
 
 class Env(dict):

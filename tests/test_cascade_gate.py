@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import transcripts_dir
 
 from reflect_jobs.cascade import detect_signals, gate
 from reflect_jobs.markers import CHILD_MARKER
@@ -105,7 +106,4 @@ def test_tool_blocks_with_signal_words_do_not_trip_the_gate(tmp_path: Path) -> N
     ["stop-hook-fast-path-clean.jsonl", "hello-world-script.jsonl", "coverage-test-fix.jsonl"],
 )
 def test_plain_real_sessions_are_no_signal(name: str) -> None:  # B16
-    path = Path("/work/shared/data/transcripts/claude-code") / name
-    if not path.exists():
-        pytest.skip("real transcripts not available")
-    assert verdict(path).reason == "no_signal"
+    assert verdict(transcripts_dir() / name).reason == "no_signal"

@@ -19,7 +19,7 @@ from reflect_jobs.transcripts import (
 )
 
 DATA = Path(__file__).parent / "data" / "transcripts"
-REAL = sorted(Path("/work/shared/data/transcripts/claude-code").glob("*.jsonl"))
+REAL = sorted((DATA / "claude-code").glob("*.jsonl"))
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:
@@ -45,7 +45,6 @@ def dialogue(t: Transcript) -> str:
 # --- formats -------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not REAL, reason="real transcripts not available")
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_claude_transcripts_parse_to_clean_dialogue(path: Path) -> None:
     t = read_transcript(path)

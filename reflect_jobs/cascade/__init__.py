@@ -15,7 +15,6 @@ from reflect_jobs.cascade.model import (
     Signal,
     Slice,
 )
-from reflect_jobs.cascade.original_signals import detect_signals_original, slice_dialogue_original
 from reflect_jobs.cascade.prepare import prepare
 from reflect_jobs.cascade.privacy import PRIVATE_MARKER, strip_private
 from reflect_jobs.cascade.revision import REVISION_MARKER, related_learnings, revision_block
@@ -38,13 +37,11 @@ __all__ = [
     "build_slice",
     "chunk_hash",
     "detect_signals",
-    "detect_signals_original",
     "gate",
     "prepare",
     "redact_secrets",
     "related_learnings",
     "revision_block",
     "signal_set_hash",
-    "slice_dialogue_original",
     "strip_private",
 ]

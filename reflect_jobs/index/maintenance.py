@@ -382,13 +382,25 @@ def _update_graph(
             )
         except kb.NoteError:
             sidecar = kb.heuristic_sidecar(note)
-        docs.append(IndexDoc(id=note.id, text=_doc_text(note), sidecar=sidecar))
+        docs.append(IndexDoc(id=note.id, text=doc_text(note), sidecar=sidecar))
     if docs:
         with contextlib.redirect_stdout(sys.stderr):
             index.upsert(docs)
 
 
-def _doc_text(note: kb.Note) -> str:
+def doc_text(note: kb.Note) -> str:
+    """The text a note is indexed under in the graph/vector index.
+
+    The frontmatter fields a person searches by (title, key insight, problem, root cause,
+    fix, rule) as ``key: value`` lines, then the body, so a query matching the summary of a
+    learning finds it even when the body is long.
+
+    Args:
+        note: A parsed note.
+
+    Returns:
+        The indexed text.
+    """
     fm = note.frontmatter
     head = "\n".join(
         f"{k}: {fm.get(k)}"

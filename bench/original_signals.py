@@ -1,15 +1,66 @@
-"""A faithful re-implementation of the original liberal detector (SPEC-drain §1.5, §3.2).
+"""Benchmark baseline: a faithful re-implementation of the original liberal detector and
+slicer (SPEC-drain §1.5, §3.2).
 
-Not used on the live path. It exists so tests and ``bench/bench_prepare.py`` can measure
-our detector and slicer against the behaviour we replace (precision, slice size).
+Not part of the package and never used on the live path. ``bench/bench_prepare.py`` and
+``bench/bench_cost_model.py`` measure our detector and slicer against it (precision, slice
+size, cost); ``tests/test_bench_original_signals.py`` checks that it still behaves like the
+original, so those figures compare against the behaviour we replaced.
 """
 
 from __future__ import annotations
 
 import re
 
-from reflect_jobs.cascade.categories import ORIGINAL_CATEGORIES, UNKNOWN, categorize
+from reflect_jobs.cascade.categories import UNKNOWN, categorize
 from reflect_jobs.cascade.model import Signal
+
+
+def _table(spec: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
+    return [(name, re.compile(pattern, re.IGNORECASE)) for name, pattern in spec]
+
+
+# The original's categories, including the over-broad English words (``let``, ``type``,
+# ``step``, ``user``, ``error``…) that turn most technical lines into "signals".
+ORIGINAL_CATEGORIES = _table(
+    [
+        (
+            "Code Style",
+            r"naming|convention|style|format|indent|\bcase\b|camelcase|"
+            r"(variable|function|class|method|parameter) name|typescript|javascript|python|"
+            r"\bgo\b|rust|java|\b(var|const|let|type|interface|enum)\b|semicolon|quote|"
+            r"string|bracket|brace",
+        ),
+        (
+            "Architecture",
+            r"pattern|architecture|design|structure|module|component|separation|coupling|"
+            r"cohesion|dependency|layer",
+        ),
+        (
+            "Process",
+            r"workflow|process|\bstep|procedure|protocol|commit|branch|merge|review|deploy",
+        ),
+        (
+            "Domain",
+            r"business|domain|logic|\brule|requirement|customer|\buser|client|account|order",
+        ),
+        (
+            "Tools",
+            r"\btool|\bcli\b|command|terminal|shell|\bgit\b|\bnpm\b|docker|config|setting|"
+            r"environment|variable",
+        ),
+        (
+            "Security",
+            r"security|vulnerab|exploit|injection|\bxss\b|csrf|"
+            r"(password|secret|credential|token|key).{0,20}(expos|leak|hardcod)|validation|"
+            r"sanitiz|escap|encrypt|hash|owasp|\bcve\b|\brls\b",
+        ),
+        (
+            "New Skill",
+            r"workaround|trick|hack|solution|\bfix|debug|(error|bug|issue|problem) "
+            r"(was|is|fixed|solved)|time spent",
+        ),
+    ]
+)
 
 
 def _rules(spec: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
