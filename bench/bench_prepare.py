@@ -40,7 +40,7 @@ from reflect_jobs.transcripts import Turn, read_transcript  # noqa: E402
 REAL_DIR = ROOT / "tests" / "data" / "transcripts" / "claude-code"
 LABELLED = ROOT / "tests" / "data" / "signals_labelled.jsonl"
 SIZES_MB = (0.2, 1.5, 15)
-ORIGINAL_SCAN_CAP = 600_000  # the original extractor's front-anchored cap (SPEC §2.1)
+ORIGINAL_SCAN_CAP = 600_000  # the original extractor's front-anchored cap (SPEC-drain §2.1)
 ORIGINAL_SLICE_CAP = 60_000
 
 
@@ -74,7 +74,7 @@ def generate(path: Path, size: int, records: list[str], fixes: list[str]) -> Non
 
 
 def original_dialogue(path: Path) -> str:
-    """The original ``extract_dialogue`` (SPEC §2.1): text blocks incl. isMeta, front cap."""
+    """The original ``extract_dialogue`` (SPEC-drain §2.1): text blocks incl. isMeta, front cap."""
     parts: list[str] = []
     total = 0
     for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():

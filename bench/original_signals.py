@@ -161,7 +161,7 @@ def detect_signals_original(dialogue: str) -> list[Signal]:
 def slice_dialogue_original(
     dialogue: str, signals: list[Signal], context_lines: int = 3, max_chars: int = 60_000
 ) -> str:
-    """The original ``slice_dialogue`` (SPEC §3.2): front-anchored cap, crossing line kept.
+    """The original ``slice_dialogue`` (SPEC-drain §3.2): front-anchored cap, crossing line kept.
 
     Lines are kept from the FRONT until the total reaches ``max_chars``, and the line that
     crosses it is kept whole, so one long line can take the result far past the cap: the

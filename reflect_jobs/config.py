@@ -2,7 +2,7 @@
 
 Every knob is an environment variable so that a hook, a launchd/systemd unit, a test and
 a person at a shell all configure the system the same way. The names and defaults follow
-DESIGN.md §9 and the original drain (SPEC-drain.md §5.12), so an existing
+docs/ARCHITECTURE.md §9 and the original drain (SPEC-drain.md §5.12), so an existing
 ``REFLECT_DRAIN_*`` setup keeps its meaning.
 
 A bad value is a :class:`SettingsError` naming the variable — the CLI prints it as one line
@@ -155,12 +155,12 @@ class Settings:
     db_url: str
     queue_url: str
     disabled: bool = False
-    # caps (DESIGN §4): budget units per UTC day, model calls per debounce window
+    # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
     daily_max: int = 20
     run_max: int = 3
     debounce_sec: int = 600
     capture_settle_sec: int = 30
-    # retries, poison, timeouts (SPEC §5.7)
+    # retries, poison, timeouts (SPEC-drain §5.7)
     max_retries: int = 3
     retry_base_sec: int = 60
     timeout_sec: int = 300
@@ -169,7 +169,7 @@ class Settings:
     token_max: int = 2_000_000
     max_recoveries: int = 3
     lease_sec: int = 360
-    # the writer (DESIGN §5)
+    # the writer (ARCHITECTURE §5)
     writer_backend: str = "auto"
     writer_mode: str = "extract"
     model: str = "sonnet"
@@ -180,7 +180,7 @@ class Settings:
     cascade: bool = True
     dry_run: bool = False
     skip_reindex: bool = False
-    # quota gate (SPEC §5.5)
+    # quota gate (SPEC-drain §5.5)
     quota_gate: bool = True
     quota_ttl_sec: int = 3600
     quota_util_threshold: float | None = None
@@ -222,7 +222,7 @@ class Settings:
         """``auto`` means the Claude CLI when it is installed, else the heuristic writer.
 
         An explicit ``claude`` whose binary is missing is *not* downgraded: that is an
-        install fault and halts the write stage (DESIGN §3) so nobody mistakes heuristic
+        install fault and halts the write stage (ARCHITECTURE §3) so nobody mistakes heuristic
         notes for model output.
 
         Returns:

@@ -4,7 +4,7 @@
 touched the ledger, so it combines three views: Huey's queue is empty, no task is
 executing (counted through Huey's signals), and the ledger has no running job and no
 runnable job whose time has come. Deferred, retrying and settling jobs whose time is in
-the future do not count (DESIGN §9). In dry-run mode no job ever moves, so one pass over
+the future do not count (ARCHITECTURE §9). In dry-run mode no job ever moves, so one pass over
 the due jobs is the whole drain.
 """
 

@@ -1,6 +1,6 @@
 """``reflect-jobs-hook {claude|codex|copilot}`` — the agent hook entry point.
 
-Contract (DESIGN §9, SPEC-drain §1.1, §2.4): read the harness's hook JSON on stdin,
+Contract (ARCHITECTURE §9, SPEC-drain §1.1, §2.4): read the harness's hook JSON on stdin,
 enqueue one ``capture`` task, print nothing, exit 0 — always. A malformed payload, a
 missing transcript, a locked queue or any bug is written to ``$REFLECT_HOME/hook-errors.log``
 and the agent's session goes on untouched.
@@ -29,7 +29,7 @@ class HookInputError(ValueError):
 
 
 def first_present(payload: dict, *keys: str, default: object = None) -> object:
-    """SPEC §2.4: the first key *present* wins (presence, not truthiness).
+    """SPEC-drain §2.4: the first key *present* wins (presence, not truthiness).
 
     A key holding ``""`` or ``None`` still beats a later key.
 

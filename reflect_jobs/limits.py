@@ -1,4 +1,4 @@
-"""The daily cap and the per-run window cap as queue rate limits (DESIGN §4).
+"""The daily cap and the per-run window cap as queue rate limits (ARCHITECTURE §4).
 
 Counters live in Huey's storage (``storage.incr`` is atomic on SQLite and Redis) under keys
 that carry the window number — ``caps:daily:<utc-day>`` and ``caps:run:<epoch//window>`` —

@@ -2,7 +2,7 @@
 
 Every stage transition is logged with job id, stage, state and outcome, so ``drain.log``
 alone reconstructs what happened to a job even if the ledger is gone. Rotation keeps one
-generation at ``REFLECT_DRAIN_LOG_MAX_BYTES`` like the original (SPEC §5.11), and is done
+generation at ``REFLECT_DRAIN_LOG_MAX_BYTES`` like the original (SPEC-drain §5.11), and is done
 by the stdlib handler so several worker threads can log safely.
 """
 

@@ -1,4 +1,4 @@
-"""The Huey instance: the transport, never the truth (DESIGN §1).
+"""The Huey instance: the transport, never the truth (ARCHITECTURE §1).
 
 SqliteHuey on ``$REFLECT_HOME/queue.db`` by default, RedisHuey for ``redis://`` URLs. The
 same instance's storage also holds the rate-limit counters (``limits``), so in a shared

@@ -1,4 +1,4 @@
-"""What ``reflect-jobs status`` reports — built to not lie (SPEC §10.2 lessons).
+"""What ``reflect-jobs status`` reports — built to not lie (SPEC-drain §10.2 lessons).
 
 Two outages of the original ran for 10 and 11 days while its log looked healthy. So besides
 counts this reports the conditions that looked like health there: jobs waiting while

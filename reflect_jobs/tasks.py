@@ -1,4 +1,4 @@
-"""Thin Huey tasks around the stage runners in ``pipeline`` (DESIGN §2).
+"""Thin Huey tasks around the stage runners in ``pipeline`` (ARCHITECTURE §2).
 
 A task only builds the runtime and calls a runner; the runner claims, works and records.
 Huey is the transport: every task is safe to run twice and every lost message is re-sent by
@@ -306,7 +306,7 @@ def recover_now() -> dict[str, int]:
 
 @huey.periodic_task(crontab(minute="*"))
 def recover() -> dict[str, int]:
-    """Every minute: lost messages and dead workers' jobs come back (DESIGN §1).
+    """Every minute: lost messages and dead workers' jobs come back (ARCHITECTURE §1).
 
     Records this process's heartbeat first (a failure to do so is ignored).
 

@@ -1,4 +1,4 @@
-"""The operator CLI: stable JSON shapes (DESIGN §9), exit codes, logging, graceful worker stop."""
+"""The operator CLI: stable JSON shapes (ARCHITECTURE §9), exit codes, logging, graceful worker stop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cost rows and the cost report (SPEC §9.9 ported onto the ledger)."""
+"""Cost rows and the cost report (SPEC-drain §9.9 ported onto the ledger)."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ def test_many_threads_race_one_claim_exactly_one_wins(db):
     assert len(wins) == 1
 
 
-# The legal state moves, written out from the design (DESIGN §3) — not read from the code,
+# The legal state moves, written out from the design (ARCHITECTURE §3) — not read from the code,
 # so a change to ``ALLOWED`` that the design does not make fails here.
 _FROM_RUNNABLE = {"running", "queued", "deferred", "done", "halted"}  # running: claim()
 DESIGN_MOVES: dict[str, set[str]] = {

@@ -1,4 +1,4 @@
-"""Transcript readers (SPEC-drain §2.1–2.3) and their bad-input behaviour (SPEC §9.4/9.5)."""
+"""Transcript readers (SPEC-drain §2.1–2.3) and their bad-input behaviour (SPEC-drain §9.4/9.5)."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def test_tool_blocks_never_become_dialogue(tmp_path: Path) -> None:
     assert dialogue(t) == "Summarize the file.\nIt covers weather."
 
 
-# --- child sessions (SPEC §1.4, §10 B4) ------------------------------------------------
+# --- child sessions (SPEC-drain §1.4, §10 B4) ------------------------------------------------
 
 
 def test_child_marker_detected(tmp_path: Path) -> None:

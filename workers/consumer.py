@@ -3,7 +3,7 @@
 Importing this module registers every task. On consumer start-up the first worker to come
 up runs a recovery pass (expired leases back to ``queued``, every due job's message
 re-sent), because Huey's SQLite transport deletes a message when it is dequeued and a
-killed worker takes it along (DESIGN §1). The periodic ``recover`` task repeats this every
+killed worker takes it along (ARCHITECTURE §1). The periodic ``recover`` task repeats this every
 minute while the consumer runs.
 """
 

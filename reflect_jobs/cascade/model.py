@@ -31,7 +31,7 @@ class GateVerdict:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One contiguous window of the slice; its hash is the delta-retain key (SPEC §3.3)."""
+    """One contiguous window of the slice; its hash is the delta-retain key (SPEC-drain §3.3)."""
 
     text: str
     hash: str  # first 16 hex of sha256 of the stripped chunk text

@@ -1,4 +1,4 @@
-"""``redact_secrets``: credential-shaped strings → ``[REDACTED:<kind>]`` (SPEC §10 B17).
+"""``redact_secrets``: credential-shaped strings → ``[REDACTED:<kind>]`` (SPEC-drain §10 B17).
 
 The original sent secrets pasted into a session straight to the model and into notes. Rules
 run in order, most specific first (a PEM block before its lines, ``sk-ant-`` before ``sk-``),

@@ -216,7 +216,7 @@ def detect_signals(turns: list[Turn]) -> list[Signal]:
 
 
 def signal_set_hash(signals: Iterable[Signal]) -> str:
-    """SPEC §1.6: 16 hex of sha256 over the sorted set of lowercased, stripped signal texts.
+    """SPEC-drain §1.6: 16 hex of sha256 over the sorted set of lowercased, stripped signal texts.
 
     Order- and duplicate-insensitive, so the same findings in a re-captured transcript hash
     the same and the dup-signal-hash skip can fire.

@@ -133,7 +133,7 @@ def build_slice(
 
 
 def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
-    """Head ¼ / tail ¾ of the dialogue (SPEC §3.6), for when no slice can be built.
+    """Head ¼ / tail ¾ of the dialogue (SPEC-drain §3.6), for when no slice can be built.
 
     The tail gets the larger share because the end of a session is where its conclusions
     and corrections are.

@@ -1,8 +1,8 @@
-"""``reflect-jobs``: operate the queue, the ledger and the KB (DESIGN §9).
+"""``reflect-jobs``: operate the queue, the ledger and the KB (ARCHITECTURE §9).
 
 Exit codes: 0 success, 1 a handled failure (doctor found problems, a job cannot be retried),
 2 bad usage or bad configuration. Errors are one line on stderr. Every command that prints
-data has ``--json`` with the stable shapes of DESIGN §9. Heavy modules (Huey, torch) are
+data has ``--json`` with the stable shapes of ARCHITECTURE §9. Heavy modules (Huey, torch) are
 imported inside the commands that need them.
 
 This package is only the presentation layer: commands parse options, call the module that

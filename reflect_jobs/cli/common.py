@@ -1,6 +1,6 @@
 """What every ``reflect-jobs`` command shares: settings, output, and one-line failures.
 
-DESIGN §9 fixes the CLI's contract: exit 0 on success, 1 on a handled failure, 2 on bad
+ARCHITECTURE §9 fixes the CLI's contract: exit 0 on success, 1 on a handled failure, 2 on bad
 usage or bad configuration; errors are one line on stderr; ``--json`` prints stable shapes.
 Keeping the pieces of that contract here — a settings error is a usage error, JSON is
 printed one way, a locked ledger is one sentence and not a traceback — means a command
@@ -87,7 +87,7 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
 
 
 def known_failure(exc: BaseException) -> str | None:
-    """One clear line for failures a person can act on (DESIGN §9).
+    """One clear line for failures a person can act on (ARCHITECTURE §9).
 
     Args:
         exc: An exception a command did not handle.

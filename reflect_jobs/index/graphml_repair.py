@@ -279,7 +279,7 @@ def _relink(g: _Graph, stats: MaintainStats) -> None:
 
 
 def maintain(path: str | os.PathLike[str]) -> MaintainStats:
-    """Prune orphan nodes, prune dangling edges, relink isolated nodes (SPEC §6.3).
+    """Prune orphan nodes, prune dangling edges, relink isolated nodes (SPEC-drain §6.3).
 
     Raises :class:`GraphMLError` if the file is missing or invalid. With nothing to do the
     file is not rewritten at all (its mtime and bytes stay), so a cron run is free.

@@ -1,4 +1,4 @@
-"""Lexical BM25 search over the notes with SQLite FTS5 (DESIGN §8).
+"""Lexical BM25 search over the notes with SQLite FTS5 (ARCHITECTURE §8).
 
 Vectors miss exact strings — ``KeyError: 'user_id'``, ``graph_chunk_entity_relation.graphml``,
 ``ENOENT`` — which is precisely what a developer pastes. This index is the exact-match leg

@@ -3,7 +3,7 @@
 Two questions, both answered from the graph/vector index's chunk vectors so no second
 embedding store exists: "which existing learnings are about this?" (the revision block,
 beside the lexical overlap) and "is this CREATE a near-twin of an existing learning?"
-(cosine ≥ ``REFLECT_DEDUP_THRESHOLD``, SPEC §3.7 C1 — then it becomes an UPDATE).
+(cosine ≥ ``REFLECT_DEDUP_THRESHOLD``, SPEC-drain §3.7 C1 — then it becomes an UPDATE).
 
 Everything here fails open: no index yet, vectors disabled, or any index error means "no
 match", never a failed job — the lexical path and the ledger still work.

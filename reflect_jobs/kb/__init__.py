@@ -1,7 +1,7 @@
 """The markdown knowledge base: ids, rendering, parsing, atomic writes, lifecycle.
 
 Notes (``kb/documents/<id>.md``) are the source of truth; everything under ``kb/index/`` is
-derived and rebuildable. See DESIGN §7 and SPEC-drain §4.2 / §7.
+derived and rebuildable. See ARCHITECTURE §7 and SPEC-drain §4.2 / §7.
 """
 
 from ..fsio import atomic_write

@@ -1,4 +1,4 @@
-"""Entity extraction without a model, for notes that arrive without a sidecar (SPEC §7.2).
+"""Entity extraction without a model, for notes that arrive without a sidecar (SPEC-drain §7.2).
 
 Cheap signals only: the note's own ``entities``/``tags``, `backtick` terms, a fixed list of
 technology names, and error-looking lines. It is deliberately conservative — a wrong entity

@@ -2,7 +2,7 @@
 
 The id is derived from the learning's *content* (title + rule), never from timestamps or the
 file it came from, so re-adding the same finding lands on the same file and overwrites it
-instead of creating a twin (SPEC-drain §10 B13, DESIGN §11 "a learning written twice").
+instead of creating a twin (SPEC-drain §10 B13, ARCHITECTURE §11 "a learning written twice").
 """
 
 from __future__ import annotations

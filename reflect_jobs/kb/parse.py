@@ -115,7 +115,7 @@ def _mapping_list(data: dict[str, Any], key: str, where: str) -> list[dict[str, 
 
 
 def normalize_sidecar(data: Any, where: str = "sidecar") -> dict[str, Any]:
-    """Validate a sidecar mapping and fill its defaults, as the original loader did (SPEC §7.4).
+    """Validate a sidecar mapping and fill its defaults, as the original loader did (SPEC-drain §7.4).
 
     The defaults are entity type ``concept``, relation type ``relates_to``, strength 5 and
     descriptions ``""``; keys other than the four returned are dropped.

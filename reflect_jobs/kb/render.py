@@ -1,4 +1,4 @@
-"""Turn a model's learning dict into a note and its entity sidecar (DESIGN §7, SPEC §4.2).
+"""Turn a model's learning dict into a note and its entity sidecar (ARCHITECTURE §7, SPEC-drain §4.2).
 
 Rendering is a pure function of its inputs so a re-drain of the same finding produces the
 same bytes apart from timestamps; all escaping lives in :mod:`.yamlout`.
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from ..lifecycle import LEARNING_STATUSES, normalise_causal_type, normalise_learning_type
 from .yamlout import clean_text, yaml_block
 
-# Optional keys a later lifecycle step may add; rendered after the DESIGN §7 keys.
+# Optional keys a later lifecycle step may add; rendered after the ARCHITECTURE §7 keys.
 OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
 DEFAULT_CONFIDENCE = 0.6
 _HEADING = re.compile(r"(?m)^## ")
@@ -43,7 +43,7 @@ def confidence_num(value: object) -> float:
 
 
 def confidence_bucket(num: float) -> str:
-    """high ≥ 0.8, medium ≥ 0.5, else low (SPEC §4.2).
+    """high ≥ 0.8, medium ≥ 0.5, else low (SPEC-drain §4.2).
 
     Args:
         num: A confidence in [0, 1] (see :func:`confidence_num`).
@@ -130,7 +130,7 @@ def note_frontmatter(
     status: str = "active",
     extra: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
-    """The ordered frontmatter mapping (DESIGN §7 key order, then optional keys, then extra).
+    """The ordered frontmatter mapping (ARCHITECTURE §7 key order, then optional keys, then extra).
 
     Args:
         learning: The model's learning (``title``, ``rule``, ``tags``, ``confidence_num``…);
@@ -307,7 +307,7 @@ def render_sidecar_data(data: Mapping[str, object]) -> str:
 
 
 def render_sidecar(note_id: str, learning: Mapping[str, object], *, extracted_at: str) -> str:
-    """``<id>.entities.yaml`` text (DESIGN §7): document_id, extracted_at, entities, relationships.
+    """``<id>.entities.yaml`` text (ARCHITECTURE §7): document_id, extracted_at, entities, relationships.
 
     Args:
         note_id: The note's id.

@@ -218,7 +218,7 @@ def retire_note(
     """Mark a note retired/superseded/archived/deleted in its frontmatter; the file stays.
 
     Keeping the file keeps history greppable and makes the action reversible; search and the
-    indexes filter on ``status`` instead (DESIGN §7).
+    indexes filter on ``status`` instead (ARCHITECTURE §7).
 
     Args:
         path: The note file.

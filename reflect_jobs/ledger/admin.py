@@ -4,7 +4,7 @@ The CLI used to open sessions and run these queries itself, which put a second c
 ledger rules (which states a retry takes, that a purge removes the slice too, that a resume
 re-queues the halted jobs) in a module about printing. Here each one is a plain function
 that owns its one short transaction and returns plain data — the stable shapes ``--json``
-prints (DESIGN §9) — so ``reflect_jobs.cli`` only parses, calls and prints, and a test can
+prints (ARCHITECTURE §9) — so ``reflect_jobs.cli`` only parses, calls and prints, and a test can
 call them on a SQLite file without a terminal.
 
 State changes still go through :mod:`.jobs` (:func:`~.jobs.retry_job`,

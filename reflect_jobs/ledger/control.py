@@ -1,5 +1,5 @@
 """Small shared state in the ledger: the write-stage halt, worker heartbeats, quota
-telemetry and the errors ledger (SPEC §5.11).
+telemetry and the errors ledger (SPEC-drain §5.11).
 
 These live in the ledger rather than in files so that several consumers on several
 machines see the same halt, the same quota gate and the same error list.
@@ -152,7 +152,7 @@ def prune_heartbeats(session: Session, older_than: timedelta = HEARTBEAT_RETENTI
 
 
 def store_quota_snapshots(session: Session, snapshots: list[dict[str, Any]], bucket_of) -> int:  # type: ignore[no-untyped-def]
-    """Last write wins per bucket (SPEC §5.5 ingest).
+    """Last write wins per bucket (SPEC-drain §5.5 ingest).
 
     Args:
         session: An open ledger session; the change is committed with it.
@@ -206,7 +206,7 @@ def record_error(
     source: str = "drain",
     context: dict[str, Any] | None = None,
 ) -> str:
-    """Append or bump an error; identical errors within 24 h share a row (SPEC §5.11).
+    """Append or bump an error; identical errors within 24 h share a row (SPEC-drain §5.11).
 
     Identical means the same source, kind and (truncated) message. Bumping counts it, moves
     ``last_at`` and un-acknowledges it; an identical error older than 24 h starts a new row.

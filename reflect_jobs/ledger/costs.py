@@ -3,7 +3,7 @@
 The row of a paid attempt is committed with the raw answer as soon as the model call
 returns (``outcome='pending'``). If the worker dies before the answer is applied, the
 retried write stage finds the pending row and reuses the answer instead of paying again
-(DESIGN §5, §11). Free outcomes (skips, quarantine, halts) get rows with ``entries=0`` so
+(ARCHITECTURE §5, §11). Free outcomes (skips, quarantine, halts) get rows with ``entries=0`` so
 the report shows every run.
 """
 
@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from .models import CostRow, Job, utcnow
 
-# USD per 1M tokens: input, output, cache read, cache write (SPEC §6.2).
+# USD per 1M tokens: input, output, cache read, cache write (SPEC-drain §6.2).
 PRICES = {
     "opus": (15.0, 75.0, 1.5, 18.75),
     "sonnet": (3.0, 15.0, 0.3, 3.75),
@@ -186,7 +186,7 @@ def _bucket(**extra: Any) -> dict[str, Any]:
 def cost_report(
     session: Session, *, by: str = "day", since: timedelta | None = None
 ) -> dict[str, Any]:
-    """Aggregate cost rows (SPEC §6.2 columns) for ``reflect-jobs cost``.
+    """Aggregate cost rows (SPEC-drain §6.2 columns) for ``reflect-jobs cost``.
 
     A row's cost is what the CLI reported, or :func:`estimate_cost` when it reported none.
 

@@ -1,4 +1,4 @@
-"""The job state machine (DESIGN §3): the one module that changes a job's stage or state.
+"""The job state machine (ARCHITECTURE §3): the one module that changes a job's stage or state.
 
 Every change goes through :func:`transition`, which writes the ``job_events`` row in the same
 transaction. Claims are compare-and-set UPDATEs (``WHERE state IN runnable``), so two workers
@@ -42,7 +42,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 
 class IllegalTransition(RuntimeError):
-    """A code path tried a state move DESIGN §3 does not allow."""
+    """A code path tried a state move ARCHITECTURE §3 does not allow."""
 
 
 def worker_id() -> str:

@@ -1,7 +1,7 @@
 """Learnings, their proof, their history, and the chunk hashes behind them.
 
 Upserts keyed by the stable note id (``lrn-<slug>-<hash6>``): re-adding the same learning
-updates its row and never inserts a duplicate (SPEC §4.2's "re-drains duplicate ledger rows"
+updates its row and never inserts a duplicate (SPEC-drain §4.2's "re-drains duplicate ledger rows"
 cannot happen). Proof is one row per distinct source, so an UPDATE is idempotent per source.
 """
 

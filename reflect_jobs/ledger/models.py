@@ -2,7 +2,7 @@
 
 Huey's storage only carries "run stage S of job J"; everything a person or a recovery pass
 needs to know lives here. Types are chosen to run unchanged on SQLite and PostgreSQL
-(DESIGN §10): strings for ids, JSON for small lists, timezone-aware UTC timestamps.
+(ARCHITECTURE §10): strings for ids, JSON for small lists, timezone-aware UTC timestamps.
 The schema itself is created by the Alembic migrations in ``alembic/``; these classes must
 stay in step with them (``tests/test_ledger.py`` checks that no diff exists).
 """
@@ -96,7 +96,7 @@ class Base(DeclarativeBase):
 
 
 class Job(Base):
-    """One capture of one transcript, moving through the stages (DESIGN §3)."""
+    """One capture of one transcript, moving through the stages (ARCHITECTURE §3)."""
 
     __tablename__ = "jobs"
 
@@ -114,7 +114,7 @@ class Job(Base):
     outcome: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
-    # money and failure accounting (SPEC §5.7), per job instead of per path forever (B15)
+    # money and failure accounting (SPEC-drain §5.7), per job instead of per path forever (B15)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     failures: Mapped[int] = mapped_column(Integer, default=0)
     timeouts: Mapped[int] = mapped_column(Integer, default=0)
@@ -143,7 +143,7 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_state_next_run_at", "state", "next_run_at"),
         Index("ix_jobs_transcript_path", "transcript_path"),
-        # At most one job per session accepts new captures: the coalescing key (DESIGN §3).
+        # At most one job per session accepts new captures: the coalescing key (ARCHITECTURE §3).
         Index(
             "uq_jobs_accepting_session",
             "harness",
@@ -173,7 +173,7 @@ class JobEvent(Base):
 
 
 class CostRow(Base):
-    """One row per model attempt or free outcome (SPEC §5.6 fields).
+    """One row per model attempt or free outcome (SPEC-drain §5.6 fields).
 
     A paid attempt's row is committed with the raw answer *before* the answer is parsed
     (``outcome`` is ``pending`` until classified), so a crash after the call can never
@@ -249,7 +249,7 @@ class LearningSource(Base):
 
 
 class LearningHistory(Base):
-    """A snapshot written before every mutation of a learning (SPEC §8)."""
+    """A snapshot written before every mutation of a learning (SPEC-drain §8)."""
 
     __tablename__ = "learning_history"
 
@@ -263,7 +263,7 @@ class LearningHistory(Base):
 
 
 class ChunkHash(Base):
-    """Dialogue windows already turned into learnings (delta retain, SPEC §3.3).
+    """Dialogue windows already turned into learnings (delta retain, SPEC-drain §3.3).
 
     Written only when the add stage commits (B2 fix): a failed or crashed write never
     marks its chunks as seen.
@@ -296,7 +296,7 @@ class Transcript(Base):
 
 
 class QuotaSnapshot(Base):
-    """Last rate-limit telemetry per window bucket (SPEC §5.5), last write wins."""
+    """Last rate-limit telemetry per window bucket (SPEC-drain §5.5), last write wins."""
 
     __tablename__ = "quota_snapshots"
 
@@ -328,7 +328,7 @@ class Heartbeat(Base):
 
 
 class ErrorRecord(Base):
-    """The errors ledger (SPEC §5.11 kinds): deduplicated, countable, acknowledgeable."""
+    """The errors ledger (SPEC-drain §5.11 kinds): deduplicated, countable, acknowledgeable."""
 
     __tablename__ = "errors"
 

@@ -69,7 +69,7 @@ def run_write(rt: Runtime, job_id: str) -> None:
     if s.disabled:
         return
     if s.dry_run:
-        # Read-only by contract (SPEC §5.10 as documented for 5.2.5): no claim, no call,
+        # Read-only by contract (SPEC-drain §5.10 as documented for 5.2.5): no claim, no call,
         # no cost row, no budget; the log says what would have run.
         log.info(
             "dry run: would call model",
@@ -226,7 +226,7 @@ def _record_answer(rt: Runtime, job_id: str, result: ModelResult) -> int:
 def decide(
     result: ModelResult | None, missing: str | None, ticket: WriteTicket
 ) -> tuple[AttemptOutcome, ActionPlan | None]:
-    """Score the attempt (SPEC §5.6 via ``classify_attempt``) and plan its actions.
+    """Score the attempt (SPEC-drain §5.6 via ``classify_attempt``) and plan its actions.
 
     Args:
         result: The model's answer, or None when the backend is missing.

@@ -1,7 +1,7 @@
 """Parse the extract writer's ``{"actions": [...]}`` answer and turn it into a safe plan.
 
 Everything the model says is hostile input: it has read a transcript that may contain prompt
-injection. So the plan is built defensively (DESIGN §6): revision ids are honoured only if
+injection. So the plan is built defensively (ARCHITECTURE §6): revision ids are honoured only if
 the revision block listed them, at most ``MAX_CREATES`` notes, types coerced (a string ``tags``
 becomes ``[tags]``, not its characters), causal types from a closed enum. Benign drops are
 reported in ``notes`` and are NOT failures; only unparseable output is retryable.

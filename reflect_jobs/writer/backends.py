@@ -1,6 +1,6 @@
 """Model backends: one ``call(prompt) -> ModelResult`` per way of reaching a model.
 
-``ClaudeCliBackend`` runs the Claude Code CLI exactly as DESIGN §5 says. Differences from the
+``ClaudeCliBackend`` runs the Claude Code CLI exactly as ARCHITECTURE §5 says. Differences from the
 original, all deliberate (SPEC-drain §4.2, §10 B11):
 
 * the prompt goes on STDIN (argv hit E2BIG on multi-byte slices);
@@ -88,7 +88,7 @@ def _decode(data: bytes | None) -> str:
 
 
 class ClaudeCliBackend:
-    """``claude -p --output-format json`` with the prompt on stdin (DESIGN §5).
+    """``claude -p --output-format json`` with the prompt on stdin (ARCHITECTURE §5).
 
     Args:
         binary: The ``claude`` executable, a name or a path (resolved at every call).
@@ -255,7 +255,7 @@ class HeuristicBackend:
 
 
 def timeout_for(drain_timeout: int) -> int:
-    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC §4.2).
+    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC-drain §4.2).
 
     Args:
         drain_timeout: The stage timeout in seconds (``REFLECT_DRAIN_TIMEOUT``).

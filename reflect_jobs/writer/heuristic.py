@@ -1,4 +1,4 @@
-"""Rule-based learnings for machines with no model (the ``heuristic`` backend, DESIGN §5).
+"""Rule-based learnings for machines with no model (the ``heuristic`` backend, ARCHITECTURE §5).
 
 It only trusts EXPLICIT human corrections ("no, …", "never …", "don't …", "always …",
 "the root cause was …", "use X not Y", "I already told you …") and gives them a low confidence

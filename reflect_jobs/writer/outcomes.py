@@ -227,7 +227,7 @@ def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome
 
 # --- what an outcome does to its job (applied by pipeline/write.py) --------------------
 
-# Error-ledger kinds per outcome (SPEC §5.11), with B18 fixed: paid failures are reported too.
+# Error-ledger kinds per outcome (SPEC-drain §5.11), with B18 fixed: paid failures are reported too.
 ERROR_KINDS: dict[str, tuple[str, str]] = {
     "poison_writer_drift": ("drain_poison", "error"),
     "poison_budget": ("drain_budget_exceeded", "error"),

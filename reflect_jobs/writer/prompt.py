@@ -1,4 +1,4 @@
-"""The extract prompt (SPEC-drain §4.2 contract, DESIGN §6).
+"""The extract prompt (SPEC-drain §4.2 contract, ARCHITECTURE §6).
 
 Layout, and why:
 

@@ -1,6 +1,6 @@
 """``ModelResult``: one model call, every backend, one shape.
 
-The ledger stores ``to_json()`` of this object BEFORE anything parses the actions (DESIGN §5):
+The ledger stores ``to_json()`` of this object BEFORE anything parses the actions (ARCHITECTURE §5):
 a crash after a paid call must never pay twice nor lose telemetry (the original lost both on
 any exception, SPEC-drain §10 B11). So construction from CLI output is total: whatever the
 process printed, we get a ``ModelResult`` with coerced numbers and the raw text kept.

@@ -1,6 +1,6 @@
 """Damaged derived indexes: the graphml graph and the lexical FTS5 file.
 
-The notes are the source of truth; both indexes are derived (DESIGN §8), so any damage to
+The notes are the source of truth; both indexes are derived (ARCHITECTURE §8), so any damage to
 them must be repairable from the notes with one documented command:
 
 * ``<kb>/index/graph/graph_chunk_entity_relation.graphml`` with trailing garbage (two
