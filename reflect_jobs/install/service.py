@@ -55,12 +55,17 @@ def default_manager() -> str:
 
 
 def templates_dir() -> Path:
-    """``ops/`` of the checkout this package runs from (``make install`` is editable).
+    """The repository's ``ops/``, shipped inside the package as ``reflect_jobs._ops``.
+
+    A wheel install (pip, pipx, uv tool) reads the copy in site-packages, an editable install
+    the checkout's folder (see :mod:`reflect_jobs.resources`).
 
     Returns:
         The directory holding ``systemd/`` and ``launchd/`` templates.
     """
-    return Path(__file__).resolve().parents[2] / "ops"
+    from reflect_jobs.resources import shipped_dir
+
+    return shipped_dir("reflect_jobs._ops", "ops", "systemd")
 
 
 def template_text(manager: str) -> str:
@@ -81,7 +86,7 @@ def template_text(manager: str) -> str:
         return path.read_text(encoding="utf-8")
     except OSError:
         raise InstallError(
-            f"service template {path} not found: install reflect-jobs from its checkout (make install)"
+            f"service template {path} not found: reinstall reflect-jobs (the package carries ops/)"
         ) from None
 
 

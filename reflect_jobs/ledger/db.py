@@ -4,7 +4,8 @@ SQLite is tuned for many short writers (the consumer's worker threads, the CLI, 
 consumer processes): WAL journal, a generous busy timeout, foreign keys on. Transactions
 are kept short by construction — no model call or file I/O ever happens inside one.
 
-The schema is owned by Alembic (``alembic/``). :func:`get_engine` upgrades to head on first
+The schema is owned by Alembic (``alembic/`` in the repository, shipped inside the package as
+``reflect_jobs._migrations`` so a wheel install migrates too). :func:`get_engine` upgrades to head on first
 use, under a cross-process lock, so a fresh machine needs no separate setup step.
 """
 
@@ -19,8 +20,6 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.orm import Session, sessionmaker
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ALEMBIC_DIR = REPO_ROOT / "alembic"
 SQLITE_BUSY_TIMEOUT_SEC = 30
 READONLY = "reflect_readonly"
 
@@ -153,6 +152,17 @@ def session_scope(url: str, *, readonly: bool = False) -> Iterator[Session]:
         session.close()
 
 
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are, in a checkout and in a wheel alike.
+
+    Returns:
+        The directory holding ``env.py`` and ``versions/`` (see :mod:`reflect_jobs.resources`).
+    """
+    from reflect_jobs.resources import shipped_dir
+
+    return shipped_dir("reflect_jobs._migrations", "alembic", "env.py")
+
+
 def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
     """An Alembic config for ``engine``, built in code so no ``alembic.ini`` holds credentials.
 
@@ -160,12 +170,12 @@ def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
         engine: The ledger's engine; its URL is handed to ``alembic/env.py``.
 
     Returns:
-        An ``alembic.config.Config`` whose script location is the repository's ``alembic/``.
+        An ``alembic.config.Config`` whose script location is :func:`migrations_dir`.
     """
     from alembic.config import Config
 
     cfg = Config()
-    cfg.set_main_option("script_location", str(ALEMBIC_DIR))
+    cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.attributes["connection_url"] = engine.url
     return cfg
 
