@@ -170,3 +170,17 @@ def test_the_registry_is_the_contract_docs_harnesses_md_states():
         with pytest.raises(ValueError, match="cannot name a transcript file"):
             harnesses.transcript_candidates(harnesses.COPILOT, bad, environ)
     assert harnesses.transcript_candidates(harnesses.CLAUDE, "../x", environ) == []
+
+
+def test_an_older_install_without_event_still_never_captures_a_subagent(tmp_path):
+    """Until ``install hooks`` runs again, the hook may still be wired on SubagentStop with
+    no ``--event``: the payload's own event name keeps it from capturing."""
+    parent, child = tmp_path / "p.jsonl", tmp_path / "p" / "subagents" / "agent-a.jsonl"
+    child.parent.mkdir(parents=True)
+    parent.write_text("{}\n")
+    child.write_text("{}\n")
+    payload = {"session_id": "p", "transcript_path": str(parent), "hook_event_name": "Stop"}
+    sub = {**payload, "hook_event_name": "SubagentStop", "agent_id": "a"}
+    sub["agent_transcript_path"] = str(child)
+    assert parse_payload(json.dumps(sub), "claude") is None
+    assert parse_payload(json.dumps(payload), "claude") == ("p", str(parent), "Stop")

@@ -139,7 +139,21 @@ def test_copilot_session_end_derives_the_transcript_from_the_session_id(env, tmp
     current = _copy(events, home / "session-state" / "s-current" / "events.jsonl")
     legacy = _copy(events, home / "session-state" / "s-legacy.jsonl")
     end = {"timestamp": 1704618000000, "cwd": str(tmp_path), "reason": "complete"}
-    _hook(env, "copilot", "sessionEnd", {"sessionId": "s-current", **end})
+    # as Copilot runs it: the command install wrote under sessionEnd, through a shell
+    env["HOME"] = str(tmp_path / "user")
+    env.cli("install", "hooks", "--harness", "copilot")
+    installed = json.loads((home / "hooks" / "reflect-jobs.json").read_text())
+    (entry,) = installed["hooks"]["sessionEnd"]
+    assert entry["timeoutSec"] == 3 and entry["bash"].endswith(" copilot --event sessionEnd")
+    proc = subprocess.run(
+        entry["bash"],
+        shell=True,
+        input=json.dumps({"sessionId": "s-current", **end}).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b"", proc
     _hook(env, "copilot", "sessionEnd", {"sessionId": "s-legacy", **end})
     _hook(env, "copilot", "sessionEnd", {"sessionId": "../../etc/passwd", **end})
     _hook(env, "copilot", "sessionEnd", {"sessionId": "s-gone", **end})
