@@ -320,8 +320,9 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         One check per harness in :data:`reflect_jobs.harnesses.REGISTRY` order. A check
         fails when our hook is missing on an event, installed twice on one, installed on an
         event the registry no longer uses (``SubagentStop``), points at a missing or
-        non-executable script, runs the hook for another harness, or does not name its
-        event with ``--event`` (an install from before it: re-running install fixes all).
+        non-executable script, runs the hook for another harness, does not name its event
+        with ``--event`` (an install from before it), or has a timeout the harness would
+        clamp or reject. Re-running ``install hooks`` fixes all of these.
     """
     from .harnesses import REGISTRY
     from .install import (
@@ -329,6 +330,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         harness_hook_files,
         harness_present,
         read_installed,
+        read_timeout_problems,
     )
 
     out = []
@@ -342,7 +344,9 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         files = harness_hook_files(harness, environ)
         found: dict[str, list[str]] = {}
         where: list[str] = []
+        timeouts: list[str] = []
         for f in files:
+            timeouts += read_timeout_problems(f, harness)
             got = read_installed(f)
             if got:
                 where.append(str(f))
@@ -376,6 +380,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         ]
         if unnamed:
             problems.append(f"no --event or the wrong one on {', '.join(unnamed)}")
+        problems += [f"{spec.label} would not take {t}" for t in timeouts]
         detail = "; ".join(problems) if problems else f"installed in {', '.join(where)}"
         out.append(_check(name, not problems, detail, fix))
     return out

@@ -233,6 +233,15 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
     )
     env.cli("install", "hooks", "--harness", "codex")
     assert codex_check()["ok"], codex_check()
+    # a hand-set timeout Codex would clamp (SessionEnd: at most 3 s)
+    doc = json.loads(hooks.read_text())
+    doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 10
+    hooks.write_text(json.dumps(doc))
+    assert (
+        codex_check()["detail"] == "Codex would not take SessionEnd: timeout 10 (accepted: 1-3 s)"
+    )
+    env.cli("install", "hooks", "--harness", "codex")
+    assert codex_check()["ok"], codex_check()
 
 
 def test_doctor_redacts_store_credentials_and_fails_unreachable_stores(env, tmp_path):

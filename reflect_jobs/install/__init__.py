@@ -32,7 +32,9 @@ from .hooks import (
     merge_hooks,
     new_entry,
     read_installed,
+    read_timeout_problems,
     remove_hooks,
+    timeout_problems,
 )
 from .jsonfile import (
     SettingsFileError,
@@ -101,6 +103,8 @@ __all__ = [
     "parse_json",
     "parse_unit",
     "read_installed",
+    "read_timeout_problems",
+    "timeout_problems",
     "read_settings",
     "remove_hooks",
     "render_service",

@@ -376,6 +376,34 @@ def installed_events(doc: Any) -> dict[str, list[str]]:
     return out
 
 
+def timeout_problems(doc: Any, harness: str) -> list[str]:
+    """Our entries whose timeout the harness would not take as written, for doctor.
+
+    Args:
+        doc: A parsed settings document of any shape.
+        harness: Whose events and caps to check against.
+
+    Returns:
+        E.g. ``["SessionEnd: timeout 10 (accepted: 1-3 s)"]``; empty when all are accepted
+        (an event we do not install is doctor's other finding).
+    """
+    spec = harnesses.get(harness)
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    out: list[str] = []
+    for hook_event in spec.events if isinstance(hooks, dict) else ():
+        entries = hooks.get(hook_event.name)
+        if not isinstance(entries, list):
+            continue
+        for i, j in _our_slots(entries):
+            e = entries[i] if j is None else entries[i]["hooks"][j]
+            value = e.get(spec.timeout_key)
+            if not _accepted_timeout(value, hook_event):
+                cap = hook_event.max_timeout_sec
+                accepted = f"1-{cap} s" if cap else "a whole number of seconds"
+                out.append(f"{hook_event.name}: timeout {value} (accepted: {accepted})")
+    return out
+
+
 # --- one settings file -----------------------------------------------------------------------
 
 
@@ -448,6 +476,22 @@ def apply_hooks(
         return change
     change.backup = replace_settings(current, None if delete else new_text, now=now)
     return change
+
+
+def read_timeout_problems(path: Path, harness: str) -> list[str]:
+    """:func:`timeout_problems` of one settings file.
+
+    Args:
+        path: A settings file.
+        harness: Whose events and caps to check against.
+
+    Returns:
+        The problems; empty when the file is absent or unparseable.
+    """
+    try:
+        return timeout_problems(json.loads(path.read_text(encoding="utf-8") or "{}"), harness)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
 
 
 def read_installed(path: Path) -> dict[str, list[str]]:
