@@ -22,6 +22,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs the hook ~5 ms
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 
 class _Record:
     """A frozen record: fields named by ``__slots__``, set once by the constructor.
@@ -456,33 +460,35 @@ def resolve(name: str) -> str | None:
     return _ALIASES.get(name)
 
 
-def home_of(spec: Harness, environ: object = None) -> str:
+def home_of(spec: Harness, environ: Mapping[str, str] | None = None) -> str:
     """The harness's home directory, honouring the variable the harness itself reads.
 
     Standard library only (the hook derives Copilot transcripts with it).
 
     Args:
         spec: The harness.
-        environ: A mapping to read the environment from (default ``os.environ``).
+        environ: The environment to read (default ``os.environ``).
 
     Returns:
         ``$<home_env>`` with ``~`` expanded, else ``$HOME/<home_default>``.
     """
     env = os.environ if environ is None else environ
-    raw = (env.get(spec.home_env) or "").strip()  # type: ignore[attr-defined]
+    raw = (env.get(spec.home_env) or "").strip()
     if raw:
         return os.path.expanduser(raw)
-    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")  # type: ignore[attr-defined]
+    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
     return os.path.join(home, spec.home_default)
 
 
-def transcript_candidates(spec: Harness, session_id: str, environ: object = None) -> list[str]:
+def transcript_candidates(
+    spec: Harness, session_id: str, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """The files that may hold a session's transcript when its payload names none.
 
     Args:
         spec: The harness.
         session_id: The session id from the payload.
-        environ: A mapping to read the environment from (default ``os.environ``).
+        environ: The environment to read (default ``os.environ``).
 
     Returns:
         Absolute paths from :attr:`Harness.transcript_files`, in order; empty when the

@@ -56,7 +56,7 @@ def first_given(payload: dict, *keys: str, default: object = None) -> object:
 
 
 def parse_payload(
-    raw: str, harness: str, event_arg: str | None = None, environ: dict | None = None
+    raw: str, harness: str, event_arg: str | None = None, environ: dict[str, str] | None = None
 ) -> tuple[str, str, str] | None:
     """(session_id, transcript_path, event) from a hook payload; None if it is no capture.
 
