@@ -290,6 +290,23 @@ def _script_of(command: str) -> str | None:
     return next((w for w in words if w.endswith("reflect-jobs-hook")), None)
 
 
+def _hook_args(command: str) -> list[str]:
+    """The arguments after the hook script in a hook command (empty if unparseable)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    at = next((i for i, w in enumerate(words) if w.endswith("reflect-jobs-hook")), None)
+    return [] if at is None else words[at + 1 :]
+
+
+def _event_of(args: list[str]) -> str | None:
+    """The ``--event`` value among hook arguments, or None."""
+    if "--event" in args and args.index("--event") + 1 < len(args):
+        return args[args.index("--event") + 1]
+    return None
+
+
 def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One check per harness: our hook on every event, pointing at a script that exists.
 
@@ -300,9 +317,12 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
             ``os.environ``).
 
     Returns:
-        One check per harness in :data:`reflect_jobs.install.HARNESS_SPECS` order. A check
-        fails when our hook is missing on an event, installed twice on one, points at a
-        missing or non-executable script, or runs the hook for another harness.
+        One check per harness in :data:`reflect_jobs.harnesses.REGISTRY` order. A check
+        fails when our hook is missing on an event, installed twice on one, installed on an
+        event the registry no longer uses (``SubagentStop``), points at a missing or
+        non-executable script, runs the hook for another harness, does not name its event
+        with ``--event`` (an install from before it), or has a timeout the harness would
+        clamp or reject. Re-running ``install hooks`` fixes all of these.
     """
     from .harnesses import REGISTRY
     from .install import (
@@ -310,6 +330,7 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         harness_hook_files,
         harness_present,
         read_installed,
+        read_timeout_problems,
     )
 
     out = []
@@ -323,7 +344,9 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         files = harness_hook_files(harness, environ)
         found: dict[str, list[str]] = {}
         where: list[str] = []
+        timeouts: list[str] = []
         for f in files:
+            timeouts += read_timeout_problems(f, harness)
             got = read_installed(f)
             if got:
                 where.append(str(f))
@@ -340,12 +363,24 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
         twice = [e for e, cmds in found.items() if len(cmds) > 1]
         if twice:
             problems.append(f"installed twice on {', '.join(twice)} (double captures)")
+        stale = [e for e in found if e not in spec.event_names]
+        if stale:
+            problems.append(f"installed on {', '.join(stale)}, which it no longer uses")
         for cmd in sorted({c for cmds in found.values() for c in cmds}):
             script = _script_of(cmd)
+            args = _hook_args(cmd)
             if script is None or not os.access(script, os.X_OK):
                 problems.append(f"points at a missing script: {cmd}")
-            elif cmd.split()[-1] != harness:
+            elif args[:1] != [harness]:
                 problems.append(f"runs the hook for another harness: {cmd}")
+        unnamed = [
+            e
+            for e in spec.event_names
+            if any(_event_of(_hook_args(c)) != e for c in found.get(e, ()))
+        ]
+        if unnamed:
+            problems.append(f"no --event or the wrong one on {', '.join(unnamed)}")
+        problems += [f"{spec.label} would not take {t}" for t in timeouts]
         detail = "; ".join(problems) if problems else f"installed in {', '.join(where)}"
         out.append(_check(name, not problems, detail, fix))
     return out

@@ -13,9 +13,18 @@ cheap: the records are small frozen classes (immutable, compared by value, ``rep
 for a variant) rather than dataclasses, whose import alone costs ~20 ms (it pulls in
 ``inspect``); the parser is a module path string that :mod:`reflect_jobs.transcripts.reader`
 imports lazily, so the hook never loads a parser.
+
+Each record's comment names the upstream documentation or source its contract was checked
+against; ``docs/HARNESSES.md`` is the same contract for people.
 """
 
 from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs the hook ~5 ms
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class _Record:
@@ -23,10 +32,14 @@ class _Record:
 
     What ``@dataclass(frozen=True)`` gives, without importing ``dataclasses`` (~20 ms with the
     ``inspect`` it pulls in, paid by the hook after every agent turn). Positional arguments
-    fill the fields in ``__slots__`` order; every field must be given.
+    fill the fields in ``__slots__`` order; every field must be given, except those with a
+    value in ``_defaults``.
     """
 
     __slots__: tuple[str, ...] = ()
+    #: Values of the trailing fields that may be left out (a field added later, so records
+    #: written before it stay valid).
+    _defaults: dict[str, object] = {}
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         names = self.__slots__
@@ -37,6 +50,8 @@ class _Record:
             if key not in names or key in values:
                 raise TypeError(f"{type(self).__name__}: unexpected or repeated field {key!r}")
             values[key] = value
+        for key, value in self._defaults.items():
+            values.setdefault(key, value)
         missing = [n for n in names if n not in values]
         if missing:
             raise TypeError(f"{type(self).__name__}: missing fields {', '.join(missing)}")
@@ -77,34 +92,55 @@ class _Record:
         return type(self)(**{**dict(zip(self.__slots__, self._values(), strict=True)), **changes})
 
 
+#: What the hook does on an event: ``capture`` enqueues a capture of the session's transcript;
+#: ``context`` is for a hook that prints context into the session (``SessionStart``, a later
+#: feature) and never captures.
+ROLES = ("capture", "context")
+
+
 class HookEvent(_Record):
     """One hook event we install.
 
     Attributes:
-        name: The event as the harness spells it in its settings (``Stop``, ``agentStop``).
+        name: The event as the harness spells it in its settings (``Stop``, ``agentStop``);
+            the installed command passes it to the hook as ``--event NAME``.
         timeout_sec: The timeout written into our entry for it (the harness kills the hook
-            after it).
+            after it), in whole seconds.
+        max_timeout_sec: The largest timeout the harness accepts on this event (Codex clamps
+            a longer ``SessionEnd`` one to 3 s and warns on every start), or None when it
+            documents no ceiling. ``install`` keeps a timeout already in our entry only when
+            it is a whole number of seconds from 1 to this.
+        role: One of :data:`ROLES` (default ``capture``).
     """
 
-    __slots__ = ("name", "timeout_sec")
+    __slots__ = ("name", "timeout_sec", "max_timeout_sec", "role")
+    _defaults = {"max_timeout_sec": None, "role": "capture"}
 
 
 class PayloadKeys(_Record):
     """Where a hook payload (the JSON on the hook's stdin) keeps each value.
 
-    Each field is a tuple of keys tried in order; the first key *present* wins (presence, not
-    truthiness: SPEC-drain §2.4), so an explicit ``null`` is not skipped for a later key.
+    Each field is a tuple of keys tried in order; the first key holding a *value* wins. A
+    key that is present but ``null`` or an empty string counts as absent (Codex sends
+    ``"agent_transcript_path": null``, which must not hide a later key) — unlike the
+    original's presence rule (SPEC-drain §2.4).
 
     Attributes:
-        session_id: Keys of the session id (``unknown`` when none is present or it is empty).
-        transcript_path: Keys of the transcript file (the hook refuses a payload without one).
-        event: Keys of the hook event's name (``unknown`` when none is present); the hook's
-            ``--event`` argument overrides it.
+        session_id: Keys of the session id (``unknown`` when none holds one).
+        transcript_path: Keys of the transcript file. When none holds one, the hook derives
+            the file from the session id (:attr:`Harness.transcript_files`) or refuses.
+        event: Keys of the hook event's name (``unknown`` when none); the hook's ``--event``
+            argument, which every installed command carries, overrides it.
         cwd: Keys of the session's working directory, against which a relative transcript
             path is resolved (else the hook's own working directory).
+        subagent: Keys whose value marks a payload fired *inside* a subagent (Claude Code
+            and Codex add ``agent_id`` there and only there). Such a payload is not a capture
+            of the session: its transcript may be the subagent's own (Codex), and the
+            parent's job must keep reading the parent's transcript.
     """
 
-    __slots__ = ("session_id", "transcript_path", "event", "cwd")
+    __slots__ = ("session_id", "transcript_path", "event", "cwd", "subagent")
+    _defaults = {"subagent": ()}
 
 
 class TranscriptLayout(_Record):
@@ -151,7 +187,14 @@ class Harness(_Record):
         skeleton: ``(key, value)`` pairs of the document of a settings file we create from
             nothing (Copilot wants ``"version": 1``); see :meth:`new_document`.
         events: The :class:`HookEvent` entries we install, in the order they are written.
+        ignored_events: Events the hook never captures, even when an older install or a
+            hand-written entry still runs it on them (the subagent lifecycle: see
+            ``CLAUDE``'s comment). ``install`` removes our entries from every event that is
+            not in ``events``.
         payload: The :class:`PayloadKeys` of its hook payload.
+        transcript_files: Where the session's transcript is, relative to home, for a payload
+            that names none: templates with ``{session_id}``, tried in order, the first that
+            exists wins. Empty when every capture event's payload carries the path.
         transcripts: The :class:`TranscriptLayout` ``backfill`` scans.
         parser: ``"module:function"`` turning one decoded JSONL record into a
             ``ParsedRecord``; imported on first use (never by the hook).
@@ -172,7 +215,9 @@ class Harness(_Record):
         "timeout_key",
         "skeleton",
         "events",
+        "ignored_events",
         "payload",
+        "transcript_files",
         "transcripts",
         "parser",
         "install_note",
@@ -188,6 +233,17 @@ class Harness(_Record):
         """The key our entries put their command under."""
         return self.command_keys[0]
 
+    def event(self, name: str) -> HookEvent | None:
+        """Our :class:`HookEvent` called ``name``, if we install one.
+
+        Args:
+            name: An event name as the harness spells it.
+
+        Returns:
+            The record, or None.
+        """
+        return next((e for e in self.events if e.name == name), None)
+
     def new_document(self) -> dict:
         """A fresh copy of the document of a settings file we create from nothing.
 
@@ -199,22 +255,37 @@ class Harness(_Record):
 
 #: The file we own outright in a harness's hooks directory (Copilot); removed when it empties.
 OWN_SETTINGS_FILE = "reflect-jobs.json"
-#: Hook timeouts: the hook only enqueues (tens of ms), so 5 s is a generous ceiling.
-_TIMEOUT = 5
-# Today every harness sends one of the same spellings; each record names its own tuple so a
-# harness that diverges is changed on its own.
-_PAYLOAD = PayloadKeys(
-    session_id=("session_id", "sessionId", "parent_session_id", "parentSessionId"),
-    transcript_path=(
-        "agent_transcript_path",
-        "agentTranscriptPath",
-        "transcript_path",
-        "transcriptPath",
-    ),
-    event=("hook_event_name", "hookEventName"),
-    cwd=("cwd",),
-)
+#: Timeout of the per-turn events (Stop, PreCompact): the hook only enqueues (tens of ms) and
+#: the harnesses default to far more (Claude Code and Codex 600 s, Copilot CLI 30 s), so 5 s
+#: is a generous ceiling that still stops a wedged hook from holding a turn for minutes.
+_TURN_TIMEOUT = 5
+#: Timeout of a session's end. The user is waiting for the agent to exit, and the harnesses
+#: budget little: Claude Code shares 1.5 s among all SessionEnd hooks and raises that to the
+#: longest per-hook timeout (at most 60 s); Codex defaults to 1 s and clamps anything above
+#: 3 s with a warning on every start. The hook finishes in well under 1 s, so 3 s — Codex's
+#: ceiling — is headroom for a loaded machine, accepted by every harness.
+_END_TIMEOUT = 3
+#: Copilot CLI and Codex name the subagent events like Claude Code (PascalCase is Copilot's
+#: VS Code-compatible spelling, camelCase its own).
+_SUBAGENT_EVENTS = ("SubagentStop", "SubagentStart", "subagentStop", "subagentStart")
 
+# Claude Code — https://code.claude.com/docs/en/hooks ("Hooks reference"; mirrored in
+# thevibeworks/claude-code-docs content/en/docs/claude-code/hooks.md). Settings:
+# $CLAUDE_CONFIG_DIR/settings.json (default ~/.claude), grouped {"hooks": {Event: [{"hooks":
+# [{"type": "command", "command", "timeout"}]}]}}. Common input: session_id, transcript_path,
+# cwd, hook_event_name (+ agent_id, agent_type only when the hook fires inside a subagent).
+# PreCompact adds trigger; SessionEnd adds reason and "hooks have a default timeout of 1.5
+# seconds … raised to the highest per-hook timeout … up to 60 seconds"; command hooks
+# otherwise default to 600 s. SubagentStop: "The transcript_path is the main session's
+# transcript, while agent_transcript_path is the subagent's own transcript stored in a nested
+# subagents/ folder" — and session_id is the parent's, so preferring agent_transcript_path
+# made every subagent replace the parent session's transcript in its coalesced job. We do not
+# install SubagentStop: the parent's Stop fires when the main agent has finished responding,
+# after the subagent's result is in the parent transcript, and SessionEnd closes the session;
+# a SubagentStop capture could only re-read the same parent file, once per subagent ("many
+# subagents running in parallel means these hooks fire a lot"). A subagent's own compaction
+# fires PreCompact with the parent's session_id and transcript_path (anthropics/claude-code
+# #91910), which is a capture of the parent like any other.
 CLAUDE = Harness(
     name="claude",
     label="Claude Code",
@@ -229,17 +300,36 @@ CLAUDE = Harness(
     timeout_key="timeout",
     skeleton=(),
     events=(
-        HookEvent("PreCompact", _TIMEOUT),
-        HookEvent("Stop", _TIMEOUT),
-        HookEvent("SubagentStop", _TIMEOUT),
-        HookEvent("SessionEnd", _TIMEOUT),
+        HookEvent("PreCompact", _TURN_TIMEOUT),
+        HookEvent("Stop", _TURN_TIMEOUT),
+        HookEvent("SessionEnd", _END_TIMEOUT, max_timeout_sec=60),
     ),
-    payload=_PAYLOAD,
+    ignored_events=_SUBAGENT_EVENTS[:2],
+    payload=PayloadKeys(
+        session_id=("session_id",),
+        transcript_path=("transcript_path",),
+        event=("hook_event_name",),
+        cwd=("cwd",),
+        subagent=("agent_id",),
+    ),
+    transcript_files=(),
     transcripts=TranscriptLayout("projects", "*/*.jsonl", "stem"),  # projects/<p>/<id>.jsonl
     parser="reflect_jobs.transcripts.claude:parse_record",
     install_note=None,
 )
 
+# Codex CLI — https://developers.openai.com/codex/hooks; openai/codex codex-rs/hooks. Settings:
+# $CODEX_HOME/hooks.json (default ~/.codex), Claude Code's grouped shape. Inputs
+# (codex-rs/hooks/schema/generated/{stop,pre-compact,subagent-stop}.command.input.schema.json):
+# session_id, transcript_path (string or null), cwd, hook_event_name, model, turn_id; PreCompact
+# adds trigger. SessionEnd since rust-v0.145.0 (openai/codex#33895): root sessions only, reason
+# "other", SESSION_END_DEFAULT_TIMEOUT_SEC = 1 and SESSION_END_MAX_TIMEOUT_SEC = 3
+# (codex-rs/hooks/src/events/session_end.rs; discovery.rs normalize_command_hook clamps a
+# longer one and warns at every start); other events default to 600 s with no ceiling. A
+# version before 0.145 ignores the unknown SessionEnd key. SubagentStop (openai/codex#22873):
+# transcript_path is the parent thread's rollout, agent_transcript_path the child's or null
+# (codex-rs/core/src/hook_runtime.rs, run_turn_stop_hooks); hooks fired inside a thread-spawned
+# subagent carry agent_id (openai/codex#22882) and the child's own transcript_path.
 CODEX = Harness(
     name="codex",
     label="Codex",
@@ -253,18 +343,39 @@ CODEX = Harness(
     command_keys=("command",),
     timeout_key="timeout",
     skeleton=(),
-    events=(  # Codex has no SessionEnd hook (SPEC-drain §1.1).
-        HookEvent("PreCompact", _TIMEOUT),
-        HookEvent("Stop", _TIMEOUT),
-        HookEvent("SubagentStop", _TIMEOUT),
+    events=(
+        HookEvent("PreCompact", _TURN_TIMEOUT),
+        HookEvent("Stop", _TURN_TIMEOUT),
+        HookEvent("SessionEnd", _END_TIMEOUT, max_timeout_sec=3),
     ),
-    payload=_PAYLOAD,
+    ignored_events=_SUBAGENT_EVENTS[:2],
+    payload=PayloadKeys(
+        session_id=("session_id",),
+        transcript_path=("transcript_path",),
+        event=("hook_event_name",),
+        cwd=("cwd",),
+        subagent=("agent_id",),
+    ),
+    transcript_files=(),
     # sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl
     transcripts=TranscriptLayout("sessions", "**/rollout-*.jsonl", "uuid_tail"),
     parser="reflect_jobs.transcripts.codex:parse_record",
     install_note="Codex asks you to review and trust new hooks the next time it starts.",
 )
 
+# Copilot CLI — https://docs.github.com/en/copilot/reference/copilot-cli-reference/
+# cli-hooks-reference (github/docs content/copilot/reference/copilot-cli-reference/
+# cli-hooks-reference.md). Files: every hooks/*.json in $COPILOT_HOME (default ~/.copilot),
+# {"version": 1, "hooks": {event: [{"type": "command", "bash", "powershell", "timeoutSec"}]}},
+# timeoutSec defaulting to 30. An event configured in camelCase gets camelCase fields and NO
+# event-name field (hence --event); PascalCase gets the VS Code-compatible snake_case payload
+# with hook_event_name. agentStop, preCompact and subagentStop carry sessionId, timestamp (ms),
+# cwd, transcriptPath; sessionStart and sessionEnd carry only sessionId, timestamp, cwd (and
+# source / reason) — no transcriptPath. The transcript is then
+# $COPILOT_HOME/session-state/<sessionId>/events.jsonl, the directory named by the session id
+# (github/copilot-cli#3551; ingo-eichhorst/Irrlicht#1256); older CLIs wrote a flat
+# session-state/<sessionId>.jsonl (the project's issue; not found upstream). Subagent turns are
+# written into the parent's events.jsonl, so subagentStop adds nothing for the session's job.
 COPILOT = Harness(
     name="copilot",
     label="Copilot CLI",
@@ -282,12 +393,22 @@ COPILOT = Harness(
     timeout_key="timeoutSec",
     skeleton=(("version", 1),),
     events=(
-        HookEvent("preCompact", _TIMEOUT),
-        HookEvent("agentStop", _TIMEOUT),
-        HookEvent("subagentStop", _TIMEOUT),
-        HookEvent("sessionEnd", _TIMEOUT),
+        HookEvent("preCompact", _TURN_TIMEOUT),
+        HookEvent("agentStop", _TURN_TIMEOUT),
+        HookEvent("sessionEnd", _END_TIMEOUT),
     ),
-    payload=_PAYLOAD,
+    ignored_events=_SUBAGENT_EVENTS,
+    payload=PayloadKeys(
+        session_id=("sessionId", "session_id"),
+        transcript_path=("transcriptPath", "transcript_path"),
+        event=("hook_event_name", "hookEventName"),
+        cwd=("cwd",),
+        subagent=(),
+    ),
+    transcript_files=(
+        "session-state/{session_id}/events.jsonl",
+        "session-state/{session_id}.jsonl",
+    ),
     transcripts=TranscriptLayout("session-state", "*/events.jsonl", "parent"),  # <id>/events
     parser="reflect_jobs.transcripts.copilot:parse_record",
     install_note=None,
@@ -303,6 +424,8 @@ COMMAND_KEYS: tuple[str, ...] = tuple(
     dict.fromkeys(k for h in REGISTRY.values() for k in h.command_keys)
 )
 _ALIASES = {alias: h.name for h in REGISTRY.values() for alias in h.aliases}
+#: What a session id may be made of before it names a file (no separator, no "..").
+_SAFE_ID = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 def get(name: str) -> Harness:
@@ -335,3 +458,55 @@ def resolve(name: str) -> str | None:
     if name in REGISTRY:
         return name
     return _ALIASES.get(name)
+
+
+def home_of(spec: Harness, environ: Mapping[str, str] | None = None) -> str:
+    """The harness's home directory, honouring the variable the harness itself reads.
+
+    Standard library only (the hook derives Copilot transcripts with it).
+
+    Args:
+        spec: The harness.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        ``$<home_env>`` with ``~`` expanded, else ``$HOME/<home_default>``.
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get(spec.home_env) or "").strip()
+    if raw:
+        return os.path.expanduser(raw)
+    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
+    return os.path.join(home, spec.home_default)
+
+
+def transcript_candidates(
+    spec: Harness, session_id: str, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The files that may hold a session's transcript when its payload names none.
+
+    Args:
+        spec: The harness.
+        session_id: The session id from the payload.
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        Absolute paths from :attr:`Harness.transcript_files`, in order; empty when the
+        harness has no such templates.
+
+    Raises:
+        ValueError: The session id is empty, ``unknown``, or not safe to put in a file name
+            (a path separator, ``..``, a leading dot): a payload must not point us at a file
+            outside the harness's session directory.
+    """
+    if not spec.transcript_files:
+        return []
+    if (
+        not session_id
+        or session_id == "unknown"
+        or session_id.startswith(".")
+        or not set(session_id) <= _SAFE_ID
+    ):
+        raise ValueError(f"session id {session_id[:80]!r} cannot name a transcript file")
+    home = home_of(spec, environ)
+    return [os.path.join(home, t.format(session_id=session_id)) for t in spec.transcript_files]

@@ -1,6 +1,6 @@
-"""``reflect-jobs-hook {claude|codex|copilot}`` — the agent hook entry point.
+"""``reflect-jobs-hook {claude|codex|copilot} [--event NAME]`` — the agent hook entry point.
 
-Contract (ARCHITECTURE §9, SPEC-drain §1.1, §2.4): read the harness's hook JSON on stdin,
+Contract (ARCHITECTURE §9, docs/HARNESSES.md): read the harness's hook JSON on stdin,
 enqueue one ``capture`` task, print nothing, exit 0 — always. A malformed payload, a
 missing transcript, a locked queue or any bug is written to ``$REFLECT_HOME/hook-errors.log``
 and the agent's session goes on untouched.
@@ -28,32 +28,46 @@ class HookInputError(ValueError):
     """The payload cannot become a capture (logged, never raised to the harness)."""
 
 
-def first_present(payload: dict, *keys: str, default: object = None) -> object:
-    """SPEC-drain §2.4: the first key *present* wins (presence, not truthiness).
+def _given(value: object) -> bool:
+    """Whether a payload value counts: not ``null``, not an empty or blank string."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
 
-    A key holding ``""`` or ``None`` still beats a later key.
+
+def first_given(payload: dict, *keys: str, default: object = None) -> object:
+    """The value of the first key that holds one; ``null`` and ``""`` count as absent.
+
+    The original read the first key *present* (SPEC-drain §2.4), so Codex's
+    ``"agent_transcript_path": null`` hid the ``transcript_path`` after it; a present but
+    empty value is not information, so it no longer wins.
 
     Args:
         payload: The decoded hook JSON object.
         *keys: Candidate keys, most preferred first (harnesses spell them snake or camel).
-        default: What to return when none of ``keys`` is present.
+        default: What to return when no key holds a value.
 
     Returns:
-        ``payload[key]`` for the first present key, else ``default``.
+        ``payload[key]`` for the first key whose value is neither None nor a blank string,
+        else ``default``.
     """
     for key in keys:
-        if key in payload:
+        if _given(payload.get(key)):
             return payload[key]
     return default
 
 
-def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple[str, str, str]:
-    """(session_id, transcript_path, event) from a hook payload, or HookInputError.
+def parse_payload(
+    raw: str, harness: str, event_arg: str | None = None, environ: dict[str, str] | None = None
+) -> tuple[str, str, str] | None:
+    """(session_id, transcript_path, event) from a hook payload; None if it is no capture.
 
     Which keys are read comes from the harness's registry entry
-    (:attr:`reflect_jobs.harnesses.Harness.payload`): the first *present* key wins for the
-    transcript path, the session id, the event name and the working directory. The file
-    must exist now, but it is not opened: the capture task reads it later.
+    (:attr:`reflect_jobs.harnesses.Harness.payload`), the first key holding a value winning.
+    Not a capture (None, nothing logged): an event the harness record ignores (a subagent's
+    start or stop), an event of another role (a ``SessionStart`` that prints context), and a
+    payload fired inside a subagent — the session's job must keep reading the parent's
+    transcript. A payload without a transcript path (Copilot's ``sessionEnd``) gets the file
+    the session id names under the harness home (:func:`harnesses.transcript_candidates`).
+    The file must exist now, but it is not opened: the capture task reads it later.
 
     Args:
         raw: The hook's stdin text, a JSON object; blank text counts as no payload.
@@ -61,16 +75,17 @@ def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple
             argument).
         event_arg: The ``--event`` value, which overrides the payload's event name; ``None``
             or ``""`` means read it from the payload.
+        environ: The environment that locates the harness home (default ``os.environ``).
 
     Returns:
         ``(session_id, transcript_path, event)``: the session id as a string (``"unknown"``
-        when absent or empty); the transcript path with ``~`` expanded and a relative path
-        joined to the payload's ``cwd`` (else the process's working directory); the event
-        name cut to 32 characters (``"unknown"`` when absent).
+        when none); the transcript path with ``~`` expanded and a relative path joined to
+        the payload's ``cwd`` (else the process's working directory); the event name cut to
+        32 characters (``"unknown"`` when none). None when the payload is not a capture.
 
     Raises:
-        HookInputError: Unknown harness, stdin not a JSON object, no transcript path, or no
-            file at that path.
+        HookInputError: Unknown harness, stdin not a JSON object, no transcript path and
+            none derivable, or no file at that path.
     """
     spec = harnesses.REGISTRY.get(harness)
     if spec is None:
@@ -84,19 +99,33 @@ def parse_payload(raw: str, harness: str, event_arg: str | None = None) -> tuple
         raise HookInputError(f"stdin is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise HookInputError("stdin JSON is not an object")
-    transcript = first_present(payload, *keys.transcript_path)
-    if not isinstance(transcript, str) or not transcript.strip():
-        raise HookInputError("payload has no transcript_path")
-    session = first_present(payload, *keys.session_id, default="unknown")
-    session_id = str(session) if session not in (None, "") else "unknown"
-    event = event_arg or first_present(payload, *keys.event, default="unknown")
-    path = os.path.expanduser(transcript.strip())
+    event = str(event_arg or first_given(payload, *keys.event, default="unknown"))[:32]
+    ours = spec.event(event)
+    if event in spec.ignored_events or (ours is not None and ours.role != "capture"):
+        return None
+    if first_given(payload, *keys.subagent) is not None:
+        return None
+    session = first_given(payload, *keys.session_id, default="unknown")
+    session_id = str(session)
+    transcript = first_given(payload, *keys.transcript_path)
+    if transcript is None:
+        try:
+            candidates = harnesses.transcript_candidates(spec, session_id, environ)
+        except ValueError as exc:
+            raise HookInputError(f"payload has no transcript_path; {exc}") from None
+        if not candidates:
+            raise HookInputError("payload has no transcript_path")
+        path = next((c for c in candidates if os.path.isfile(c)), candidates[0])
+    elif not isinstance(transcript, str):
+        raise HookInputError(f"payload's transcript_path is a JSON {type(transcript).__name__}")
+    else:
+        path = os.path.expanduser(transcript.strip())
     if not os.path.isabs(path):
-        cwd = first_present(payload, *keys.cwd, default=None)
-        path = os.path.join(cwd if isinstance(cwd, str) and cwd else os.getcwd(), path)
+        cwd = first_given(payload, *keys.cwd)
+        path = os.path.join(cwd if isinstance(cwd, str) else os.getcwd(), path)
     if not os.path.isfile(path):
         raise HookInputError(f"transcript not found: {path}")
-    return session_id, path, str(event)[:32]
+    return session_id, path, event
 
 
 ERROR_LOG_MAX_BYTES = 1 << 20
@@ -136,7 +165,8 @@ def run(argv: list[str], stdin_text: str) -> None:
     """Parse and enqueue; raises on any problem (``main`` turns that into a log line).
 
     A no-op when ``REFLECT_DRAIN_CHILD`` (our own writer's child session) or
-    ``REFLECT_DISABLED`` is truthy (:func:`reflect_jobs.envpaths.hook_disabled`). Otherwise
+    ``REFLECT_DISABLED`` is truthy (:func:`reflect_jobs.envpaths.hook_disabled`), and for a
+    payload that is not a capture (:func:`parse_payload` returns None). Otherwise
     enqueues ``reflect_jobs.tasks.capture(harness, session_id, transcript_path, event,
     hook_ts)`` on ``$REFLECT_QUEUE_URL``, with ``hook_ts`` the current Unix time, creating the
     SQLite queue's directory if needed.
@@ -158,7 +188,10 @@ def run(argv: list[str], stdin_text: str) -> None:
     if "--event" in argv:
         idx = argv.index("--event")
         event_arg = argv[idx + 1] if idx + 1 < len(argv) else None
-    session_id, path, event = parse_payload(stdin_text, harness, event_arg)
+    capture = parse_payload(stdin_text, harness, event_arg)
+    if capture is None:
+        return
+    session_id, path, event = capture
     url = queue_url()
     if url.startswith("sqlite:///"):
         os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)

@@ -221,14 +221,27 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
 
     # hand edits: an event missing, an entry twice, another harness's command
     doc = json.loads(hooks.read_text())
-    del doc["hooks"]["SubagentStop"]
+    doc["hooks"]["SubagentStop"] = doc["hooks"].pop("SessionEnd")  # an install of old
     doc["hooks"]["Stop"].append(doc["hooks"]["Stop"][0])
     doc["hooks"]["PreCompact"][0]["hooks"][0]["command"] = f"{BIN}/reflect-jobs-hook claude"
     hooks.write_text(json.dumps(doc))
     assert codex_check()["detail"] == (
-        "missing on SubagentStop; installed twice on Stop (double captures); "
-        f"runs the hook for another harness: {BIN}/reflect-jobs-hook claude"
+        "missing on SessionEnd; installed twice on Stop (double captures); "
+        "installed on SubagentStop, which it no longer uses; "
+        f"runs the hook for another harness: {BIN}/reflect-jobs-hook claude; "
+        "no --event or the wrong one on PreCompact"
     )
+    env.cli("install", "hooks", "--harness", "codex")
+    assert codex_check()["ok"], codex_check()
+    # a hand-set timeout Codex would clamp (SessionEnd: at most 3 s)
+    doc = json.loads(hooks.read_text())
+    doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = 10
+    hooks.write_text(json.dumps(doc))
+    assert (
+        codex_check()["detail"] == "Codex would not take SessionEnd: timeout 10 (accepted: 1-3 s)"
+    )
+    env.cli("install", "hooks", "--harness", "codex")
+    assert codex_check()["ok"], codex_check()
 
 
 def test_doctor_redacts_store_credentials_and_fails_unreachable_stores(env, tmp_path):

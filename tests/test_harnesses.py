@@ -13,7 +13,7 @@ import pytest
 from reflect_jobs import harnesses
 from reflect_jobs import install as inst
 from reflect_jobs.backfill import default_root, find_transcripts
-from reflect_jobs.hook import HookInputError, parse_payload
+from reflect_jobs.hook import HookInputError, first_given, parse_payload
 from reflect_jobs.transcripts.reader import parser_for
 
 
@@ -22,7 +22,7 @@ def test_the_hook_imports_the_registry_but_no_parser_and_no_dataclasses(env):
         "import sys, reflect_jobs.hook\n"
         "assert 'reflect_jobs.harnesses' in sys.modules\n"
         "bad = [m for m in sys.modules if m.startswith('reflect_jobs.transcripts')"
-        " or m in ('dataclasses', 'inspect')]\n"
+        " or m in ('dataclasses', 'inspect', 'typing')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], env=dict(env), check=True)
@@ -73,19 +73,26 @@ def test_install_and_doctor_follow_the_registry(tmp_path, monkeypatch):
         return next(c for c in check_hooks(environ) if c["name"] == "hooks (codex)")
 
     assert doctor()["ok"], doctor()
-    codex = harnesses.CODEX.replace(
-        events=(*harnesses.CODEX.events, harnesses.HookEvent("SessionEnd", 9))
-    )
+    # ready for a SessionStart entry that prints context (a later feature): install writes
+    # it like any other, doctor expects it, and the hook captures nothing on it
+    start = harnesses.HookEvent("SessionStart", 9, role="context")
+    codex = harnesses.CODEX.replace(events=(*harnesses.CODEX.events, start))
     monkeypatch.setitem(harnesses.REGISTRY, "codex", codex)
-    assert doctor()["detail"] == "missing on SessionEnd"
+    assert doctor()["detail"] == "missing on SessionStart"
     inst.apply_hooks(path, "codex", command=command)
     hooks = json.loads(path.read_text())["hooks"]
-    assert list(hooks) == ["PreCompact", "Stop", "SubagentStop", "SessionEnd"]
-    assert hooks["SessionEnd"] == [
-        {"hooks": [{"type": "command", "command": command, "timeout": 9}]}
+    assert list(hooks) == ["PreCompact", "Stop", "SessionEnd", "SessionStart"]
+    assert hooks["SessionStart"] == [
+        {"hooks": [{"type": "command", "command": f"{command} --event SessionStart", "timeout": 9}]}
     ]
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 5
+    assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 3
     assert doctor()["ok"], doctor()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    payload = json.dumps({"session_id": "s", "transcript_path": str(transcript)})
+    assert parse_payload(payload, "codex", "SessionStart") is None
+    assert parse_payload(payload, "codex", "Stop") == ("s", str(transcript), "Stop")
     assert default_root("codex", environ) == tmp_path / "cx" / "sessions"
 
 
@@ -95,10 +102,14 @@ def test_the_hook_reads_the_payload_keys_of_its_harness(tmp_path, monkeypatch):
     payload = json.dumps({"sessionId": "s1", "transcriptPath": str(transcript), "cwd": "/"})
     assert parse_payload(payload, "copilot") == ("s1", str(transcript), "unknown")
     keys = harnesses.COPILOT.payload.replace(transcript_path=("agentTranscriptPath",))
-    monkeypatch.setitem(harnesses.REGISTRY, "copilot", harnesses.COPILOT.replace(payload=keys))
+    copilot = harnesses.COPILOT.replace(payload=keys, transcript_files=())
+    monkeypatch.setitem(harnesses.REGISTRY, "copilot", copilot)
     with pytest.raises(HookInputError, match="no transcript_path"):
         parse_payload(payload, "copilot")
-    assert parse_payload(payload, "claude")[1] == str(transcript), "other harnesses unchanged"
+    snake = json.dumps({"session_id": "s1", "transcript_path": str(transcript)})
+    assert parse_payload(snake, "claude")[1] == str(transcript), "other harnesses unchanged"
+    with pytest.raises(HookInputError, match="no transcript_path"):
+        parse_payload(payload, "claude")  # Claude Code never sends camelCase keys
 
 
 def test_backfill_names_sessions_by_the_layout_scheme(tmp_path):
@@ -116,3 +127,60 @@ def test_backfill_names_sessions_by_the_layout_scheme(tmp_path):
         root = Path(tmp_path / harnesses.get(name).transcripts.root)
         (found,) = find_transcripts(root, name, None)
         assert (found.path, found.session_id) == (str(f), want[name])
+
+
+def test_null_and_empty_values_count_as_absent():
+    """Codex sends ``"agent_transcript_path": null``; a present but empty value must not
+    hide a later key (the original's presence rule did)."""
+    assert first_given({"a": None, "b": "x"}, "a", "b") == "x"
+    assert first_given({"a": "", "b": "x"}, "a", "b") == "x"
+    assert first_given({"a": "  ", "b": None}, "a", "b", default="d") == "d"
+    assert first_given({"a": 0, "b": "x"}, "a", "b") == 0, "a falsy non-empty value counts"
+
+
+def test_the_registry_is_the_contract_docs_harnesses_md_states():
+    """Events, timeouts and payload keys as each harness documents them (docs/HARNESSES.md
+    names the sources): Codex caps SessionEnd at 3 s, Claude Code raises its 1.5 s budget to
+    at most 60 s, Copilot CLI defaults every hook to 30 s."""
+    got = {
+        h.name: {e.name: (e.timeout_sec, e.max_timeout_sec, e.role) for e in h.events}
+        for h in harnesses.REGISTRY.values()
+    }
+    assert got == {
+        "claude": {"PreCompact": (5, None, "capture"), "Stop": (5, None, "capture"),
+                   "SessionEnd": (3, 60, "capture")},
+        "codex": {"PreCompact": (5, None, "capture"), "Stop": (5, None, "capture"),
+                  "SessionEnd": (3, 3, "capture")},
+        "copilot": {"preCompact": (5, None, "capture"), "agentStop": (5, None, "capture"),
+                    "sessionEnd": (3, None, "capture")},
+    }  # fmt: skip
+    for h in harnesses.REGISTRY.values():
+        assert not {"agent_transcript_path", "agentTranscriptPath"} & set(h.payload.transcript_path)
+        assert {"SubagentStop"} <= set(h.ignored_events) or {"subagentStop"} <= set(
+            h.ignored_events
+        )
+        assert not set(h.event_names) & set(h.ignored_events)
+    environ = {"COPILOT_HOME": "/c", "HOME": "/h"}
+    assert harnesses.transcript_candidates(harnesses.COPILOT, "s-1", environ) == [
+        "/c/session-state/s-1/events.jsonl",
+        "/c/session-state/s-1.jsonl",
+    ]
+    assert harnesses.home_of(harnesses.COPILOT, {"HOME": "/h"}) == "/h/.copilot"
+    for bad in ("", "unknown", "..", ".hidden", "a/b", "a\\b", "x\x00"):
+        with pytest.raises(ValueError, match="cannot name a transcript file"):
+            harnesses.transcript_candidates(harnesses.COPILOT, bad, environ)
+    assert harnesses.transcript_candidates(harnesses.CLAUDE, "../x", environ) == []
+
+
+def test_an_older_install_without_event_still_never_captures_a_subagent(tmp_path):
+    """Until ``install hooks`` runs again, the hook may still be wired on SubagentStop with
+    no ``--event``: the payload's own event name keeps it from capturing."""
+    parent, child = tmp_path / "p.jsonl", tmp_path / "p" / "subagents" / "agent-a.jsonl"
+    child.parent.mkdir(parents=True)
+    parent.write_text("{}\n")
+    child.write_text("{}\n")
+    payload = {"session_id": "p", "transcript_path": str(parent), "hook_event_name": "Stop"}
+    sub = {**payload, "hook_event_name": "SubagentStop", "agent_id": "a"}
+    sub["agent_transcript_path"] = str(child)
+    assert parse_payload(json.dumps(sub), "claude") is None
+    assert parse_payload(json.dumps(payload), "claude") == ("p", str(parent), "Stop")

@@ -61,10 +61,10 @@ def test_merge_appends_one_entry_per_event_and_keeps_everything_else():
     assert doc == user_settings(), "the input document is not modified"
     new = plan.doc
     assert list(new) == ["model", "permissions", "hooks", "env"]
-    assert plan.added == ["PreCompact", "Stop", "SubagentStop", "SessionEnd"]
+    assert plan.added == ["PreCompact", "Stop", "SessionEnd"]
     assert new["hooks"]["Stop"][0] == OTHER_STOP, "other tools' entries come first, untouched"
-    ours = {"type": "command", "command": f"{HOOK} claude", "timeout": 5}
-    for event in plan.added:
+    for event, timeout in (("PreCompact", 5), ("Stop", 5), ("SessionEnd", 3)):
+        ours = {"type": "command", "command": f"{HOOK} claude --event {event}", "timeout": timeout}
         assert new["hooks"][event][-1] == {"hooks": [ours]}
     assert list(new["hooks"])[:3] == ["PreToolUse", "Stop", "Notification"]
     unrelated = {k: v for k, v in new.items() if k != "hooks"}
@@ -91,13 +91,13 @@ def test_merge_updates_a_moved_venv_in_place_and_drops_duplicates():
     assert stop == [
         {
             "hooks": [
-                {"type": "command", "command": f"{HOOK} claude", "timeout": 9},
+                {"type": "command", "command": f"{HOOK} claude --event Stop", "timeout": 9},
                 {"type": "command", "command": "other-tool stop"},
             ]
         },
         OTHER_STOP,
     ]
-    assert inst.installed_events(plan.doc)["Stop"] == [f"{HOOK} claude"]
+    assert inst.installed_events(plan.doc)["Stop"] == [f"{HOOK} claude --event Stop"]
 
 
 def test_remove_takes_exactly_ours_and_the_containers_only_we_emptied():
@@ -108,10 +108,43 @@ def test_remove_takes_exactly_ours_and_the_containers_only_we_emptied():
     )
     plan = inst.remove_hooks(installed)
     assert plan.doc == user_settings()  # "Notification": [] was not ours to drop
-    assert set(plan.removed) == {"PreCompact", "Stop", "SubagentStop", "SessionEnd", "PreToolUse"}
+    assert set(plan.removed) == {"PreCompact", "Stop", "SessionEnd", "PreToolUse"}
     only_ours = inst.merge_hooks({"model": "x"}, "codex", f"{HOOK} codex").doc
     assert inst.remove_hooks(only_ours).doc == {"model": "x"}
     assert not inst.remove_hooks({"model": "x"}).changed
+
+
+def test_an_older_install_is_brought_to_the_contract_and_back():
+    """An install from before ``--event``: our SubagentStop entry (which let a subagent's
+    transcript replace the parent's) goes, every command names its event, a timeout the
+    harness would clamp (Codex: SessionEnd at most 3 s) is replaced and an accepted one kept;
+    the result is stable, and uninstall leaves exactly the other tools' entries."""
+    old = "/old/venv/bin/reflect-jobs-hook codex"
+
+    def group(command: str, timeout: int) -> dict:
+        return {"hooks": [{"type": "command", "command": command, "timeout": timeout}]}
+
+    doc = {
+        "hooks": {
+            "PreCompact": [group(old, 7)],
+            "Stop": [OTHER_STOP, group(old, 5)],
+            "SubagentStop": [group(old, 5), group("other-tool sub", 30)],
+            "SessionEnd": [group(old, 10)],
+        }
+    }
+    plan = inst.merge_hooks(doc, "codex", f"{HOOK} codex")
+    assert plan.removed == ["SubagentStop"] and plan.added == []
+    assert plan.updated == ["PreCompact", "Stop", "SessionEnd"]
+    hooks = plan.doc["hooks"]
+    assert hooks["SubagentStop"] == [group("other-tool sub", 30)], "not ours: kept"
+    assert hooks["PreCompact"] == [group(f"{HOOK} codex --event PreCompact", 7)]
+    assert hooks["Stop"] == [OTHER_STOP, group(f"{HOOK} codex --event Stop", 5)]
+    assert hooks["SessionEnd"] == [group(f"{HOOK} codex --event SessionEnd", 3)]
+    again = inst.merge_hooks(plan.doc, "codex", f"{HOOK} codex")
+    assert not again.changed and again.doc == plan.doc
+    assert inst.remove_hooks(plan.doc).doc == {
+        "hooks": {"Stop": [OTHER_STOP], "SubagentStop": [group("other-tool sub", 30)]}
+    }
 
 
 @pytest.mark.parametrize(
@@ -192,7 +225,7 @@ def test_copilot_gets_a_file_of_its_own_removed_on_uninstall(tmp_path):
     doc = json.loads(f.read_text())
     assert doc["version"] == 1 and list(doc["hooks"]) == list(harnesses.COPILOT.event_names)
     assert doc["hooks"]["agentStop"] == [
-        {"type": "command", "bash": f"{HOOK} copilot", "timeoutSec": 5}
+        {"type": "command", "bash": f"{HOOK} copilot --event agentStop", "timeoutSec": 5}
     ]
     gone = inst.apply_hooks(f, "copilot", uninstall=True)
     assert gone.deleted and not f.exists() and gone.backup and gone.backup.exists()
@@ -234,10 +267,11 @@ def test_cli_install_hooks_twice_then_uninstall(env, tmp_path):
     settings.write_text(original, encoding="utf-8")
 
     out = env.cli("install", "hooks", "--harness", "claude").stdout
-    assert "added PreCompact, Stop, SubagentStop, SessionEnd" in out and "backup" in out
+    assert "added PreCompact, Stop, SessionEnd" in out and "backup" in out
     installed = settings.read_bytes()
     doc = json.loads(installed)
-    assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == f"{HOOK} claude"
+    end = doc["hooks"]["SessionEnd"][0]["hooks"][0]
+    assert end == {"type": "command", "command": f"{HOOK} claude --event SessionEnd", "timeout": 3}
     assert Path(HOOK).is_absolute() and os.access(HOOK, os.X_OK)
 
     again = env.cli("install", "hooks", "--harness", "claude").stdout
@@ -266,7 +300,7 @@ def test_cli_dry_run_shows_a_diff_and_writes_nothing(env, tmp_path):
     f.write_text('{\n  "hooks": {}\n}\n')
     out = env.cli("install", "hooks", "--harness", "codex", "--settings", str(f), "--dry-run")
     assert out.stdout.startswith(f"--- {f}\n+++ {f}\n")
-    assert f'+            "command": "{HOOK} codex",' in out.stdout
+    assert f'+            "command": "{HOOK} codex --event PreCompact",' in out.stdout
     assert "not written" in out.stdout
     assert f.read_text() == '{\n  "hooks": {}\n}\n' and backups(f) == []
 
@@ -290,7 +324,8 @@ def test_cli_codex_and_copilot_default_paths(env, tmp_path):
     hook_isolated(env, tmp_path)
     env.cli("install", "hooks", "--harness", "codex")
     codex = json.loads((tmp_path / "user" / ".codex" / "hooks.json").read_text())
-    assert list(codex["hooks"]) == ["PreCompact", "Stop", "SubagentStop"]
+    assert list(codex["hooks"]) == ["PreCompact", "Stop", "SessionEnd"]
+    assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] <= 3, "Codex's cap"
     env.cli("install", "hooks", "--harness", "copilot")
     assert (tmp_path / "user" / ".copilot" / "hooks" / "reflect-jobs.json").exists()
 

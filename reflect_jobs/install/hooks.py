@@ -56,14 +56,6 @@ def new_entry(spec: Harness, event: harnesses.HookEvent, command: str) -> dict[s
     return {"type": "command", spec.command_key: command, spec.timeout_key: event.timeout_sec}
 
 
-def _env_dir(environ: Mapping[str, str], var: str, default: str) -> Path:
-    raw = (environ.get(var) or "").strip()
-    if raw:
-        return Path(raw).expanduser()
-    home = (environ.get("HOME") or "").strip()
-    return (Path(home) if home else Path.home()) / default
-
-
 def harness_home(harness: str, environ: Mapping[str, str] | None = None) -> Path:
     """The harness's config directory, honouring the variables each harness itself reads.
 
@@ -72,11 +64,10 @@ def harness_home(harness: str, environ: Mapping[str, str] | None = None) -> Path
         environ: The environment to read (default ``os.environ``).
 
     Returns:
-        ``$CLAUDE_CONFIG_DIR`` / ``$CODEX_HOME`` / ``$COPILOT_HOME``, else ``~/.<harness>``.
+        ``$CLAUDE_CONFIG_DIR`` / ``$CODEX_HOME`` / ``$COPILOT_HOME``, else ``~/.<harness>``
+        (:func:`reflect_jobs.harnesses.home_of`, which the hook uses too).
     """
-    env = os.environ if environ is None else environ
-    spec = harnesses.get(harness)
-    return _env_dir(env, spec.home_env, spec.home_default)
+    return Path(harnesses.home_of(harnesses.get(harness), environ))
 
 
 def default_settings_path(harness: str, environ: Mapping[str, str] | None = None) -> Path:
@@ -124,7 +115,9 @@ def hook_script() -> Path:
 
 
 def hook_command(harness: str, script: Path | None = None) -> str:
-    """The shell command a harness runs: absolute path (quoted if needed) and the harness.
+    """The shell command a harness runs, less the event: absolute path and the harness.
+
+    :func:`merge_hooks` appends ``--event NAME`` per event (:func:`event_command`).
 
     Args:
         harness: The harness argument the hook is run with.
@@ -134,6 +127,29 @@ def hook_command(harness: str, script: Path | None = None) -> str:
         The command line.
     """
     return f"{shlex.quote(str(script or hook_script()))} {harness}"
+
+
+def event_command(command: str, event: str) -> str:
+    """The command of our entry on one event: ``command --event EVENT``.
+
+    Copilot CLI's camelCase payloads carry no event name, so the installed command names its
+    event; every harness gets the same form, so each capture records the event that fired.
+
+    Args:
+        command: The base command (:func:`hook_command`).
+        event: The event's name as the harness spells it.
+
+    Returns:
+        The command line.
+    """
+    return f"{command} --event {shlex.quote(event)}"
+
+
+def _accepted_timeout(value: Any, event: harnesses.HookEvent) -> bool:
+    """Whether a timeout already in our entry is one the harness takes as written."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return False
+    return event.max_timeout_sec is None or value <= event.max_timeout_sec
 
 
 # --- the pure merge -------------------------------------------------------------------------
@@ -230,17 +246,20 @@ class HookPlan:
 
 
 def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
-    """Ensure exactly one entry of ours per event, running ``command``.
+    """Ensure exactly one entry of ours per event we install, and none on any other event.
 
-    An existing entry of ours with another command (an older venv path) is updated in place,
-    so the position the user gave it is kept; extra copies of ours in the same event are
-    removed. Everything else — other keys, other tools' hooks, their order — is carried over
-    as is.
+    Each event's entry runs ``command --event EVENT`` (:func:`event_command`) with the
+    registry's timeout. An existing entry of ours with another command (an older venv path,
+    an install from before ``--event``) is updated in place, so the position the user gave it
+    is kept; so is its timeout while the harness accepts it (:attr:`HookEvent.max_timeout_sec`),
+    otherwise it gets ours. Extra copies of ours in the same event are removed, and so are our
+    entries on events the registry no longer installs (``SubagentStop``). Everything else —
+    other keys, other tools' hooks, their order — is carried over as is.
 
     Args:
         doc: The parsed settings document (not modified).
         harness: Which harness's events and entry shape to use.
-        command: The hook command (see :func:`hook_command`).
+        command: The base hook command (see :func:`hook_command`).
 
     Returns:
         The plan, holding the new document and what changed per event.
@@ -254,8 +273,20 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
     hooks = _hooks_table(new, create=True)
     assert hooks is not None
     plan = HookPlan(new)
+    for event in [e for e in hooks if spec.event(e) is None]:
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept, removed = _without_ours(entries)
+        if removed:
+            plan.removed.append(event)
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
     for hook_event in spec.events:
         event = hook_event.name
+        wanted = event_command(command, event)
         entries = hooks.get(event)
         if entries is None:
             entries = hooks[event] = []
@@ -265,7 +296,7 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
             )
         slots = _our_slots(entries)
         if not slots:
-            entry = new_entry(spec, hook_event, command)
+            entry = new_entry(spec, hook_event, wanted)
             entries.append({"hooks": [entry]} if spec.grouped else entry)
             plan.added.append(event)
             continue
@@ -274,8 +305,11 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
         key = spec.command_key
         if HOOK_MARKER not in str(first.get(key, "")):
             key = next(k for k in COMMAND_KEYS if HOOK_MARKER in str(first.get(k, "")))
-        changed = first[key] != command
-        first[key] = command
+        changed = first[key] != wanted
+        first[key] = wanted
+        if not _accepted_timeout(first.get(spec.timeout_key), hook_event):
+            changed = True
+            first[spec.timeout_key] = hook_event.timeout_sec
         if len(slots) > 1:  # copies of ours (two installs by hand): keep the first only
             hooks[event], _ = _without_ours(entries, keep_first=True)
             changed = True
@@ -342,6 +376,34 @@ def installed_events(doc: Any) -> dict[str, list[str]]:
     return out
 
 
+def timeout_problems(doc: Any, harness: str) -> list[str]:
+    """Our entries whose timeout the harness would not take as written, for doctor.
+
+    Args:
+        doc: A parsed settings document of any shape.
+        harness: Whose events and caps to check against.
+
+    Returns:
+        E.g. ``["SessionEnd: timeout 10 (accepted: 1-3 s)"]``; empty when all are accepted
+        (an event we do not install is doctor's other finding).
+    """
+    spec = harnesses.get(harness)
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    out: list[str] = []
+    for hook_event in spec.events if isinstance(hooks, dict) else ():
+        entries = hooks.get(hook_event.name)
+        if not isinstance(entries, list):
+            continue
+        for i, j in _our_slots(entries):
+            e = entries[i] if j is None else entries[i]["hooks"][j]
+            value = e.get(spec.timeout_key)
+            if not _accepted_timeout(value, hook_event):
+                cap = hook_event.max_timeout_sec
+                accepted = f"1-{cap} s" if cap else "a whole number of seconds"
+                out.append(f"{hook_event.name}: timeout {value} (accepted: {accepted})")
+    return out
+
+
 # --- one settings file -----------------------------------------------------------------------
 
 
@@ -379,7 +441,7 @@ def apply_hooks(
     Args:
         path: The settings file (absent, a file, or a symlink to one).
         harness: Which harness the file belongs to.
-        command: The hook command (default :func:`hook_command` for ``harness``).
+        command: The base hook command (default :func:`hook_command` for ``harness``).
         uninstall: Remove our entries instead of installing them.
         dry_run: Compute the change and its diff; write nothing.
         now: The backup's timestamp (tests pin it).
@@ -414,6 +476,22 @@ def apply_hooks(
         return change
     change.backup = replace_settings(current, None if delete else new_text, now=now)
     return change
+
+
+def read_timeout_problems(path: Path, harness: str) -> list[str]:
+    """:func:`timeout_problems` of one settings file.
+
+    Args:
+        path: A settings file.
+        harness: Whose events and caps to check against.
+
+    Returns:
+        The problems; empty when the file is absent or unparseable.
+    """
+    try:
+        return timeout_problems(json.loads(path.read_text(encoding="utf-8") or "{}"), harness)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
 
 
 def read_installed(path: Path) -> dict[str, list[str]]:
