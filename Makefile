@@ -27,11 +27,18 @@ demo: install
 # corruption and failpoint tests elsewhere) with TEST_CHAOS_TRIALS trials per kill point,
 # so CI runs both; the chaos half runs even when the fast half failed, and either failing
 # (or collecting nothing: pytest's exit 5) fails the target. `make chaos` runs 20 trials.
+# TEST_WORKERS pytest-xdist workers: most tests wait on subprocesses (consumers, hooks, the
+# stub model), so 3 workers keep 2 cores busy; a file's tests run on one worker
+# (--dist loadfile), so tests that share an external resource live in one file (the
+# scale-out tests flush one Redis database). TEST_WORKERS=0 runs
+# everything in one process.
 TEST_CHAOS_TRIALS ?= 1
+TEST_WORKERS ?= 3
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 test: install
-	$(BIN)/python -m pytest -q -m "not chaos"; fast=$$?; \
-	CHAOS_TRIALS=$(TEST_CHAOS_TRIALS) $(BIN)/python -m pytest -q -m chaos; chaos=$$?; \
+	$(BIN)/python -m pytest -q $(XDIST) -m "not chaos"; fast=$$?; \
+	CHAOS_TRIALS=$(TEST_CHAOS_TRIALS) $(BIN)/python -m pytest -q $(XDIST) -m chaos; chaos=$$?; \
 	echo "make test: fast subset exit $$fast, chaos suite exit $$chaos"; \
 	test $$fast -eq 0 && test $$chaos -eq 0
 
