@@ -251,3 +251,49 @@ def set_aside(home: str, entry_id: str) -> str:
     dst = src[: -len(SUFFIX)] + BAD_SUFFIX
     os.replace(src, dst)
     return dst
+
+
+def adopt_stale_temps(home: str, *, min_age_sec: float = 60.0, now: float | None = None) -> int:
+    """Finish the writes of hooks killed between writing an entry and renaming it into place.
+
+    A temporary file older than ``min_age_sec`` whose content is a whole entry becomes
+    ``<id>.json`` (its capture is recovered: the hook died before it pushed the message); a
+    partial one is removed (that hook pushed nothing either, so nothing refers to it).
+
+    Args:
+        home: ``$REFLECT_HOME``.
+        min_age_sec: Leave younger temporary files alone: their hook may still be writing.
+        now: The current time for the age test (default ``time.time()``).
+
+    Returns:
+        How many entries were adopted.
+    """
+    directory = spool_dir(home)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(_TMP_PREFIX)]
+    except FileNotFoundError:
+        return 0
+    cutoff = (time.time() if now is None else now) - min_age_sec
+    adopted = 0
+    for name in names:
+        entry_id = name[len(_TMP_PREFIX) :]
+        tmp = os.path.join(directory, name)
+        try:
+            if not valid_id(entry_id) or os.stat(tmp).st_mtime > cutoff:
+                continue
+            with open(tmp, "rb") as fh:
+                data = json.loads(fh.read(1 << 16).decode("utf-8"))
+            whole = isinstance(data, dict) and all(isinstance(data.get(k), str) for k in FIELDS)
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError, ValueError):
+            whole = False
+        try:
+            if whole:
+                os.rename(tmp, os.path.join(directory, entry_id + SUFFIX))
+                adopted += 1
+            else:
+                os.unlink(tmp)
+        except FileNotFoundError:
+            continue
+    return adopted

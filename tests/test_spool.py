@@ -44,6 +44,19 @@ def test_entry_ids_min_age_delete_and_missing(tmp_path):
     assert spool.entry_ids(str(tmp_path / "nowhere")) == []
 
 
+def test_temporary_files_of_killed_hooks_are_adopted_or_removed(tmp_path):
+    home = str(tmp_path)
+    whole = spool.append(home, **ENTRY)
+    d = tmp_path / "spool"
+    (d / f"{whole}.json").rename(d / f".tmp-{whole}")  # killed between write and rename
+    (d / ".tmp-0000-abc").write_bytes(b'{"harn')  # killed mid-write
+    assert spool.adopt_stale_temps(home) == 0, "young temporary files may still be written"
+    assert spool.adopt_stale_temps(home, now=10**11) == 1
+    assert spool.entry_ids(home) == [whole] and sorted(p.name for p in d.iterdir()) == [
+        f"{whole}.json"
+    ]
+
+
 @pytest.mark.parametrize(
     "body",
     [b"not json", b"[1]", json.dumps({**ENTRY, "harness": 3}).encode(), b'{"event": "x"}'],

@@ -119,7 +119,7 @@ def reconcile_spool(rt: Runtime, *, min_age_sec: float = SPOOL_MIN_AGE_SEC) -> d
 
     An entry is left there when its queue message was lost with a killed worker, when the
     queue was down or locked while the hook ran, or when the ledger was down for its
-    worker. Entries are recorded oldest first through :func:`run_capture`, which skips
+    worker (a whole entry a killed hook left under its temporary name counts too). Entries are recorded oldest first through :func:`run_capture`, which skips
     (and deletes) the ones the ledger already has. A malformed entry is renamed to
     ``<id>.bad`` with an errors-ledger row, so it stops coming back but is not lost; any
     other failure (the ledger is down) leaves the entry for the next pass.
@@ -137,6 +137,7 @@ def reconcile_spool(rt: Runtime, *, min_age_sec: float = SPOOL_MIN_AGE_SEC) -> d
         return {"spooled": 0, "failed": 0, "bad": 0}
     home = str(rt.settings.home)
     done = failed = bad = 0
+    spool.adopt_stale_temps(home)  # entries of hooks killed before their rename
     for entry_id in spool.entry_ids(home, min_age_sec=min_age_sec):
         try:
             entry = spool.read_entry(home, entry_id)
