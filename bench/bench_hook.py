@@ -4,8 +4,12 @@ Run: .venv/bin/python bench/bench_hook.py [--runs N]
 
 Prints median and p95 wall time of ``python -c pass`` (the baseline), of the hook on a
 small and on a ~1.5 MB transcript (the hook must not read the transcript, so size must not
-matter), and of ``python -c "import huey"`` (what the hook would pay for importing the queue
-library instead of writing Huey's message bytes itself), each as a ratio to the baseline.
+matter), of the hook when its queue cannot take the message — a SQLite queue write-locked by
+this script, a Redis URL nobody listens on — so the capture goes to the spool after the push
+budget (the harnesses kill a hook after 1–1.5 s), and of ``python -c "import huey"`` (what
+the hook would pay for importing the queue library instead of writing Huey's message bytes
+itself), each as a ratio to the baseline. ``REFLECT_QUEUE_URL`` in the environment is the
+queue of the two ordinary hook rows (default: a SQLite file in a temporary home).
 The commands are run in turn (bare, hook small, hook big, import huey, bare, …) so that a
 load change on the shared machine hits all of them alike: compare the ratios.
 """
@@ -15,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -24,6 +30,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, read, released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for the printed header."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    return f"{scheme}://{creds.split(':')[0]}:***@{host}" if sep and at and ":" in creds else url
 
 
 def timed_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -43,6 +63,12 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "REFLECT_HOME": tmp}
+        locked_home = Path(tmp) / "locked"
+        locked_home.mkdir()
+        locked_env = {**env, "REFLECT_HOME": str(locked_home)}
+        locked_env.pop("REFLECT_QUEUE_URL", None)
+        down_env = {**env, "REFLECT_HOME": str(Path(tmp) / "down")}
+        down_env["REFLECT_QUEUE_URL"] = f"redis://127.0.0.1:{closed_port()}/0"
         small = ROOT / "samples" / "hello-world-script.jsonl"
         big = Path(tmp) / "big.jsonl"
         src = (ROOT / "samples" / "python-to-rust-port.jsonl").read_bytes()
@@ -50,25 +76,37 @@ def main() -> None:
             while fh.tell() < 1_500_000:
                 fh.write(src)
 
-        def hook(name: str, path: Path) -> tuple[list[str], bytes]:
+        def hook(name: str, path: Path, e: dict[str, str]) -> tuple[list[str], bytes, dict]:
             payload = {"session_id": name, "transcript_path": str(path), "hook_event_name": "Stop"}
-            return [str(BIN / "reflect-jobs-hook"), "claude"], json.dumps(payload).encode()
+            return [str(BIN / "reflect-jobs-hook"), "claude"], json.dumps(payload).encode(), e
 
         commands = {
-            "bare `python -c pass`": ([sys.executable, "-c", "pass"], b""),
-            f"hook, {small.stat().st_size / 1e3:.0f} KB transcript": hook("small", small),
-            f"hook, {big.stat().st_size / 1e6:.1f} MB transcript": hook("big", big),
-            '`python -c "import huey"`': ([sys.executable, "-c", "import huey"], b""),
+            "bare `python -c pass`": ([sys.executable, "-c", "pass"], b"", env),
+            f"hook, {small.stat().st_size / 1e3:.0f} KB transcript": hook("small", small, env),
+            f"hook, {big.stat().st_size / 1e6:.1f} MB transcript": hook("big", big, env),
+            "hook, SQLite queue write-locked (spooled)": hook("locked", small, locked_env),
+            "hook, Redis queue down (spooled)": hook("down", small, down_env),
+            '`python -c "import huey"`': ([sys.executable, "-c", "import huey"], b"", env),
         }
         results: dict[str, list[float]] = {name: [] for name in commands}
-        for argv, stdin in commands.values():  # one untimed run each: warm the page cache
-            timed_once(argv, stdin, env)
-        for _ in range(args.runs):
-            for name, (argv, stdin) in commands.items():
-                results[name].append(timed_once(argv, stdin, env))
+        for argv, stdin, e in commands.values():  # one untimed run each: warm the page cache
+            timed_once(argv, stdin, e)
+        lock = sqlite3.connect(locked_home / "queue.db", isolation_level=None)
+        lock.execute("begin immediate")  # held for every timed run of the locked row
+        try:
+            for _ in range(args.runs):
+                for name, (argv, stdin, e) in commands.items():
+                    results[name].append(timed_once(argv, stdin, e))
+        finally:
+            lock.execute("rollback")
+            lock.close()
+        with sqlite3.connect(locked_home / "queue.db") as conn:
+            pushed = conn.execute("select count(*) from task").fetchone()[0]
     bare = results["bare `python -c pass`"]
+    queue = redacted(os.environ.get("REFLECT_QUEUE_URL") or "sqlite:///<tmp>/queue.db")
     print(f"$ .venv/bin/python bench/bench_hook.py --runs {args.runs}\n")
-    print(f"hook latency, {args.runs} interleaved runs each ({sys.executable})")
+    print(f"hook latency, {args.runs} interleaved runs each ({sys.executable}); queue {queue}")
+    print(f"(the locked queue took {pushed} message(s): only the untimed warm-up run's)")
     print("| | median | p95 | median ratio to bare |")
     print("|---|---:|---:|---:|")
     for name, xs in results.items():

@@ -99,7 +99,7 @@ def run_drain(
     )
     started = time.monotonic()
     tasks.runtime()
-    tasks.recover_now()
+    tasks.recover_now(spool_min_age_sec=0)
     consumer.start()
     idle_polls = 0
     stalled_since: float | None = None

@@ -15,7 +15,9 @@
 With the variable unset (always, in production) a failpoint is one dict lookup.
 
 Points: ``after_claim:<stage>``, ``after_record`` (the paid answer is committed, nothing
-parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_commit:<stage>``,
+parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_commit:<stage>``
+(``before_commit:capture``: the capture message taken, its job row not committed; the spool
+entry survives),
 ``after_commit:add`` (the add is committed with its note edits pending; the existing notes'
 proof/retirement rewrites have not run — recovery applies them, see ``pipeline.note_edits``)
 (pipeline); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``

@@ -1,9 +1,11 @@
 """``reflect-jobs-hook {claude|codex|copilot} [--event NAME]`` — the agent hook entry point.
 
-Contract (ARCHITECTURE §9, docs/HARNESSES.md): read the harness's hook JSON on stdin,
-enqueue one ``capture`` task, print nothing, exit 0 — always. A malformed payload, a
-missing transcript, a locked queue or any bug is written to ``$REFLECT_HOME/hook-errors.log``
-and the agent's session goes on untouched.
+Contract (ARCHITECTURE §9, docs/HARNESSES.md, SPEC-drain §1.1, §2.4): read the harness's hook JSON on stdin,
+write the capture to the spool (``spool.py``) and enqueue one ``capture`` task, print
+nothing, exit 0 — always, well within the harnesses' 1 s hook budget. A malformed payload,
+a missing transcript, a queue that is down or locked (the capture stays spooled) or any
+bug is written to ``$REFLECT_HOME/hook-errors.log`` and the agent's session goes on
+untouched.
 
 The hook never reads the transcript (the original's Stop hook re-parsed it on every turn
 and cost 50–180 ms) and imports nothing but the standard library: see ``fastqueue`` for
@@ -17,11 +19,17 @@ import os
 import sys
 import time
 
-from reflect_jobs import fastqueue, harnesses
+from reflect_jobs import fastqueue, harnesses, spool
 from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
 MAX_STDIN_BYTES = 1 << 20
+# The whole queue push (busy wait on a locked SQLite file, Redis connect and replies):
+# Codex kills a hook after 1 s and Claude Code after 1.5 s; past this the spool holds it.
+QUEUE_BUDGET_SEC = 0.25
+# Huey re-runs a capture that raised (a ledger that is down) this often, this far apart.
+CAPTURE_RETRIES = 3
+CAPTURE_RETRY_DELAY_SEC = 30
 
 
 class HookInputError(ValueError):
@@ -161,15 +169,23 @@ def log_error(message: str) -> None:
         pass
 
 
+class CaptureSpooled(RuntimeError):
+    """The queue could not take the capture in time; it waits in the spool (logged)."""
+
+
 def run(argv: list[str], stdin_text: str) -> None:
-    """Parse and enqueue; raises on any problem (``main`` turns that into a log line).
+    """Parse, spool, enqueue; raises on any problem (``main`` turns that into a log line).
 
     A no-op when ``REFLECT_DRAIN_CHILD`` (our own writer's child session) or
     ``REFLECT_DISABLED`` is truthy (:func:`reflect_jobs.envpaths.hook_disabled`), and for a
     payload that is not a capture (:func:`parse_payload` returns None). Otherwise
-    enqueues ``reflect_jobs.tasks.capture(harness, session_id, transcript_path, event,
-    hook_ts)`` on ``$REFLECT_QUEUE_URL``, with ``hook_ts`` the current Unix time, creating the
-    SQLite queue's directory if needed.
+    the capture is first written to the spool (:func:`reflect_jobs.spool.append`), so it is
+    durable from here on, then ``reflect_jobs.tasks.capture(harness, session_id,
+    transcript_path, event, hook_ts, spool_id=...)`` is pushed onto ``$REFLECT_QUEUE_URL``
+    within :data:`QUEUE_BUDGET_SEC`, with ``hook_ts`` the current Unix time, creating the
+    SQLite queue's directory if needed. A queue that is down or locked past the budget
+    leaves the capture in the spool, where the consumer's recovery finds it
+    (ARCHITECTURE §2.3): harnesses kill a hook after 1–1.5 s, so waiting longer loses it.
 
     Args:
         argv: The hook's arguments: the harness name first, optionally ``--event NAME``.
@@ -177,9 +193,12 @@ def run(argv: list[str], stdin_text: str) -> None:
 
     Raises:
         HookInputError: The payload cannot become a capture (see :func:`parse_payload`).
-        ValueError: The queue URL's scheme is not supported by ``fastqueue``.
-        OSError: The queue directory cannot be created or the Redis push failed.
-        sqlite3.Error: The SQLite queue could not be written (e.g. locked past the timeout).
+        CaptureSpooled: The queue push failed; the capture is safe in the spool.
+        ValueError: The queue URL's scheme is not supported by ``fastqueue`` (and the
+            spool could not be written either).
+        OSError: The spool could not be written (the message was still pushed), or both
+            the spool and the queue failed.
+        sqlite3.Error: Both the spool and the SQLite queue failed.
     """
     if hook_disabled():
         return
@@ -192,10 +211,58 @@ def run(argv: list[str], stdin_text: str) -> None:
     if capture is None:
         return
     session_id, path, event = capture
+    hook_ts = time.time()
+    spool_id: str | None = None
+    spool_error: OSError | None = None
+    try:
+        spool_id = spool.append(
+            home_dir_str(),
+            harness=harness,
+            session_id=session_id,
+            transcript_path=path,
+            event=event,
+            hook_ts=hook_ts,
+        )
+    except OSError as exc:
+        spool_error = exc
     url = queue_url()
-    if url.startswith("sqlite:///"):
-        os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)
-    fastqueue.enqueue(url, CAPTURE_TASK, (harness, session_id, path, event, time.time()))
+    try:
+        if url.startswith("sqlite:///"):
+            os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)
+        fastqueue.enqueue(
+            url,
+            CAPTURE_TASK,
+            (harness, session_id, path, event, hook_ts),
+            {"spool_id": spool_id} if spool_id else None,
+            timeout=QUEUE_BUDGET_SEC,
+            retries=CAPTURE_RETRIES,
+            retry_delay=CAPTURE_RETRY_DELAY_SEC,
+        )
+    except Exception as exc:
+        if spool_id is None:
+            raise
+        raise CaptureSpooled(
+            f"queue {redact_url(url)} unavailable, capture spooled as {spool_id}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    if spool_error is not None:
+        raise spool_error
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for the hook's error log.
+
+    Args:
+        url: A queue URL.
+
+    Returns:
+        The URL, its ``user:password@`` part reduced to ``user:***@``.
+    """
+    scheme, sep, rest = url.partition("://")
+    creds, at, hostpart = rest.rpartition("@")
+    if not sep or not at or ":" not in creds:
+        return url
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{hostpart}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
 
     Warnings are raised for a halted write stage; jobs waiting longer than
     ``stall_warn_sec`` with no success in that time; waiting jobs with no worker heartbeat
-    in :data:`HEARTBEAT_STALE`; today's budget spent with zero successes; and jobs poisoned
+    in :data:`HEARTBEAT_STALE` (naming the cause when captures wait in the queue or the
+    spool and no worker is running); today's budget spent with zero successes; and jobs poisoned
     in the last 24 hours.
 
     Args:
@@ -40,7 +41,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         (``used``, ``limit``, ``resets_at``), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
-        ``stores`` (redacted URLs) and ``warnings`` (one line each).
+        ``stores`` (redacted URLs), ``queue`` (``pending``, ``captures``, ``spooled``:
+        see :func:`queue_pending`) and ``warnings`` (one line each).
     """
     from .limits import Caps
     from .queue import make_huey
@@ -56,6 +58,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     usage = caps.usage()
     now = utcnow()
     warnings: list[str] = []
+    queue = queue_pending(huey, str(settings.home))
     with session_scope(settings.db_url, readonly=True) as session:
         counts = Counter({s: 0 for s in JOB_STATES})
         counts.update(
@@ -108,10 +111,19 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         since = f"since {last_ok:%Y-%m-%d %H:%M}" if last_ok else "ever"
         if last_ok is None or now - last_ok > timedelta(seconds=settings.stall_warn_sec):
             warnings.append(f"{waiting} job(s) waiting and no success {since}")
-    if waiting and (beat is None or now - beat > HEARTBEAT_STALE):
+    no_beat = beat is None or now - beat > HEARTBEAT_STALE
+    if queue["captures"] and no_beat:
+        warnings.append(
+            f"{queue['captures']} capture(s) waiting in the queue and no worker heartbeat "
+            f"{'ever' if beat is None else 'in the last 5 minutes'}: no worker is running; "
+            "start one with `reflect-jobs worker` (or `reflect-jobs install service`)"
+        )
+    elif waiting and no_beat:
         warnings.append(
             "no worker heartbeat in the last 5 minutes: is `reflect-jobs worker` running?"
         )
+    if queue["error"]:
+        warnings.append(f"queue not readable: {queue['error']}")
     used = max(int(usage["daily_used"]), ledger_used)
     if used >= settings.daily_max and today_ok == 0:
         warnings.append(
@@ -139,5 +151,51 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         "last_success_at": last_ok.isoformat() if last_ok else None,
         "heartbeat_at": beat.isoformat() if beat else None,
         "stores": settings.redacted_urls(),
+        "queue": {k: v for k, v in queue.items() if k != "error"},
         "warnings": warnings,
+    }
+
+
+CAPTURE_TASK = "reflect_jobs.tasks.capture"
+
+
+def queue_pending(huey: Any, home: str) -> dict[str, Any]:
+    """What waits for a worker: Huey messages and spooled captures, each capture once.
+
+    A hook capture normally sits in both places (its spool entry names itself in the
+    message's ``spool_id``), so an entry counts only when no waiting message carries its
+    id: one left by a killed worker, or by a queue that was down when the hook ran.
+
+    Args:
+        huey: The Huey instance of the settings' queue (only its storage is read; the
+            messages are deserialised, not run).
+        home: ``$REFLECT_HOME``, which holds the spool.
+
+    Returns:
+        ``pending`` (queue messages plus spooled captures without a message), ``captures``
+        (how many of those are captures), ``spooled`` (entries in the spool) and ``error``
+        (``None``, or one line when the queue could not be read; the counts then cover
+        the spool only).
+    """
+    from . import spool
+
+    entries = set(spool.entry_ids(home))
+    messages: list[Any] = []
+    error = None
+    try:
+        for raw in huey.storage.enqueued_items():
+            try:
+                messages.append(huey.serializer.deserialize(raw))
+            except Exception:  # noqa: BLE001 - an unreadable message still waits
+                messages.append(None)
+    except Exception as exc:  # noqa: BLE001 - status must answer with the queue down
+        error = f"{type(exc).__name__}: {exc}"[:200]
+    captures = [m for m in messages if getattr(m, "name", None) == CAPTURE_TASK]
+    carried = {(getattr(m, "kwargs", None) or {}).get("spool_id") for m in captures}
+    orphans = len(entries - carried)
+    return {
+        "pending": len(messages) + orphans,
+        "captures": len(captures) + orphans,
+        "spooled": len(entries),
+        "error": error,
     }

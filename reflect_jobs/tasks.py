@@ -32,7 +32,7 @@ from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
 from .logging import configure_logging
 from .pipeline.add import run_add
-from .pipeline.capture import run_capture
+from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime
@@ -137,8 +137,13 @@ def capture(
     event: str = "unknown",
     hook_ts: float | None = None,
     settle_sec: int | None = None,
+    spool_id: str | None = None,
 ) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``.
+
+    A ledger error propagates: Huey retries the task as often as the message asks (the
+    hook asks for a few retries) and the hook's spool entry stays until the job row
+    commits, so a ledger that is down loses no capture (ARCHITECTURE §2.3).
 
     Args:
         harness: ``claude``, ``codex``, ``copilot``…
@@ -148,13 +153,22 @@ def capture(
         hook_ts: When the hook enqueued the message (epoch seconds); the capture logs the
             queue delay from it (``None`` for captures not made by a hook).
         settle_sec: Override of the capture settle delay (``None``: the setting).
+        spool_id: The hook's spool entry for this capture, deleted once the job row
+            committed (``None`` when the capture was not spooled).
 
     Returns:
-        The job id, or ``None`` when reflect-jobs is disabled (Huey stores no results, so
-        only a direct caller sees it).
+        The job id, or ``None`` when reflect-jobs is disabled or the capture was already
+        recorded (Huey stores no results, so only a direct caller sees it).
     """
     return run_capture(
-        runtime(), harness, session_id, transcript_path, event, settle_sec, hook_ts=hook_ts
+        runtime(),
+        harness,
+        session_id,
+        transcript_path,
+        event,
+        settle_sec,
+        hook_ts=hook_ts,
+        spool_id=spool_id,
     )
 
 
@@ -274,19 +288,26 @@ def communities() -> bool | None:
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
 
 
-def recover_now() -> dict[str, int]:
+def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     """Re-queue expired leases and re-send messages for every due job (idempotent).
 
-    Also applies note edits a killed worker left pending, serves a reindex request whose
+    Also turns the captures left in the spool into jobs (a message lost with a killed
+    worker, a queue or ledger that was down: ``pipeline.capture.reconcile_spool``),
+    applies note edits a killed worker left pending, serves a reindex request whose
     task was lost, and prunes the caps' counters of past windows.
 
+    Args:
+        spool_min_age_sec: Reconcile only spool entries at least this old; consumer
+            start-up and ``drain`` pass 0 (no message of theirs can be in flight yet).
+
     Returns:
-        ``{"recovered": n, "resent": n}``: jobs taken back from dead workers, and due jobs
-        whose stage task was enqueued again.
+        ``{"recovered": n, "resent": n, "spooled": n}``: jobs taken back from dead workers,
+        due jobs whose stage task was enqueued again, and spooled captures recorded.
     """
     rt = runtime()
     with session_scope(rt.db) as session:
         recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
+    spooled = reconcile_spool(rt, min_age_sec=spool_min_age_sec)["spooled"]
     heal_note_edits(rt)  # a worker killed between its add commit and the note rewrites
     with session_scope(rt.db) as session:
         due = [(j.id, j.stage) for j in due_jobs(session)]
@@ -299,9 +320,9 @@ def recover_now() -> dict[str, int]:
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)
         control.prune_heartbeats(session)
-    if recovered or due:
-        log.info("recovery", recovered=len(recovered), resent=len(due))
-    return {"recovered": len(recovered), "resent": len(due)}
+    if recovered or due or spooled:
+        log.info("recovery", recovered=len(recovered), resent=len(due), spooled=spooled)
+    return {"recovered": len(recovered), "resent": len(due), "spooled": spooled}
 
 
 @huey.periodic_task(crontab(minute="*"))

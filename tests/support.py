@@ -207,3 +207,53 @@ def job_state(db_url: str, job_id: str) -> str | None:
     with session_scope(db_url) as s:
         job = s.get(Job, job_id)
         return job.state if job is not None else None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (bound, read, released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def private_redis(directory: Path, *, password: str, port: int | None = None) -> Iterator[int]:
+    """A ``redis-server --requirepass`` of the test's own on 127.0.0.1 (a free port unless
+    given), nothing persisted; yields its port and stops it (the process we started) after.
+    Skips when ``redis-server`` is not installed."""
+    import pytest
+
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("needs redis-server for a private password-protected server")
+    port = port or free_port()
+    directory.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", password]
+        + ["--save", "", "--appendonly", "no", "--dir", str(directory)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port, password=password)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.ConnectionError:
+                return False
+
+        wait_for(up, timeout=20, interval=0.05, what="the private redis-server accepting")
+        client.close()
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

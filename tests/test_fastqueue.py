@@ -81,3 +81,39 @@ def test_redis_push_is_consumed_by_redis_huey():
 def test_unsupported_url_is_an_error():
     with pytest.raises(ValueError):
         fastqueue.enqueue("amqp://x", "t", ())
+
+
+@pytest.mark.parametrize(
+    "segments",
+    [
+        [b"+OK\r\n+OK\r\n:3\r\n"],
+        [b"+O", b"K\r\n+OK\r", b"\n:3\r\n"],
+        [b"+OK\r\n", b"+OK\r\n:3\r\n"],
+    ],
+)
+def test_pipelined_replies_are_read_however_they_arrive(segments):
+    import socket
+    import time
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        for seg in segments:
+            theirs.sendall(seg)
+        lines = fastqueue.read_replies(ours, 3, time.monotonic() + 2)
+    assert lines == [b"+OK", b"+OK", b":3"]
+
+
+def test_an_error_reply_and_a_missing_reply_are_one_line_errors():
+    import socket
+    import time
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"-WRONGPASS invalid password\r\n-NOAUTH x\r\n-NOAUTH x\r\n")
+        with pytest.raises(ConnectionError, match="WRONGPASS"):
+            fastqueue.read_replies(ours, 3, time.monotonic() + 2)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"+OK\r\n")
+        with pytest.raises(TimeoutError):
+            fastqueue.read_replies(ours, 2, time.monotonic() + 0.05)

@@ -2,8 +2,8 @@
 
 Importing this module registers every task. On consumer start-up the first worker to come
 up runs a recovery pass (expired leases back to ``queued``, every due job's message
-re-sent), because Huey's SQLite transport deletes a message when it is dequeued and a
-killed worker takes it along (ARCHITECTURE §1). The periodic ``recover`` task repeats this every
+re-sent, every capture left in the spool recorded), because Huey's SQLite transport deletes
+a message when it is dequeued and a killed worker takes it along (ARCHITECTURE §1). The periodic ``recover`` task repeats this every
 minute while the consumer runs.
 """
 
@@ -26,4 +26,4 @@ def _startup_recovery() -> None:
         if _recovered.is_set():
             return
         _recovered.set()
-    tasks.recover_now()
+    tasks.recover_now(spool_min_age_sec=0)

@@ -108,6 +108,27 @@ def status_data(s: Settings) -> dict[str, Any]:
     return collect_status(s)
 
 
+def queue_line(queue: dict[str, Any]) -> str:
+    """The human form of ``status``'s ``queue`` block, e.g. ``3 captures waiting (1 spooled)``.
+
+    Args:
+        queue: ``status --json``'s ``queue`` object (``pending``, ``captures``, ``spooled``).
+
+    Returns:
+        One line: the captures waiting (how many of the spool's entries there are, when
+        any), then other messages waiting; ``empty`` when nothing waits.
+    """
+    captures, pending, spooled = queue["captures"], queue["pending"], queue["spooled"]
+    parts = []
+    if captures:
+        parts.append(f"{captures} capture{'s' if captures != 1 else ''} waiting")
+        if spooled:
+            parts[-1] += f" ({spooled} spooled)"
+    if pending - captures:
+        parts.append(f"{pending - captures} other message(s) waiting")
+    return ", ".join(parts) or "empty"
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--line", is_flag=True, help="One line, for shell prompts and status lines.")
@@ -130,6 +151,8 @@ def status(as_json: bool, line: bool) -> None:
         b = data["budget"]
         flag = " HALTED" if data["halted"] else ""
         warn = f" ⚠{len(data['warnings'])}" if data["warnings"] else ""
+        waiting = data["queue"]["captures"]
+        parts += [f"captures:{waiting}"] if waiting else []
         click.echo(
             f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}{flag}{warn}"
         )
@@ -139,6 +162,7 @@ def status(as_json: bool, line: bool) -> None:
         + f"  (db {data['stores']['db']}, queue {data['stores']['queue']})"
     )
     click.echo("jobs: " + (", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"))
+    click.echo("queue: " + queue_line(data["queue"]))
     b, r, q = data["budget"], data["run_window"], data["quota"]
     click.echo(
         f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})"

@@ -154,6 +154,7 @@ def record_capture(
     mtime: float | None,
     settle_sec: int,
     now: datetime | None = None,
+    capture_id: str | None = None,
 ) -> CaptureResult:
     """Create the session's job, or coalesce into the one still accepting captures.
 
@@ -172,6 +173,9 @@ def record_capture(
         mtime: Its modification time (epoch seconds), if known.
         settle_sec: Seconds to wait for further captures before preparing.
         now: The capture time; defaults to the current UTC time.
+        capture_id: The hook's spool entry id, written into the event's detail as
+            ``[capture <id>]`` so that :func:`capture_recorded` can tell that this capture
+            is in the ledger (``None`` for captures that were never spooled).
 
     Returns:
         The job's id, ``created`` (``False`` when coalesced), and when prepare may run: for
@@ -183,6 +187,7 @@ def record_capture(
     """
     now = now or utcnow()
     prepare_at = now + timedelta(seconds=settle_sec)
+    tag = f" {CAPTURE_TAG}{capture_id}]" if capture_id else ""
     for _ in range(3):
         existing = session.scalars(
             select(Job).where(
@@ -207,7 +212,7 @@ def record_capture(
                     from_state=existing.state,
                     to_state=existing.state,
                     outcome=None,
-                    detail=f"coalesced capture ({event})",
+                    detail=f"coalesced capture ({event}){tag}",
                 )
             )
             session.flush()
@@ -238,13 +243,47 @@ def record_capture(
                         to_stage="prepare",
                         from_state=None,
                         to_state="queued",
-                        detail=f"captured ({event})",
+                        detail=f"captured ({event}){tag}",
                     )
                 )
             return CaptureResult(job.id, True, prepare_at)
         except IntegrityError:
             continue  # another capture of this session won the race: coalesce into it
     raise RuntimeError(f"could not record capture for {harness}/{session_id}")
+
+
+CAPTURE_TAG = "[capture "
+
+
+def capture_recorded(session: Session, *, harness: str, session_id: str, capture_id: str) -> bool:
+    """Whether the capture with this spool id is already in the ledger.
+
+    A spooled capture can reach the capture stage twice: by its queue message and by the
+    spool's recovery (the message was slow, or the worker died after its commit but before
+    deleting the entry, or a worker on another machine recorded it). The second one must
+    not count again, so :func:`record_capture` tags its event with the id and this looks
+    it up among the session's jobs' events.
+
+    Args:
+        session: An open session.
+        harness: The capture's harness.
+        session_id: The capture's session id (only this session's jobs are searched).
+        capture_id: The spool entry id; must come from ``spool.valid_id`` (no wildcards).
+
+    Returns:
+        True when an event of one of the session's jobs carries ``[capture <id>]``.
+    """
+    found = session.scalar(
+        select(JobEvent.id)
+        .join(Job, Job.id == JobEvent.job_id)
+        .where(
+            Job.harness == harness,
+            Job.session_id == session_id,
+            JobEvent.detail.like(f"%{CAPTURE_TAG}{capture_id}]%"),
+        )
+        .limit(1)
+    )
+    return found is not None
 
 
 def claim(
