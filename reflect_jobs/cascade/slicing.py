@@ -14,7 +14,7 @@ What changed from the original ``slice_dialogue`` (SPEC-drain §3.2, §10 B9):
   windows are emitted once: a session that repeats itself costs one window, not the cap.
 * With a session watermark (``first_new``), only signals after it open windows; lines of
   a window that lie before it are prefixed ``CONTEXT_MARK`` so the writer knows they were
-  already reflected on (ARCHITECTURE §3).
+  already reflected on (ARCHITECTURE §3.1).
 """
 
 from __future__ import annotations

@@ -296,7 +296,7 @@ class Transcript(Base):
 
 
 class SessionWatermark(Base):
-    """How far into each session's transcript a committed add has reflected (ARCHITECTURE §3).
+    """How far into each session's transcript a committed add has reflected (ARCHITECTURE §3.1).
 
     Keyed by harness and session id (the transcript path when the id is unknown).
     ``byte_offset`` is the offset just past the last dialogue record the add's slice was cut from and

@@ -1,4 +1,4 @@
-"""Per-session watermarks: send a grown transcript's new turns only (ARCHITECTURE §3).
+"""Per-session watermarks: send a grown transcript's new turns only (ARCHITECTURE §3.1).
 
 Delta retain by chunk hash alone re-sends a window whose boundaries moved when lines were
 added after it (its hash changed), so a session captured after every turn paid again and
