@@ -214,7 +214,7 @@ def prepare(
     )
     header = _header(
         source_name,
-        len(signals),
+        sum(1 for sig in signals if sig.line_number > first_new),  # the ones sent as new
         orig_chars,
         body,
         transcript.dropped_chars,
