@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 
+import pytest
+import sqlalchemy as sa
 from watermark_support import CORRECTIONS, GrowingSession
 
 from reflect_jobs.cascade import EmptyLedger, prepare
 from reflect_jobs.cascade.prepare import first_new_line
 from reflect_jobs.cascade.slicing import CONTEXT_MARK
 from reflect_jobs.ledger import watermarks
-from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.db import dispose_all, session_scope
 from reflect_jobs.ledger.models import SessionWatermark
 from reflect_jobs.transcripts import read_transcript
+
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 
 def test_reader_reports_turn_offsets_end_digest_and_the_prefix_digest(tmp_path: Path) -> None:
@@ -107,7 +112,25 @@ def test_identical_windows_within_one_slice_are_sent_once(tmp_path: Path) -> Non
 
 
 def test_advance_never_moves_back_and_carries_a_reset(env) -> None:
-    db = env.settings().db_url
+    _advance_scenario(env.settings().db_url)
+
+
+@pytest.mark.services
+def test_advance_on_postgresql() -> None:
+    name = "rj_wm_" + uuid.uuid4().hex[:8]
+    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        _advance_scenario(f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}")
+    finally:
+        dispose_all()
+        with admin.connect() as c:
+            c.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.dispose()
+
+
+def _advance_scenario(db: str) -> None:
     key = {"harness": "claude", "session_id": "s1", "transcript_path": "/t/a.jsonl"}
 
     def plan(base: tuple[int, str] | None, end: tuple[int, str], holds: bool = True) -> dict:
