@@ -1,6 +1,6 @@
 """The $0 front end against the original's rules, measured in the same run.
 
-Run: .venv/bin/python bench/bench_prepare.py
+Run: .venv/bin/python bench/bench_prepare.py [sizes|slices|labelled|growing ...]
 
 Three tables, each ours beside the baseline ``bench/original_signals.py`` (the original's
 detector and slicer) with the ratio ours / original:
@@ -10,7 +10,10 @@ detector and slicer) with the ratio ours / original:
    from the real ones (real records cycled, a human correction every 40 records); plus our
    peak at each size against our peak at the smallest (the transcript grows 75x);
 2. slice characters per real transcript (``tests/data/transcripts/claude-code``);
-3. precision / recall of the two detectors on ``tests/data/signals_labelled.jsonl``.
+3. precision / recall of the two detectors on ``tests/data/signals_labelled.jsonl``;
+4. slice characters sent per capture of a session captured after every turn, delta retain
+   by chunk hash alone (what ran before the session watermark) against the watermark, both
+   in this run over the same growing file.
 
 Times are CPU seconds of this process, ours and the original's calls interleaved; the machine
 is shared, so compare the ratios, not the seconds.
@@ -211,11 +214,62 @@ def bench_labelled() -> None:
         print(f"| {key} | {ours[key]:.3f} | {orig[key]:.3f} | {ours[key] / orig[key]:.2f}x |")
 
 
+class _ChunkLedger(EmptyLedger):
+    """Remembers the chunk hashes a committed add would record (delta retain by hash)."""
+
+    def __init__(self) -> None:
+        self.chunks: set[str] = set()
+
+    def seen_chunk_hashes(self, hashes: list[str]) -> set[str]:
+        return self.chunks & set(hashes)
+
+
+def bench_growing(turns: int = 12) -> None:
+    """A session of ``turns`` exchanges (a correction each, 2 filler exchanges between)
+    captured after every turn: the slice each capture sends, by chunk hash alone and with
+    the watermark, both fed what the previous capture committed."""
+    fixes = corrections()
+    by_hash, with_mark = _ChunkLedger(), _ChunkLedger()
+    mark = 0
+    rows: list[tuple[int, int]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "grow.jsonl"
+        with path.open("w") as fh:
+            for k in range(turns):
+                for j in range(2):
+                    for role, text in (("user", f"Open m{k}_{j}.py"), ("assistant", "Opened.")):
+                        rec = {"type": role, "message": {"role": role, "content": text}}
+                        fh.write(json.dumps(rec) + "\n")
+                rec = {"type": "user", "message": {"role": "user", "content": fixes[k]}}
+                fh.write(json.dumps(rec) + "\n")
+                fh.flush()
+                old = prepare(read_transcript(path), by_hash, source_name=path.name)
+                t = read_transcript(path, prefix_at=mark)
+                new = prepare(t, with_mark, source_name=path.name, since_offset=mark)
+                by_hash.chunks.update(old.new_chunk_hashes)
+                with_mark.chunks.update(new.new_chunk_hashes)
+                mark = t.end_offset  # the add committed: the watermark moves
+                rows.append((len(old.slice_text), len(new.slice_text)))
+    print(f"## slice chars sent per capture of a growing session ({turns} captures)")
+    print("| capture | chunk hash only (before) | watermark (after) | after/before |")
+    print("|---:|---:|---:|---:|")
+    for i, (old_n, new_n) in enumerate(rows, 1):
+        print(f"| {i} | {old_n:,} | {new_n:,} | {new_n / max(old_n, 1):.2f}x |")
+    tot_old, tot_new = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    print(f"| **all** | {tot_old:,} | {tot_new:,} | {tot_new / max(tot_old, 1):.2f}x |\n")
+
+
 def main() -> None:
     print("$ .venv/bin/python bench/bench_prepare.py\n")
-    bench_sizes()
-    bench_slices()
-    bench_labelled()
+    only = sys.argv[1:]
+    if not only or "sizes" in only:
+        bench_sizes()
+    if not only or "slices" in only:
+        bench_slices()
+    if not only or "labelled" in only:
+        bench_labelled()
+    if not only or "growing" in only:
+        bench_growing()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The $0 gate: decide before anything is paid whether a transcript is worth a model call.
 
-Policy (SPEC-drain §1.4): skip our own writer's sessions (reflect-on-reflect, §10 B4) and
-sessions without a single signal; reflect on everything else. The child check comes first:
+Policy (SPEC-drain §1.4): skip our own writer's sessions (reflect-on-reflect, §10 B4),
+sessions without a single signal, and sessions whose every signal lies before the session's
+watermark (already reflected on and committed); reflect on everything else. The child check comes first:
 a writer session's user turn is a signal-rich slice and would otherwise always pass.
 """
 
@@ -12,22 +13,28 @@ from reflect_jobs.transcripts.model import Transcript
 
 REFLECT_ON_REFLECT = GateVerdict("skip", "reflect_on_reflect")
 NO_SIGNAL = GateVerdict("skip", "no_signal")
+NO_NEW_SIGNAL = GateVerdict("skip", "no_new_signal")
 HAS_SIGNAL = GateVerdict("reflect", "has_signal")
 
 
-def gate(transcript: Transcript, signals: list[Signal]) -> GateVerdict:
+def gate(transcript: Transcript, signals: list[Signal], first_new: int = 0) -> GateVerdict:
     """The $0 verdict for one transcript, before anything is paid.
 
     Args:
         transcript: The transcript as read; only ``child_session`` is consulted.
         signals: The signals detected in its (privacy-filtered) turns.
+        first_new: 0-based index of the first dialogue line after the session's
+            watermark (0: the whole transcript is new).
 
     Returns:
         ``REFLECT_ON_REFLECT`` for one of our own writer's sessions (checked first), else
-        ``NO_SIGNAL`` when ``signals`` is empty, else ``HAS_SIGNAL``.
+        ``NO_SIGNAL`` when ``signals`` is empty, else ``NO_NEW_SIGNAL`` when every signal
+        lies before ``first_new``, else ``HAS_SIGNAL``.
     """
     if transcript.child_session:
         return REFLECT_ON_REFLECT
     if not signals:
         return NO_SIGNAL
+    if all(s.line_number - 1 < first_new for s in signals):
+        return NO_NEW_SIGNAL
     return HAS_SIGNAL

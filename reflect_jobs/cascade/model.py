@@ -124,7 +124,7 @@ class Prepared:
     """The outcome of the $0 front end for one transcript."""
 
     action: str  # "reflect" | "skip"
-    reason: str  # has_signal | reflect_on_reflect | no_signal | dup_signal_hash | dup_chunk_hash | bounded
+    reason: str  # has_signal | reflect_on_reflect | no_signal | no_new_signal | dup_signal_hash | dup_chunk_hash | bounded
     signal_count: int = 0
     signal_hash: str = ""
     orig_chars: int = 0
@@ -135,3 +135,5 @@ class Prepared:
     related_ids: list[str] = field(default_factory=list)
     dup_learning_ids: list[str] = field(default_factory=list)
     redactions: int = 0
+    lines_before_watermark: int = 0  # dialogue lines already reflected on (not sent as new)
+    context_lines: int = 0  # lines of the slice sent marked as context

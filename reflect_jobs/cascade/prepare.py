@@ -5,7 +5,10 @@ Order, and why:
 1. Privacy filter and secret redaction on WHOLE turns, first — so no later step (signals,
    hashes, slice, revision recall) ever sees a private span or a credential (§10 B17).
 2. Signals on the filtered turns (line numbers then index the very lines we slice).
-3. Gate: reflect-on-reflect, no-signal → skip, costing nothing.
+3. Gate: reflect-on-reflect, no-signal, no signal after the session's watermark → skip,
+   costing nothing. The watermark (``since_offset``, a byte offset the caller has checked
+   against the file) splits the dialogue: only what came after it opens windows, and the
+   ±context lines before it are sent marked as context.
 4. Signal-set hash dedup: the same findings already produced a learning → skip; the caller
    bumps proof on ``dup_learning_ids``.
 5. Slice (strongest + latest windows under the cap), or the bounded head/tail view.
@@ -33,7 +36,7 @@ from reflect_jobs.cascade.revision import (
 )
 from reflect_jobs.cascade.secrets import redact_secrets
 from reflect_jobs.cascade.signals import detect_signals, signal_set_hash
-from reflect_jobs.cascade.slicing import GAP, bounded_view, build_slice
+from reflect_jobs.cascade.slicing import CONTEXT_MARK, GAP, bounded_view, build_slice
 from reflect_jobs.lifecycle import is_retired
 from reflect_jobs.transcripts.model import Transcript, Turn
 
@@ -63,17 +66,52 @@ def filter_turns(turns: list[Turn]) -> tuple[list[Turn], int]:
         # A transcript quoting our revision marker must not be able to fake a revision block.
         if _MARKER_TITLE in text:
             text = text.replace(_MARKER_TITLE, _MARKER_DEFUSED)
-        out.append(Turn(turn.index, turn.role, text, turn.timestamp))
+        out.append(Turn(turn.index, turn.role, text, turn.timestamp, turn.end_offset))
     return out, redactions
 
 
-def _header(source_name: str, signal_count: int, orig_chars: int, body: str, dropped: int) -> str:
+def first_new_line(turns: list[Turn], since_offset: int) -> int:
+    """The 0-based index of the first dialogue line after the watermark ``since_offset``.
+
+    A turn is old when it came from a record that ends at or before the watermark; the
+    first turn that does not (or carries no offset) and everything after it is new.
+
+    Args:
+        turns: The transcript's turns, in order.
+        since_offset: The session's checked watermark in bytes (0: nothing was reflected).
+
+    Returns:
+        The number of lines of the old turns at the front (0 when ``since_offset`` <= 0).
+    """
+    if since_offset <= 0:
+        return 0
+    count = 0
+    for turn in turns:
+        if turn.end_offset is None or turn.end_offset > since_offset:
+            break
+        count += turn.text.count("\n") + 1
+    return count
+
+
+def _header(
+    source_name: str,
+    signal_count: int,
+    orig_chars: int,
+    body: str,
+    dropped: int,
+    has_context: bool = False,
+) -> str:
     lines = [
         f"# Reflect slice of {os.path.basename(source_name) or source_name}",
         f"# {signal_count} signal-bearing windows extracted from a {orig_chars // 4}-token "
         f"transcript ({len(body) // 4} tokens).",
         "# Only correction/approval/knowledge exchanges are kept.",
     ]
+    if has_context:
+        lines.append(
+            f"# Lines starting with {CONTEXT_MARK.strip()} were already reflected on: "
+            "context only, learn from the other lines."
+        )
     if dropped:
         lines.append(f"# {dropped} chars were dropped from the middle of a very long session.")
     return "\n".join(lines) + "\n\n"
@@ -87,6 +125,7 @@ def prepare(
     max_chars: int = 60_000,
     context: int = 3,
     semantic: Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]] | None = None,
+    since_offset: int = 0,
 ) -> Prepared:
     """Decide skip/reflect for ``transcript`` and build the prompt-ready slice.
 
@@ -105,12 +144,15 @@ def prepare(
         context: Dialogue lines kept on each side of a signal line.
         semantic: Maps the signals to ``(candidate, score)`` pairs from the vector index, on
             the lexical scores' 0..1 scale; ``None`` when there is no index.
+        since_offset: The session's watermark in bytes, already checked against the file
+            by the caller (the prefix up to it is unchanged); 0 for a new transcript. Turns
+            from records ending at or before it were reflected on and committed.
 
     Returns:
         A :class:`Prepared`. ``action`` is ``"reflect"`` (reason ``has_signal``, or
         ``bounded`` for a head/tail view without revision block) with ``slice_text``,
         ``new_chunk_hashes`` and ``related_ids`` filled; or ``"skip"`` with reason
-        ``reflect_on_reflect``, ``no_signal``, ``dup_signal_hash`` (and
+        ``reflect_on_reflect``, ``no_signal``, ``no_new_signal``, ``dup_signal_hash`` (and
         ``dup_learning_ids``) or ``dup_chunk_hash``. The signal count and hash, the original
         size and the redaction count are always set.
 
@@ -129,7 +171,9 @@ def prepare(
         orig_chars=orig_chars,
         redactions=redactions,
     )
-    verdict = gate(transcript, signals)
+    first_new = first_new_line(turns, since_offset)
+    result.lines_before_watermark = first_new
+    verdict = gate(transcript, signals, first_new)
     if verdict.action == "skip":
         result.reason = verdict.reason
         return result
@@ -146,10 +190,13 @@ def prepare(
     block = revision_block(related)
     budget = max(max_chars - HEADER_RESERVE - len(block), max_chars // 2, 1)
     lines = [line for turn in turns for line in turn.text.split("\n")]
-    piece: Slice = build_slice(lines, signals, context=context, max_chars=budget)
+    piece: Slice = build_slice(
+        lines, signals, context=context, max_chars=budget, first_new=first_new
+    )
     reason = verdict.reason
     if not piece.text.strip():
-        piece = bounded_view(lines, max_chars=max(max_chars - HEADER_RESERVE, 1))
+        new_lines = lines[first_new:] or lines
+        piece = bounded_view(new_lines, max_chars=max(max_chars - HEADER_RESERVE, 1))
         reason, block, related = "bounded", "", []  # a bounded view carries no revision block
 
     hashes = [c.hash for c in piece.chunks]
@@ -162,7 +209,17 @@ def prepare(
         return result
 
     body = f"\n{GAP}\n".join(c.text for c in fresh)
-    header = _header(source_name, len(signals), orig_chars, body, transcript.dropped_chars)
+    result.context_lines = sum(
+        line.startswith(CONTEXT_MARK) for c in fresh for line in c.text.split("\n")
+    )
+    header = _header(
+        source_name,
+        sum(1 for sig in signals if sig.line_number > first_new),  # the ones sent as new
+        orig_chars,
+        body,
+        transcript.dropped_chars,
+        has_context=first_new > 0 and result.context_lines > 0,
+    )
     result.action = "reflect"
     result.reason = reason
     result.slice_text = header + body + block

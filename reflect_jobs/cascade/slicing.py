@@ -10,6 +10,11 @@ What changed from the original ``slice_dialogue`` (SPEC-drain §3.2, §10 B9):
   truncated to a per-line cap, so ``len(slice.text) <= max_chars`` always.
 * Each merged window is one ``Chunk`` whose hash is the delta-retain key (§3.3); windows
   are separated by a line holding only ``…``.
+* A window identical to one already chosen is not chosen again, and identical merged
+  windows are emitted once: a session that repeats itself costs one window, not the cap.
+* With a session watermark (``first_new``), only signals after it open windows; lines of
+  a window that lie before it are prefixed ``CONTEXT_MARK`` so the writer knows they were
+  already reflected on (ARCHITECTURE §3.1).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ GAP = "…"
 LINE_TRUNCATED = " [… line truncated]"
 SIGNAL_LINE_CAP = 8_000  # a correction is short; a longer "signal line" is a paste
 CONTEXT_LINE_CAP = 2_000  # context only frames the signal
+CONTEXT_MARK = "[context] "  # a line before the session's watermark: already reflected on
 
 
 def chunk_hash(text: str) -> str:
@@ -67,25 +73,34 @@ def _runs(indexes: list[int]) -> list[list[int]]:
 
 
 def _assemble(pieces: list[str], truncated: bool, bounded: bool) -> Slice:
-    chunks = [make_chunk(p) for p in pieces if p.strip()]
+    chunks = list({c.hash: c for c in (make_chunk(p) for p in pieces if p.strip())}.values())
     text = f"\n{GAP}\n".join(c.text for c in chunks)
     return Slice(text=text, chunks=chunks, truncated=truncated, bounded=bounded)
 
 
 def build_slice(
-    lines: list[str], signals: list[Signal], *, context: int = 3, max_chars: int = 60_000
+    lines: list[str],
+    signals: list[Signal],
+    *,
+    context: int = 3,
+    max_chars: int = 60_000,
+    first_new: int = 0,
 ) -> Slice:
     """Windows of ±``context`` lines around each signal, merged, at most ``max_chars`` chars.
 
     Windows are chosen by strength, then recency, and emitted in dialogue order (see the
     module docstring); a window that does not fit shrinks to its signal line, or is left
-    out when even that does not fit.
+    out when even that does not fit. A window whose lines read exactly like a window
+    already chosen is skipped (it would tell the writer nothing new), and identical merged
+    windows come out once.
 
     Args:
         lines: The dialogue's lines, the ones the signals' ``line_number`` index.
         signals: The signals to frame; line numbers outside ``lines`` are ignored.
         context: Lines kept on each side of a signal line.
         max_chars: Hard cap on ``len(result.text)``, in characters.
+        first_new: 0-based index of the first line after the session's watermark: signals
+            before it are ignored and lines before it are shown with ``CONTEXT_MARK``.
 
     Returns:
         A :class:`Slice` with one chunk per run of adjacent kept lines; ``truncated`` when a
@@ -93,7 +108,8 @@ def build_slice(
         is in range.
     """
     n = len(lines)
-    valid = [s for s in signals if 1 <= s.line_number <= n]
+    first_new = max(first_new, 0)
+    valid = [s for s in signals if first_new < s.line_number <= n]
     signal_lines = {s.line_number - 1 for s in valid}
     signal_cap = min(SIGNAL_LINE_CAP, max(max_chars - 3, 1))  # a lone signal line always fits
     context_cap = min(CONTEXT_LINE_CAP, max_chars)
@@ -101,16 +117,22 @@ def build_slice(
 
     def display(i: int) -> str:
         if i not in shown:
-            shown[i] = _cut(lines[i], signal_cap if i in signal_lines else context_cap)
+            text = _cut(lines[i], signal_cap if i in signal_lines else context_cap)
+            shown[i] = CONTEXT_MARK + text if i < first_new else text
         return shown[i]
 
     order = sorted(valid, key=lambda s: (LEVEL_RANK.get(s.level, 9), -s.line_number))
     selected: set[int] = set()
+    chosen: set[tuple[str, ...]] = set()  # the text of every window taken, line by line
     used = 0
     truncated = False
     for sig in order:
         idx = sig.line_number - 1
         window = range(max(0, idx - context), min(n, idx + context + 1))
+        key = tuple(display(i) for i in window)
+        if key in chosen:
+            continue  # the same exchange again: sent once
+        chosen.add(key)
         new = [i for i in window if i not in selected]
         if not new:
             continue
@@ -126,7 +148,8 @@ def build_slice(
             if used + cost <= max_chars:
                 selected.add(idx)
                 used += cost
-    if any(len(display(i)) < len(lines[i]) for i in selected):
+    mark = len(CONTEXT_MARK)
+    if any(len(display(i)) - (mark if i < first_new else 0) < len(lines[i]) for i in selected):
         truncated = True
     pieces = ["\n".join(display(i) for i in run) for run in _runs(sorted(selected))]
     return _assemble(pieces, truncated, bounded=False)

@@ -295,6 +295,28 @@ class Transcript(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class SessionWatermark(Base):
+    """How far into each session's transcript a committed add has reflected (ARCHITECTURE §3.1).
+
+    Keyed by harness and session id (the transcript path when the id is unknown).
+    ``byte_offset`` is the offset just past the last dialogue record the add's slice was cut from and
+    ``digest`` the sha256 of the file's bytes up to it: a later prepare sends only what came
+    after it, and treats the file as a new transcript when its prefix no longer hashes to
+    ``digest`` (truncated or rewritten). Written only in the add's commit, with the chunk
+    hashes, so a failed write never moves it.
+    """
+
+    __tablename__ = "session_watermarks"
+
+    harness: Mapped[str] = mapped_column(String(16), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    transcript_path: Mapped[str] = mapped_column(Text, default="")
+    byte_offset: Mapped[int] = mapped_column(BigInteger, default=0)
+    digest: Mapped[str] = mapped_column(String(64), default="")
+    job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class QuotaSnapshot(Base):
     """Last rate-limit telemetry per window bucket (SPEC-drain §5.5), last write wins."""
 

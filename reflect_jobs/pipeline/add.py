@@ -4,7 +4,8 @@
    verified on disk first, outside any transaction; a failure there retries the add with
    backoff and never commits half a plan.
 2. One transaction (under our lease) upserts their learnings, adds proof (UPDATEs and
-   twins), retires (DELETEs), records the chunk hashes and finishes the job — together with
+   twins), retires (DELETEs), records the chunk hashes, advances the session's watermark
+   (``ledger/watermarks.py``) and finishes the job — together with
    the note edits this makes owed (``note_edits``).
 3. After the commit the edited notes are rewritten (:mod:`.note_edits`); a crash before
    that is healed by the periodic recovery. Then one coalesced reindex is requested.
@@ -17,7 +18,7 @@ from typing import Any
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import control, learnings
+from reflect_jobs.ledger import control, learnings, watermarks
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
@@ -43,6 +44,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
         plan = dict(job.actions or {})
         source, session_id, signal_hash = job.transcript_path, job.session_id, job.signal_hash
         chunk_hashes = list(job.chunk_hashes or [])
+        harness, planned = job.harness, (job.prepare_stats or {}).get("watermark")
 
     failpoint("after_claim:add")
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -123,6 +125,15 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 deleted += 1
                 edits.append(note_edits.retire(lid, reason, now_iso))
         learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
+        # The session's watermark moves in this commit only: a failed write never moves it.
+        watermarks.advance(
+            session,
+            harness=harness,
+            session_id=session_id,
+            transcript_path=source,
+            planned=planned,
+            job_id=job_id,
+        )
         failpoint("before_commit:add")
         notes_touched = created + updated + deleted
         summary = f"created={created} updated={updated} deleted={deleted}"

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from reflect_jobs import kb
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import costs, learnings
+from reflect_jobs.ledger import costs, learnings, watermarks
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, Transcript
@@ -62,16 +63,27 @@ def semantic_related(rt: Runtime, view: LedgerView) -> SemanticLookup | None:
     return lookup
 
 
-def _cascade(rt: Runtime, path: str, harness: str) -> Prepared:
-    """Read the transcript and run the pure cascade over read-only ledger views."""
+def _cascade(
+    rt: Runtime, path: str, harness: str, base: watermarks.Mark | None = None
+) -> tuple[Prepared, dict[str, Any]]:
+    """Read the transcript (checking the session's watermark ``base`` in the same pass) and
+    run the pure cascade over read-only ledger views; returns it with the watermark plan."""
     view = LedgerView(rt.db)
-    return cascade_prepare(
-        read_transcript(path, harness=harness),
+    transcript = read_transcript(path, harness=harness, prefix_at=base.offset if base else None)
+    planned = watermarks.plan(
+        base,
+        transcript.prefix_digest,
+        watermarks.Mark(transcript.end_offset, transcript.end_digest),
+    )
+    prepared = cascade_prepare(
+        transcript,
         view,
         source_name=os.path.basename(path),
         max_chars=rt.settings.max_input_chars,
         semantic=semantic_related(rt, view),
+        since_offset=planned["since"],
     )
+    return prepared, planned
 
 
 def run_prepare(rt: Runtime, job_id: str) -> None:
@@ -98,6 +110,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         job = session.get(Job, job_id)
         assert job is not None
         path, harness = job.transcript_path, job.harness
+        base = watermarks.current(session, harness, job.session_id, path)
         prev = session.get(Transcript, path)
         unchanged = (
             prev is not None
@@ -110,13 +123,14 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     outcome: str | None = None
     detail = ""
     prepared = None
+    planned: dict[str, Any] = {}
     if not os.path.exists(path):
         outcome, detail = "stale", f"transcript no longer exists: {path}"
     elif unchanged:
         outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
     else:
         try:
-            prepared = _cascade(rt, path, harness)
+            prepared, planned = _cascade(rt, path, harness, base)
         except UnreadableTranscript as exc:
             outcome, detail = "skip_unreadable", str(exc)
         except OSError as exc:
@@ -145,6 +159,10 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 "related": len(prepared.related_ids),
                 "redactions": prepared.redactions,
                 "reason": prepared.reason,
+                "lines_before_watermark": prepared.lines_before_watermark,
+                "context_lines": prepared.context_lines,
+                # read back by the add stage, which advances the session's watermark
+                "watermark": planned,
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:
@@ -181,8 +199,9 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
         if job is None or job.stage != "prepare":
             return
         path, harness = job.transcript_path, job.harness
+        base = watermarks.current(session, harness, job.session_id, path)
     try:
-        prepared = _cascade(rt, path, harness)
+        prepared, _ = _cascade(rt, path, harness, base)
         log.info(
             "dry run: prepare",
             job_id=job_id,

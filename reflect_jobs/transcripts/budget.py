@@ -33,7 +33,9 @@ class HeadTailBuffer:
         self.tail_chars = 0
         self.dropped_chars = 0
 
-    def add(self, role: str, text: str, timestamp: str | None) -> None:
+    def add(
+        self, role: str, text: str, timestamp: str | None, end_offset: int | None = None
+    ) -> None:
         """Append one turn, splitting or trimming turns so the buffer stays in budget.
 
         Until the head quarter is full, turns go to the head; the turn that crosses it is
@@ -45,27 +47,29 @@ class HeadTailBuffer:
             role: ``"user"`` or ``"assistant"``.
             text: The turn's cleaned text.
             timestamp: The record's timestamp string, or ``None``.
+            end_offset: Byte offset just past the record in its file, or ``None``; both
+                halves of a split turn keep it.
         """
         if not self.head_full:
             room = self.head_budget - self.head_chars
             if len(text) <= room:
-                self.head.append(Turn(0, role, text, timestamp))
+                self.head.append(Turn(0, role, text, timestamp, end_offset))
                 self.head_chars += len(text)
                 return
             # The turn that crosses the head budget is split: its start closes the head,
             # its remainder competes for the tail like any later turn.
             self.head_full = True
             if room > 0:
-                self.head.append(Turn(0, role, text[:room], timestamp))
+                self.head.append(Turn(0, role, text[:room], timestamp, end_offset))
                 self.head_chars += room
                 text = text[room:]
-        self._add_tail(Turn(0, role, text, timestamp))
+        self._add_tail(Turn(0, role, text, timestamp, end_offset))
 
     def _add_tail(self, turn: Turn) -> None:
         if len(turn.text) > self.tail_budget:
             cut = len(turn.text) - self.tail_budget
             self.dropped_chars += cut
-            turn = Turn(0, turn.role, turn.text[cut:], turn.timestamp)
+            turn = Turn(0, turn.role, turn.text[cut:], turn.timestamp, turn.end_offset)
         self.tail.append(turn)
         self.tail_chars += len(turn.text)
         while self.tail_chars > self.tail_budget and len(self.tail) > 1:
@@ -81,4 +85,4 @@ class HeadTailBuffer:
             turn counts twice).
         """
         kept = [*self.head, *self.tail]
-        return [Turn(i, t.role, t.text, t.timestamp) for i, t in enumerate(kept)]
+        return [Turn(i, t.role, t.text, t.timestamp, t.end_offset) for i, t in enumerate(kept)]

@@ -17,6 +17,9 @@ class Turn:
     role: str  # "user" | "assistant"
     text: str
     timestamp: str | None = None
+    # Byte offset in the file just past the record this turn came from (None when the turn
+    # was not read from a file): what the per-session watermark is measured in.
+    end_offset: int | None = None
 
 
 @dataclass
@@ -29,6 +32,13 @@ class Transcript:
     total_lines: int = 0
     dropped_chars: int = 0  # dialogue chars dropped from the middle by the memory cap
     child_session: bool = False  # a session started by our own writer (or the legacy drain)
+    # The watermark a committed add would record: the byte offset just past the last record
+    # that gave a turn, and the sha256 of the file's bytes up to it (0 and "" without turns).
+    end_offset: int = 0
+    end_digest: str = ""
+    # sha256 of the bytes up to the ``prefix_at`` offset asked of ``read_transcript``, or None
+    # when the file holds no record boundary there (it was truncated or rewritten).
+    prefix_digest: str | None = None
 
     def lines(self) -> list[str]:
         """The dialogue as lines: turns joined by newline, i.e. each turn's text split on it.

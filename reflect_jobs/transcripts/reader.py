@@ -8,6 +8,7 @@ line. Only a file with no usable record at all raises ``UnreadableTranscript``.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -57,6 +58,19 @@ class _Stats:
         self.json_records = 0
         self.usable = 0
         self.binary = False
+        self.offset = 0  # bytes read so far: the end of the line last yielded
+        self.digest = hashlib.sha256()  # of those bytes
+        self.prefix_at: int | None = None
+        self.prefix_digest: str | None = None
+        self.line_complete = True
+
+    def consumed(self, raw: bytes) -> None:
+        """Count and hash ``raw``; note the digest when ``prefix_at`` is reached exactly."""
+        self.offset += len(raw)
+        self.digest.update(raw)
+        self.line_complete = raw.endswith(b"\n")
+        if self.offset == self.prefix_at:
+            self.prefix_digest = self.digest.hexdigest()
 
 
 def _lines(fh, stats: _Stats):
@@ -65,10 +79,12 @@ def _lines(fh, stats: _Stats):
         raw = fh.readline(MAX_LINE_BYTES)
         if not raw:
             return
+        stats.consumed(raw)
         stats.total += 1
         if not raw.endswith(b"\n") and len(raw) >= MAX_LINE_BYTES:
             while raw and not raw.endswith(b"\n"):  # discard the rest of a giant line
                 raw = fh.readline(MAX_LINE_BYTES)
+                stats.consumed(raw)
             stats.content_lines += 1
             stats.malformed += 1
             continue
@@ -121,6 +137,7 @@ def read_transcript(
     *,
     harness: str | None = None,
     max_chars: int = 2_000_000,
+    prefix_at: int | None = None,
 ) -> Transcript:
     """Read a Claude Code, Codex or Copilot transcript into dialogue turns.
 
@@ -134,11 +151,15 @@ def read_transcript(
             ``None`` or ``""``: the first record that proves a format decides, among the
             first ``SNIFF_RECORDS`` JSON records; Claude Code when none does.
         max_chars: Bound on the kept dialogue text, in characters.
+        prefix_at: A byte offset (a session's watermark) whose prefix digest is wanted in
+            ``Transcript.prefix_digest``, computed in the same pass; it is None when no line
+            of the file ends exactly there.
 
     Returns:
         The :class:`Transcript`: kept turns, the format used, the counts of lines and
-        malformed lines, the characters dropped from the middle, and whether it is one of
-        our own writer's sessions (``child_session``).
+        malformed lines, the characters dropped from the middle, whether it is one of
+        our own writer's sessions (``child_session``), each turn's ``end_offset`` and the
+        watermark fields ``end_offset``/``end_digest``/``prefix_digest``.
 
     Raises:
         UnreadableTranscript: The file is missing, not a regular file or empty, or holds no
@@ -149,11 +170,15 @@ def read_transcript(
     if fmt is not None and fmt not in harnesses.NAMES:
         raise ValueError(f"unknown harness {harness!r}; expected one of {harnesses.NAMES}")
     stats = _Stats()
+    stats.prefix_at = prefix_at
+    if prefix_at == 0:
+        stats.prefix_digest = stats.digest.hexdigest()
     buffer = HeadTailBuffer(max_chars)
     scanner = ChildScanner()
-    pending: list[object] = []
+    pending: list[tuple[object, int, str, bool]] = []
+    end: dict[str, int | str] = {"offset": 0, "digest": ""}
 
-    def consume(record: object) -> None:
+    def consume(record: object, offset: int, digest: str | None, complete: bool) -> None:
         assert fmt is not None
         parsed = parser_for(fmt)(record)
         if parsed is None:
@@ -165,7 +190,12 @@ def read_transcript(
         elif not scanner.done:
             scanner.feed([])
         for role, text, timestamp in parsed.turns:
-            buffer.add(role, text, timestamp)
+            buffer.add(role, text, timestamp, offset)
+        # A last line still being written (no newline yet) is read, but the watermark
+        # stays before it: its bytes will differ once the newline lands.
+        if parsed.turns and complete:
+            end["offset"] = offset
+            end["digest"] = digest if digest is not None else stats.digest.hexdigest()
 
     with _open(Path(path)) as fh:
         try:
@@ -177,22 +207,23 @@ def read_transcript(
                     continue
                 stats.json_records += 1
                 if fmt is None:
-                    pending.append(record)
+                    held = (record, stats.offset, stats.digest.hexdigest(), stats.line_complete)
+                    pending.append(held)
                     fmt = record_format(record)
                     if fmt is None and len(pending) < SNIFF_RECORDS:
                         continue
                     fmt = fmt or "claude"
                     for held in pending:
-                        consume(held)
+                        consume(*held)
                     pending.clear()
                     continue
-                consume(record)
+                consume(record, stats.offset, None, stats.line_complete)
         except OSError:
             pass  # the file changed under us (e.g. truncated on a network FS): keep what we read
     if fmt is None:
         fmt = "claude"
         for held in pending:
-            consume(held)
+            consume(*held)
     if stats.usable == 0:
         raise UnreadableTranscript(_unreadable_reason(stats))
     return Transcript(
@@ -202,4 +233,7 @@ def read_transcript(
         total_lines=stats.total,
         dropped_chars=buffer.dropped_chars,
         child_session=scanner.found,
+        end_offset=int(end["offset"]),
+        end_digest=str(end["digest"]),
+        prefix_digest=stats.prefix_digest,
     )

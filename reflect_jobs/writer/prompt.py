@@ -56,6 +56,8 @@ Rules:
 - Keep only what a developer six months from now would act on: corrections, confirmed root
   causes, explicit rules and decisions. Skip chit-chat, one-off facts and speculation.
 - At most 12 CREATE actions.
+- Lines of the slice that start with "[context] " were already reflected on in an earlier
+  call: read them only to understand the lines around them; do not extract them again.
 - Every learning field must be present; use "" or [] when unknown.
 - If nothing is durable, answer {"actions": []}.
 """
