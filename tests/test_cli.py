@@ -99,8 +99,17 @@ def test_drain_log_is_json_lines_with_transitions_and_rotates(env, tmp_path):
 
 
 def test_db_upgrade_reports_head(env):
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from reflect_jobs.ledger.db import migrations_dir
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
     out = env.cli("db", "upgrade").stdout
-    assert "at revision 0001 (head 0001)" in out
+    assert f"at revision {head} (head {head})" in out
 
 
 @pytest.mark.chaos
