@@ -29,6 +29,10 @@ class Transcript:
     total_lines: int = 0
     dropped_chars: int = 0  # dialogue chars dropped from the middle by the memory cap
     child_session: bool = False  # a session started by our own writer (or the legacy drain)
+    # Why no person took part (headless ``claude -p``/``codex exec``, a subagent's or a
+    # compaction agent's transcript); "" for a session a person was in.
+    not_interactive: str = ""
+    records: int = 0  # JSON records of the harness's shape read
 
     def lines(self) -> list[str]:
         """The dialogue as lines: turns joined by newline, i.e. each turn's text split on it.

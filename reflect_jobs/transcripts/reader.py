@@ -47,6 +47,7 @@ def parser_for(fmt: str) -> Parser:
 # turns are far smaller; lines this big are tool output, which is dropped anyway.
 MAX_LINE_BYTES = 8 * 1024 * 1024
 SNIFF_RECORDS = 50  # undecided after this many records → Claude Code
+_BOM = b"\xef\xbb\xbf"
 
 
 class _Stats:
@@ -57,6 +58,43 @@ class _Stats:
         self.json_records = 0
         self.usable = 0
         self.binary = False
+        self.main = 0  # dialogue records of the session itself
+        self.sidechain = 0  # dialogue records of a subagent
+        self.not_interactive = ""
+
+
+class _Dialogue:
+    """The kept turns, with a second buffer for files whose user speech is a fallback.
+
+    Codex records a typed message twice (``ParsedRecord.fallback``): the primary buffer gets
+    the ``user_message`` events, the fallback buffer the ``response_item`` copies. The
+    fallback buffer exists only once a record offers a fallback, and is used only when the
+    file produced no primary user turn at all, so a turn is never kept twice.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.primary = HeadTailBuffer(max_chars)
+        self.fallback: HeadTailBuffer | None = None
+        self.primary_user = False
+
+    def add(self, parsed: ParsedRecord) -> None:
+        for role, text, timestamp in parsed.turns:
+            self.primary.add(role, text, timestamp)
+            self.primary_user = self.primary_user or role == "user"
+        if parsed.fallback is not None and self.fallback is None:
+            self.fallback = HeadTailBuffer(self.max_chars)
+            for turn in self.primary.turns():  # replay what came before (bounded)
+                self.fallback.add(turn.role, turn.text, turn.timestamp)
+        if self.fallback is not None:
+            source = parsed.turns if parsed.fallback is None else parsed.fallback
+            for role, text, timestamp in source:
+                self.fallback.add(role, text, timestamp)
+
+    def chosen(self) -> HeadTailBuffer:
+        if self.fallback is not None and not self.primary_user:
+            return self.fallback
+        return self.primary
 
 
 def _lines(fh, stats: _Stats):
@@ -79,6 +117,8 @@ def _lines(fh, stats: _Stats):
             stats.binary = True
             stats.malformed += 1
             continue
+        if stats.content_lines == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]  # an editor's UTF-8 BOM must not cost the first record
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -136,9 +176,10 @@ def read_transcript(
         max_chars: Bound on the kept dialogue text, in characters.
 
     Returns:
-        The :class:`Transcript`: kept turns, the format used, the counts of lines and
-        malformed lines, the characters dropped from the middle, and whether it is one of
-        our own writer's sessions (``child_session``).
+        The :class:`Transcript`: kept turns, the format used, the counts of lines, records
+        and malformed lines, the characters dropped from the middle, whether it is one of
+        our own writer's sessions (``child_session``) and why no person took part in it
+        (``not_interactive``: headless, subagent or compaction runs; ``""`` otherwise).
 
     Raises:
         UnreadableTranscript: The file is missing, not a regular file or empty, or holds no
@@ -149,7 +190,7 @@ def read_transcript(
     if fmt is not None and fmt not in harnesses.NAMES:
         raise ValueError(f"unknown harness {harness!r}; expected one of {harnesses.NAMES}")
     stats = _Stats()
-    buffer = HeadTailBuffer(max_chars)
+    dialogue = _Dialogue(max_chars)
     scanner = ChildScanner()
     pending: list[object] = []
 
@@ -164,8 +205,13 @@ def read_transcript(
             scanner.feed(parsed.scan)
         elif not scanner.done:
             scanner.feed([])
-        for role, text, timestamp in parsed.turns:
-            buffer.add(role, text, timestamp)
+        # Who started the session shows before its first words (Codex ``session_meta``,
+        # Claude Code's first user record); a later record cannot change that.
+        if parsed.not_interactive and not (stats.main or stats.sidechain or stats.not_interactive):
+            stats.not_interactive = parsed.not_interactive
+        stats.main += parsed.main
+        stats.sidechain += parsed.sidechain
+        dialogue.add(parsed)
 
     with _open(Path(path)) as fh:
         try:
@@ -195,6 +241,10 @@ def read_transcript(
             consume(held)
     if stats.usable == 0:
         raise UnreadableTranscript(_unreadable_reason(stats))
+    not_interactive = stats.not_interactive
+    if not not_interactive and stats.sidechain and not stats.main:
+        not_interactive = "subagent transcript (every message is a sidechain's)"
+    buffer = dialogue.chosen()
     return Transcript(
         format=fmt,
         turns=buffer.turns(),
@@ -202,4 +252,6 @@ def read_transcript(
         total_lines=stats.total,
         dropped_chars=buffer.dropped_chars,
         child_session=scanner.found,
+        not_interactive=not_interactive,
+        records=stats.usable,
     )
