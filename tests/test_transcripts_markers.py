@@ -46,6 +46,13 @@ def test_bom_on_first_line_keeps_the_first_record(
         assert t.turns[0].text == first
 
 
+def test_bom_alone_on_the_first_line_is_not_a_malformed_record(tmp_path: Path) -> None:
+    path = tmp_path / "bom-line.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf\n" + (json.dumps(cc_user("Never use var.")) + "\n").encode())
+    t = read_transcript(path)
+    assert (t.malformed_lines, t.records, t.turns[0].text) == (0, 1, "Never use var.")
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -117,8 +117,11 @@ def _lines(fh, stats: _Stats):
             stats.binary = True
             stats.malformed += 1
             continue
-        if stats.content_lines == 1 and raw.startswith(_BOM):
+        if stats.total == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM) :]  # an editor's UTF-8 BOM must not cost the first record
+            if not raw.strip():
+                stats.content_lines -= 1  # the BOM was all the line held
+                continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
