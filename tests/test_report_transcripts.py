@@ -34,10 +34,19 @@ def test_every_labelled_file_is_read_and_every_label_matches_a_kept_turn() -> No
 def test_non_interactive_fixtures_skip_for_free() -> None:
     labels = json.loads(report.LABELS.read_text())["files"]
     skipped = [n for n, e in labels.items() if e["outcome"] == "skip_not_interactive"]
-    assert len(skipped) == 4
+    assert len(skipped) == 6
     for name in skipped:
         row, _ = report.file_row(report.DATA / name)
         assert row.outcome == "skip_not_interactive", name
+
+
+def test_real_headless_runs_are_recognised_by_their_records() -> None:
+    for name, why in [
+        ("claude-code/agent-history-cc2.1.152-headless-sdk-cli.jsonl", "entrypoint sdk-cli"),
+        ("codex/agent-history-codex0.135-exec.jsonl", "originator codex_exec"),
+    ]:
+        _, t = report.file_row(report.DATA / name)
+        assert t is not None and why in t.not_interactive, name
 
 
 def test_real_codex_prefix_reads_the_event_copy_and_the_interruption() -> None:
