@@ -9,7 +9,7 @@ Then it scores the detector on ``tests/data/transcripts/labels-heldout.json``: u
 labelled correction / not correction by reading them, before the detector was run on them
 (the labels' ``note`` says how). A turn is *predicted* a correction when a signal other than
 an interruption/rejection falls on one of its lines. Precision/recall are printed for the
-real files, the constructed files and both, next to the same figures on the line labels the
+real files, third-party constructed ones, our constructed ones and all, next to the same figures on the line labels the
 rules were written against (``tests/data/signals_labelled.jsonl``), so the two are read
 together. Run: ``.venv/bin/python bench/report_transcripts.py``.
 """
@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "transcripts"
 LABELS = DATA / "labels-heldout.json"
 TUNED = ROOT / "tests" / "data" / "signals_labelled.jsonl"
+#: Where a labelled file came from (``origin`` in the labels), and all of them together.
+ORIGINS = ("real", "third-party", "constructed", "all")
 
 
 @dataclass
@@ -160,11 +162,11 @@ def score_heldout(transcripts: dict[str, Transcript]) -> tuple[dict[str, Score],
         transcripts: Read transcripts by their path relative to the data directory.
 
     Returns:
-        Scores for ``real``, ``constructed`` and ``all``, and one line per disagreement
+        Scores per ``ORIGINS`` entry, and one line per disagreement
         (turn or outcome) for the reader to check.
     """
     labels = json.loads(LABELS.read_text(encoding="utf-8"))["files"]
-    scores = {k: Score() for k in ("real", "constructed", "all")}
+    scores = {k: Score() for k in ORIGINS}
     notes = []
     for name, entry in labels.items():
         t = transcripts.get(name)
@@ -219,7 +221,7 @@ def main() -> int:
         )
     scores, notes = score_heldout(transcripts)
     print("\nHeld-out split (tests/data/transcripts/labels-heldout.json, per user turn):")
-    for key in ("real", "constructed", "all"):
+    for key in ORIGINS:
         print("  " + scores[key].line(f"held-out {key}"))
     print("  " + score_tuned().line("tuned-on (signals_labelled, per line)"))
     print("\nDisagreements:" if notes else "\nDisagreements: none")
