@@ -54,7 +54,7 @@ def test_marker_in_ninth_user_record(tmp_path: Path) -> None:  # 43
     recs = []
     for i in range(8):
         recs += [msg("user", f"warm-up {i}"), msg("assistant", "ok")]
-    recs.append(msg("user", "Process the transcript at: /tmp/t.jsonl"))
+    recs.append(msg("user", "/reflect\nProcess the transcript at: /tmp/t.jsonl"))
     assert verdict(write(tmp_path / "w.jsonl", recs)).reason == "reflect_on_reflect"
 
 

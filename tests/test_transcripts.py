@@ -134,7 +134,13 @@ def test_machine_blocks_dropped_but_command_args_kept(tmp_path: Path) -> None:
         assistant("Ok."),
     ]
     t = read_transcript(write_jsonl(tmp_path / "n.jsonl", recs))
-    assert [x.text for x in t.turns] == ["never use var in this file", "Please continue.", "Ok."]
+    # The interruption is feedback (issue item 8): kept, normalised, weighed by the detector.
+    assert [x.text for x in t.turns] == [
+        "never use var in this file",
+        "Please continue.",
+        "[Request interrupted by user]",
+        "Ok.",
+    ]
 
 
 def test_tool_blocks_never_become_dialogue(tmp_path: Path) -> None:
@@ -170,7 +176,7 @@ def test_child_marker_detected(tmp_path: Path) -> None:
     [
         "<command-name>reflect</command-name>\nProcess the transcript at: /x.jsonl",
         "<command-message>reflect</command-message>\n<command-name>/reflect</command-name>",
-        "PROCESS THE TRANSCRIPT AT: /tmp/a.jsonl",
+        "/REFLECT\nPROCESS THE TRANSCRIPT AT: /tmp/a.jsonl",
     ],
 )
 def test_legacy_markers_detected(tmp_path: Path, content: str) -> None:

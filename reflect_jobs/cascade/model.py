@@ -26,7 +26,7 @@ class GateVerdict:
     """The gate's decision for one transcript and the reason logged with it."""
 
     action: str  # "reflect" | "skip"
-    reason: str  # "reflect_on_reflect" | "no_signal" | "has_signal"
+    reason: str  # "reflect_on_reflect" | "not_interactive" | "no_signal" | "has_signal"
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,9 @@ class Prepared:
     """The outcome of the $0 front end for one transcript."""
 
     action: str  # "reflect" | "skip"
-    reason: str  # has_signal | reflect_on_reflect | no_signal | no_new_signal | dup_signal_hash | dup_chunk_hash | bounded
+    # has_signal | reflect_on_reflect | not_interactive | no_signal | no_new_signal |
+    # dup_signal_hash | dup_chunk_hash | bounded
+    reason: str
     signal_count: int = 0
     signal_hash: str = ""
     orig_chars: int = 0
@@ -137,3 +139,4 @@ class Prepared:
     redactions: int = 0
     lines_before_watermark: int = 0  # dialogue lines already reflected on (not sent as new)
     context_lines: int = 0  # lines of the slice sent marked as context
+    detail: str = ""  # why a skip happened, in words (e.g. which headless run it was)

@@ -5,10 +5,11 @@ Order, and why:
 1. Privacy filter and secret redaction on WHOLE turns, first — so no later step (signals,
    hashes, slice, revision recall) ever sees a private span or a credential (§10 B17).
 2. Signals on the filtered turns (line numbers then index the very lines we slice).
-3. Gate: reflect-on-reflect, no-signal, no signal after the session's watermark → skip,
-   costing nothing. The watermark (``since_offset``, a byte offset the caller has checked
-   against the file) splits the dialogue: only what came after it opens windows, and the
-   ±context lines before it are sent marked as context.
+3. Gate: reflect-on-reflect, not interactive (headless, subagent, compaction), no signal,
+   no signal after the session's watermark → skip, costing nothing. The watermark
+   (``since_offset``, a byte offset the caller has checked against the file) splits the
+   dialogue: only what came after it opens windows, and the ±context lines before it are
+   sent marked as context.
 4. Signal-set hash dedup: the same findings already produced a learning → skip; the caller
    bumps proof on ``dup_learning_ids``.
 5. Slice (strongest + latest windows under the cap), or the bounded head/tail view.
@@ -152,7 +153,8 @@ def prepare(
         A :class:`Prepared`. ``action`` is ``"reflect"`` (reason ``has_signal``, or
         ``bounded`` for a head/tail view without revision block) with ``slice_text``,
         ``new_chunk_hashes`` and ``related_ids`` filled; or ``"skip"`` with reason
-        ``reflect_on_reflect``, ``no_signal``, ``no_new_signal``, ``dup_signal_hash`` (and
+        ``reflect_on_reflect``, ``not_interactive``, ``no_signal``, ``no_new_signal``,
+        ``dup_signal_hash`` (and
         ``dup_learning_ids``) or ``dup_chunk_hash``. The signal count and hash, the original
         size and the redaction count are always set.
 
@@ -176,6 +178,8 @@ def prepare(
     verdict = gate(transcript, signals, first_new)
     if verdict.action == "skip":
         result.reason = verdict.reason
+        if verdict.reason == "not_interactive":
+            result.detail = transcript.not_interactive
         return result
 
     dup_ids = ledger.learnings_with_signal_hash(result.signal_hash)

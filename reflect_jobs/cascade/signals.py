@@ -15,6 +15,10 @@ technical lines ("let me check" is Code Style because of ``let``):
   original's noise and never carry a correction by themselves.
 * Approval (MEDIUM) must *open* a user line ("Perfect, that's it"); "the perfect hash"
   is not approval.
+* A person interrupting the agent or rejecting a tool call (the readers' fixed
+  ``INTERRUPTED``/``REJECTED`` lines) is feedback on the turn it cut short: a MEDIUM signal
+  of kind ``interruption``/``tool_rejection`` placed on that turn's last line, so its slice
+  window shows what was interrupted. The gate never reflects on these alone.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Iterable
 from reflect_jobs.cascade.categories import categorize
 from reflect_jobs.cascade.model import Signal
 from reflect_jobs.transcripts.model import Turn
+from reflect_jobs.transcripts.noise import INTERRUPTED, REJECTED
 
 MAX_SIGNAL_TEXT = 500  # a signal's text is for hashing/recall, not the slice; cap it
 
@@ -43,6 +48,10 @@ _NOT_DIRECTIVE_VERB = (
 )
 
 STRONG_KINDS = frozenset({"root_cause", "fix_confirmed", "breakthrough", "docs_vs_reality"})
+#: A person's interruption / tool rejection: real feedback, never enough on its own.
+FEEDBACK_KINDS = frozenset({"interruption", "tool_rejection"})
+_FEEDBACK_LINES = {INTERRUPTED: "interruption", REJECTED: "tool_rejection"}
+FEEDBACK_LEVEL = "MEDIUM"
 
 # (level, kind, pattern), first match wins; order = the original's precedence.
 RULES: list[tuple[str, str, re.Pattern[str]]] = [
@@ -196,23 +205,43 @@ def detect_signals(turns: list[Turn]) -> list[Signal]:
         ``turns`` (each turn's text split on newlines; the lines ``prepare`` slices), so it
         indexes ``Transcript.lines()`` of a transcript with these turns. ``text`` is the
         stripped line cut to ``MAX_SIGNAL_TEXT``; lines shorter than 2 characters are
-        never signals.
+        never signals. An interruption/rejection line is a signal on the agent's last line
+        before it (its text names both), so the list is sorted by line number.
     """
     signals: list[Signal] = []
     number = 0
+    last_agent: tuple[int, str] | None = None  # (line number, text) of the agent's last line
     for turn in turns:
         for line in turn.text.split("\n"):
             number += 1
             stripped = line.strip()
             if len(stripped) < 2:
                 continue
+            feedback = _FEEDBACK_LINES.get(stripped) if turn.role == "user" else None
+            if feedback is not None:
+                signals.append(_feedback_signal(feedback, stripped, number, last_agent))
+                continue
+            if turn.role != "user":
+                last_agent = (number, stripped)
             hit = classify_line(stripped, turn.role)
             if hit is None:
                 continue
             level, kind = hit
             text = stripped[:MAX_SIGNAL_TEXT]
             signals.append(Signal(number, level, kind, categorize(text), text, turn.role))
+    signals.sort(key=lambda sig: sig.line_number)
     return signals
+
+
+def _feedback_signal(
+    kind: str, line: str, number: int, last_agent: tuple[int, str] | None
+) -> Signal:
+    """The signal of an interruption/rejection, placed on the agent line it cut short."""
+    if last_agent is None:
+        return Signal(number, FEEDBACK_LEVEL, kind, "Process", line, "user")
+    at, said = last_agent
+    text = f"{line} after: {said}"[:MAX_SIGNAL_TEXT]
+    return Signal(at, FEEDBACK_LEVEL, kind, categorize(said), text, "user")
 
 
 def signal_set_hash(signals: Iterable[Signal]) -> str:

@@ -371,21 +371,38 @@ def _update_graph(
         changed = [(n, d) for n, d in _all_active(kb_path)]
     if removed:
         index.remove([r for r in removed if r in known])
-    docs = []
-    for note, _digest in changed:
-        sidecar_path = note.path.with_name(note.path.stem + ".entities.yaml")
-        try:
-            sidecar = (
-                kb.load_sidecar(sidecar_path)
-                if sidecar_path.exists()
-                else kb.heuristic_sidecar(note)
-            )
-        except kb.NoteError:
-            sidecar = kb.heuristic_sidecar(note)
-        docs.append(IndexDoc(id=note.id, text=doc_text(note), sidecar=sidecar))
+    docs = [
+        IndexDoc(id=note.id, text=doc_text(note), sidecar=graph_sidecar(note))
+        for note, _digest in changed
+    ]
     if docs:
         with contextlib.redirect_stdout(sys.stderr):
             index.upsert(docs)
+
+
+def graph_sidecar(note: kb.Note) -> dict:
+    """The entities and relationships a note enters the graph with.
+
+    Its ``<id>.entities.yaml`` when that holds entities; otherwise — no sidecar, a broken
+    one, or one with ``entities: []`` (a note written before the add stage filled them in,
+    or edited by hand) — the heuristic extractor's, so no note is an island in the graph.
+
+    Args:
+        note: A parsed note with its ``path``.
+
+    Returns:
+        A sidecar mapping (``document_id``, ``entities``, ``relationships``).
+    """
+    sidecar = None
+    if note.path is not None:
+        sidecar_path = note.path.with_name(note.path.stem + ".entities.yaml")
+        try:
+            sidecar = kb.load_sidecar(sidecar_path) if sidecar_path.exists() else None
+        except kb.NoteError:
+            sidecar = None
+    if sidecar is None or not sidecar.get("entities"):
+        sidecar = kb.heuristic_sidecar(note)
+    return sidecar
 
 
 def doc_text(note: kb.Note) -> str:

@@ -16,12 +16,14 @@ from pathlib import Path
 
 from ..fsio import atomic_write
 from ..lifecycle import RETIRED_STATUSES
+from .heuristic import heuristic_sidecar, needs_heuristic_entities
 from .ids import learning_id
 from .parse import Note, NoteError, load_sidecar, parse_note
 from .render import (
     render_frontmatter_note,
     render_note,
-    render_sidecar,
+    render_sidecar_data,
+    sidecar_data,
 )
 
 SIDECAR_SUFFIX = ".entities.yaml"
@@ -168,7 +170,6 @@ def write_learning(
                 merged_extra[key] = old[key]
     sidecar = sidecar_path_for(path)
     sidecar_existed = sidecar.exists()
-    atomic_write(sidecar, render_sidecar(note_id, learning, extracted_at=updated))
     text = render_note(
         learning,
         note_id=note_id,
@@ -179,6 +180,7 @@ def write_learning(
         status=status,
         extra=merged_extra,
     )
+    atomic_write(sidecar, render_sidecar_data(_sidecar_for(note_id, learning, text, updated)))
     try:
         atomic_write(path, text)
     except OSError:
@@ -192,6 +194,22 @@ def write_learning(
     if note.id != note_id or side["document_id"] != note_id:
         raise NoteError(f"{path}: id mismatch after write ({note.id!r}, {side['document_id']!r})")
     return _note_file(note_id, path, text)
+
+
+def _sidecar_for(
+    note_id: str, learning: Mapping[str, object], text: str, updated: str
+) -> dict[str, object]:
+    """The sidecar of a note: the model's entities, else the heuristic extractor's.
+
+    A learning without entities (the heuristic writer's always, a model's sometimes) would
+    otherwise get ``entities: []`` and leave the graph arm empty.
+    """
+    data = sidecar_data(note_id, learning, extracted_at=updated)
+    if needs_heuristic_entities(data):
+        guessed = heuristic_sidecar(parse_note(text))
+        data["entities"] = guessed["entities"]
+        data["relationships"] = guessed["relationships"]
+    return data
 
 
 def _rewrite(note: Note, updates: Mapping[str, object]) -> NoteFile:

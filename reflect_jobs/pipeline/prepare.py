@@ -137,6 +137,8 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
             outcome, detail = "skip_unreadable", f"{type(exc).__name__}: {exc}"
         if prepared is not None and prepared.action == "skip":
             outcome, detail = "skip_" + prepared.reason, f"signals={prepared.signal_count}"
+            if prepared.detail:
+                detail += f"; {prepared.detail}"
 
     slice_path: Path | None = None
     if outcome is None and prepared is not None:

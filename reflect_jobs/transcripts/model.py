@@ -39,6 +39,10 @@ class Transcript:
     # sha256 of the bytes up to the ``prefix_at`` offset asked of ``read_transcript``, or None
     # when the file holds no record boundary there (it was truncated or rewritten).
     prefix_digest: str | None = None
+    # Why no person took part (headless ``claude -p``/``codex exec``, a subagent's or a
+    # compaction agent's transcript); "" for a session a person was in.
+    not_interactive: str = ""
+    records: int = 0  # JSON records of the harness's shape read
 
     def lines(self) -> list[str]:
         """The dialogue as lines: turns joined by newline, i.e. each turn's text split on it.

@@ -48,6 +48,7 @@ def parser_for(fmt: str) -> Parser:
 # turns are far smaller; lines this big are tool output, which is dropped anyway.
 MAX_LINE_BYTES = 8 * 1024 * 1024
 SNIFF_RECORDS = 50  # undecided after this many records → Claude Code
+_BOM = b"\xef\xbb\xbf"
 
 
 class _Stats:
@@ -58,6 +59,9 @@ class _Stats:
         self.json_records = 0
         self.usable = 0
         self.binary = False
+        self.main = 0  # dialogue records of the session itself
+        self.sidechain = 0  # dialogue records of a subagent
+        self.not_interactive = ""
         self.offset = 0  # bytes read so far: the end of the line last yielded
         self.digest = hashlib.sha256()  # of those bytes
         self.prefix_at: int | None = None
@@ -71,6 +75,40 @@ class _Stats:
         self.line_complete = raw.endswith(b"\n")
         if self.offset == self.prefix_at:
             self.prefix_digest = self.digest.hexdigest()
+
+
+class _Dialogue:
+    """The kept turns, with a second buffer for files whose user speech is a fallback.
+
+    Codex records a typed message twice (``ParsedRecord.fallback``): the primary buffer gets
+    the ``user_message`` events, the fallback buffer the ``response_item`` copies. The
+    fallback buffer exists only once a record offers a fallback, and is used only when the
+    file produced no primary user turn at all, so a turn is never kept twice.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.primary = HeadTailBuffer(max_chars)
+        self.fallback: HeadTailBuffer | None = None
+        self.primary_user = False
+
+    def add(self, parsed: ParsedRecord, offset: int | None = None) -> None:
+        for role, text, timestamp in parsed.turns:
+            self.primary.add(role, text, timestamp, offset)
+            self.primary_user = self.primary_user or role == "user"
+        if parsed.fallback is not None and self.fallback is None:
+            self.fallback = HeadTailBuffer(self.max_chars)
+            for turn in self.primary.turns():  # replay what came before (bounded)
+                self.fallback.add(turn.role, turn.text, turn.timestamp, turn.end_offset)
+        if self.fallback is not None:
+            source = parsed.turns if parsed.fallback is None else parsed.fallback
+            for role, text, timestamp in source:
+                self.fallback.add(role, text, timestamp, offset)
+
+    def chosen(self) -> HeadTailBuffer:
+        if self.fallback is not None and not self.primary_user:
+            return self.fallback
+        return self.primary
 
 
 def _lines(fh, stats: _Stats):
@@ -95,6 +133,11 @@ def _lines(fh, stats: _Stats):
             stats.binary = True
             stats.malformed += 1
             continue
+        if stats.total == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]  # an editor's UTF-8 BOM must not cost the first record
+            if not raw.strip():
+                stats.content_lines -= 1  # the BOM was all the line held
+                continue
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -156,10 +199,12 @@ def read_transcript(
             of the file ends exactly there.
 
     Returns:
-        The :class:`Transcript`: kept turns, the format used, the counts of lines and
-        malformed lines, the characters dropped from the middle, whether it is one of
-        our own writer's sessions (``child_session``), each turn's ``end_offset`` and the
-        watermark fields ``end_offset``/``end_digest``/``prefix_digest``.
+        The :class:`Transcript`: kept turns, the format used, the counts of lines, records
+        and malformed lines, the characters dropped from the middle, whether it is one of
+        our own writer's sessions (``child_session``), why no person took part in it
+        (``not_interactive``: headless, subagent or compaction runs; ``""`` otherwise), each
+        turn's ``end_offset`` and the watermark fields ``end_offset``/``end_digest``/
+        ``prefix_digest``.
 
     Raises:
         UnreadableTranscript: The file is missing, not a regular file or empty, or holds no
@@ -173,7 +218,7 @@ def read_transcript(
     stats.prefix_at = prefix_at
     if prefix_at == 0:
         stats.prefix_digest = stats.digest.hexdigest()
-    buffer = HeadTailBuffer(max_chars)
+    dialogue = _Dialogue(max_chars)
     scanner = ChildScanner()
     pending: list[tuple[object, int, str, bool]] = []
     end: dict[str, int | str] = {"offset": 0, "digest": ""}
@@ -189,11 +234,16 @@ def read_transcript(
             scanner.feed(parsed.scan)
         elif not scanner.done:
             scanner.feed([])
-        for role, text, timestamp in parsed.turns:
-            buffer.add(role, text, timestamp, offset)
+        # Who started the session shows before its first words (Codex ``session_meta``,
+        # Claude Code's first user record); a later record cannot change that.
+        if parsed.not_interactive and not (stats.main or stats.sidechain or stats.not_interactive):
+            stats.not_interactive = parsed.not_interactive
+        stats.main += parsed.main
+        stats.sidechain += parsed.sidechain
+        dialogue.add(parsed, offset)
         # A last line still being written (no newline yet) is read, but the watermark
         # stays before it: its bytes will differ once the newline lands.
-        if parsed.turns and complete:
+        if (parsed.turns or parsed.fallback) and complete:
             end["offset"] = offset
             end["digest"] = digest if digest is not None else stats.digest.hexdigest()
 
@@ -226,6 +276,10 @@ def read_transcript(
             consume(*held)
     if stats.usable == 0:
         raise UnreadableTranscript(_unreadable_reason(stats))
+    not_interactive = stats.not_interactive
+    if not not_interactive and stats.sidechain and not stats.main:
+        not_interactive = "subagent transcript (every message is a sidechain's)"
+    buffer = dialogue.chosen()
     return Transcript(
         format=fmt,
         turns=buffer.turns(),
@@ -236,4 +290,6 @@ def read_transcript(
         end_offset=int(end["offset"]),
         end_digest=str(end["digest"]),
         prefix_digest=stats.prefix_digest,
+        not_interactive=not_interactive,
+        records=stats.usable,
     )

@@ -4,17 +4,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+TurnTuple = tuple[str, str, str | None]  # role, text, timestamp
+
 
 @dataclass
 class ParsedRecord:
-    """Dialogue found in one record, plus raw text the child-session scan must see.
+    """Dialogue found in one record, plus what the reader needs to judge the whole session.
 
-    ``scan`` holds the record's user/queue content *before* noise removal: the markers that
-    identify our own runs live precisely in the machine blocks that noise removal drops.
+    Attributes:
+        turns: The ``(role, text, timestamp)`` turns this record adds (at most one today).
+        scan: Raw user/queue texts *before* noise removal, each as the harness wrote it, for
+            the child-session scan: our own runs' markers live precisely in the machine blocks
+            that noise removal drops, and they count only at the start of such a text.
+        fallback: ``None`` when the record's turns are the same whichever source of user
+            speech the file turns out to use. Codex records every typed message twice
+            (``response_item`` and ``event_msg`` ``user_message``); the event is the primary
+            copy and the ``response_item`` goes here, used only when the file has no
+            ``user_message`` event at all (``[]`` for a record whose turns are primary only).
+        not_interactive: Why the record shows the session was not one a person took part in
+            (headless ``claude -p``/SDK, ``codex exec``, a compaction agent), or ``""``.
+        sidechain: The record is dialogue of a subagent (``isSidechain``/``agentId``); its
+            turns are dropped, and a file with only such records is a subagent transcript.
+        main: The record is dialogue of the session itself (not a sidechain).
     """
 
-    turns: list[tuple[str, str, str | None]] = field(default_factory=list)  # role, text, ts
+    turns: list[TurnTuple] = field(default_factory=list)
     scan: list[str] = field(default_factory=list)
+    fallback: list[TurnTuple] | None = None
+    not_interactive: str = ""
+    sidechain: bool = False
+    main: bool = False
 
 
 def str_or_none(value: object) -> str | None:
