@@ -170,8 +170,12 @@ def _open(path: Path):
 def _unreadable_reason(stats: _Stats) -> str:
     if stats.content_lines == 0:
         return "empty file"
+    # A stray line of random bytes can parse as JSON (a lone digit): binary wins unless the
+    # JSON lines outnumber the malformed ones.
+    if stats.binary and stats.json_records <= stats.malformed:
+        return "binary data"
     if stats.json_records == 0:
-        return "binary data" if stats.binary else "no JSON records"
+        return "no JSON records"
     return "no transcript records (JSON of an unrecognised shape)"
 
 
