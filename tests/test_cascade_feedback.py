@@ -70,7 +70,8 @@ def test_bare_rejection_is_feedback_but_not_enough_alone(tmp_path: Path) -> None
             cc_tool_result(REJECT),
         ],
     )
-    assert t.turns[-1] == t.turns[-1].__class__(2, "user", REJECTED, None)
+    last = t.turns[-1]
+    assert (last.index, last.role, last.text, last.timestamp) == (2, "user", REJECTED, None)
     assert [s.kind for s in signals] == ["tool_rejection"]
     assert gate(t, signals).reason == "no_signal"
 
