@@ -46,6 +46,7 @@ chaos: install
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
+	$(BIN)/python bench/bench_redact.py --mb 1
 	$(BIN)/python bench/bench_queue.py --jobs 200
 	$(BIN)/python bench/bench_queue.py --jobs 200 --redis-pg
 	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000
