@@ -41,7 +41,7 @@ test-fast: install
 chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
-# Every script in bench/ (bench/corpus.py and bench/original_signals.py are their helpers),
+# Every script in bench/ (bench/corpus.py, original_signals.py and baseline_redact.py are helpers),
 # with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60

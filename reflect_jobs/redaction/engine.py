@@ -19,7 +19,9 @@ per character.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import NamedTuple
 
 from reflect_jobs.redaction.checks import (
     CHECKS,
@@ -35,6 +37,7 @@ from reflect_jobs.redaction.rules import (
     TELEGRAM_BOT_TOKEN,
     TOKEN_RULES,
     VENDOR_WORDS,
+    TokenRule,
 )
 
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -67,28 +70,48 @@ def _casings(words: tuple[str, ...]) -> list[str]:
     return sorted(forms, key=len, reverse=True)
 
 
-# Pass 1: all token rules as one alternation (each begins with a literal character).
-_TOKENS = [(rule, re.compile(rule.pattern)) for rule in TOKEN_RULES]
-_TOKEN_SCAN = re.compile("|".join(rule.pattern for rule in TOKEN_RULES))
-# Pass 2: the two shapes that begin with a character class.
-_CLASS_SCAN = re.compile(f"(?P<azure>{AZURE_CLIENT_SECRET})|(?P<telegram>{TELEGRAM_BOT_TOKEN})")
-
 _NAME_FORMS = sorted({f for words in SECRET_NAMES for f in _casings(words)}, key=len, reverse=True)
 _NAME_ALT = "|".join(_NAME_FORMS)
 _VALUE_CHARS = r"[^\s\"'`,;}{)(\]\[<>\\]"
-# Pass 3: NAME … value. The alternation of names comes first: a literal-led branch.
-_NAME_SCAN = re.compile(
-    rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)(?:"
-    rf"(?P<asep>\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*)"
-    rf"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\\\n]{{4,}}?)(?P=q)|(?P<bv>{_VALUE_CHARS}{{4,}}))"
-    rf"|(?P<psep>[ \t]+(?:is|was|=)[ \t]+)(?P<pq>[\"'`]?)(?P<pv>{_VALUE_CHARS}{{6,}})"
-    rf"|(?P<ssep>[ \t]+)(?P<sv>{_VALUE_CHARS}{{4,}})"
-    r")"
-)
-_NAME_ONLY = re.compile(rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)")
-# Pass 4: a vendor's name; its key is looked for in the window after it.
 _VENDOR_FORMS = {f: check for word, check in VENDOR_WORDS.items() for f in _casings((word,))}
-_VENDOR_SCAN = re.compile("|".join(sorted(_VENDOR_FORMS, key=len, reverse=True)))
+
+
+class _Scans(NamedTuple):
+    tokens: list[tuple[TokenRule, re.Pattern[str]]]
+    token_scan: re.Pattern[str]
+    class_scan: re.Pattern[str]
+    name_scan: re.Pattern[str]
+    name_only: re.Pattern[str]
+    vendor_scan: re.Pattern[str]
+
+
+@functools.cache
+def _scans() -> _Scans:
+    """The compiled scans, built on first use: compiling them takes tens of milliseconds,
+    which a CLI command or a hook that never redacts should not pay at import."""
+    return _Scans(
+        tokens=[(rule, re.compile(rule.pattern)) for rule in TOKEN_RULES],
+        # Pass 1: all token rules as one alternation (each begins with a literal character).
+        token_scan=re.compile("|".join(rule.pattern for rule in TOKEN_RULES)),
+        # Pass 2: the two shapes that begin with a character class.
+        class_scan=re.compile(
+            f"(?P<azure>{AZURE_CLIENT_SECRET})|(?P<telegram>{TELEGRAM_BOT_TOKEN})"
+        ),
+        # Pass 3: NAME … value. The alternation of names comes first: a literal-led branch.
+        name_scan=re.compile(
+            rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)(?:"
+            rf"(?P<asep>\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*)"
+            rf"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\\\n]{{4,}}?)(?P=q)|(?P<bv>{_VALUE_CHARS}{{4,}}))"
+            rf"|(?P<psep>[ \t]+(?:is|was|=)[ \t]+)(?P<pq>[\"'`]?)(?P<pv>{_VALUE_CHARS}{{6,}})"
+            rf"|(?P<ssep>[ \t]+)(?P<sv>{_VALUE_CHARS}{{4,}})"
+            r")"
+        ),
+        name_only=re.compile(rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)"),
+        # Pass 4: a vendor's name; its key is looked for in the window after it.
+        vendor_scan=re.compile("|".join(sorted(_VENDOR_FORMS, key=len, reverse=True))),
+    )
+
+
 _WINDOW = 80
 _CANDIDATE = re.compile(r"(?<![A-Za-z0-9/+_.~-])[A-Za-z0-9/+=_.~-]{20,64}(?![A-Za-z0-9/+=_.~-])")
 
@@ -174,7 +197,7 @@ class _Counter:
 
 def _token_sub(m: re.Match[str], counter: _Counter) -> str:
     text, start, end = m.string, m.start(), m.end()
-    for rule, rx in _TOKENS:
+    for rule, rx in _scans().tokens:
         rm = rx.match(text, start)
         if rm is None or rm.end() != end:
             continue
@@ -204,7 +227,7 @@ def _name_sub(m: re.Match[str], counter: _Counter) -> str:
 def _vendor_spans(text: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     last_end = 0
-    for m in _VENDOR_SCAN.finditer(text):
+    for m in _scans().vendor_scan.finditer(text):
         if m.start() < last_end:
             continue
         check = CHECKS[_VENDOR_FORMS[m.group(0)]]
@@ -234,10 +257,11 @@ def redact_secrets(text: str) -> tuple[str, int]:
     if not text:
         return text, 0
     counter = _Counter()
-    text = _TOKEN_SCAN.sub(lambda m: _token_sub(m, counter), text)
+    scans = _scans()
+    text = scans.token_scan.sub(lambda m: _token_sub(m, counter), text)
     if "Q~" in text or ":AA" in text:
-        text = _CLASS_SCAN.sub(lambda m: _class_sub(m, counter), text)
-    text = _NAME_SCAN.sub(lambda m: _name_sub(m, counter), text)
+        text = scans.class_scan.sub(lambda m: _class_sub(m, counter), text)
+    text = scans.name_scan.sub(lambda m: _name_sub(m, counter), text)
     spans = _vendor_spans(text)
     if spans:
         parts, pos = [], 0
@@ -272,7 +296,7 @@ def secret_key(key: str) -> str | None:
         ``"password"`` or ``"secret"``, or ``None`` when no secret name is in ``key`` (or
         only one that names something else, like ``input_tokens``).
     """
-    for m in _NAME_ONLY.finditer(key):
+    for m in _scans().name_only.finditer(key):
         before = key[m.start() - 1] if m.start() else ""
         kind = name_kind(key[m.start() : m.start("rest")], m.group("rest"), before)
         if kind:
