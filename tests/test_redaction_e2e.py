@@ -127,3 +127,69 @@ def test_a_redacted_answer_stays_parseable_and_round_trips() -> None:
     actions = json.loads(again.text)["actions"]
     assert len(actions) == CREATES and json.loads(again.raw_stdout)["result"] == again.text
     assert redact_structured(again.text) == (again.text, 0), "idempotent"
+
+
+def test_an_answer_recorded_before_redaction_is_redacted_when_reused(env, tmp_path):
+    """A ledger from before this fix may hold an unredacted pending answer (a worker died
+    after recording it): the write stage reuses it, and no secret reaches a note."""
+    from datetime import timedelta
+
+    from reflect_jobs.ledger import control
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.ledger.models import CostRow, Job, utcnow
+
+    t = write_claude_transcript(
+        tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]
+    )
+    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    settings = env.settings()
+    with session_scope(settings.db_url) as s:
+        control.set_flag(s, control.HALT_KEY, "test: hold writes")
+    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    stdout = json.dumps(
+        {"type": "result", "subtype": "success", "num_turns": 1, "result": _answer()}
+    )
+    legacy = result_from_cli(stdout, "", backend="claude", model="sonnet", exit_code=0)
+    with session_scope(settings.db_url) as s:
+        control.clear_flag(s, control.HALT_KEY)
+        job = s.get(Job, job_id)
+        job.state, job.stage = "running", "write"
+        job.lease_owner, job.lease_expires_at = "dead-worker", utcnow() - timedelta(seconds=5)
+        s.add(  # written as the old code did: the raw, unredacted answer
+            CostRow(
+                job_id=job_id,
+                at=utcnow(),
+                day="2026-12-01",
+                transcript=str(t),
+                outcome="pending",
+                entries=1,
+                backend="claude",
+                model="sonnet",
+                raw_answer=legacy.to_json(),
+                consumed=False,
+            )
+        )
+        job.attempts += 1
+    env["STUB_CLAUDE_MODE"] = "prose"  # a second, forbidden call would not write notes
+    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    notes = list((env.kb / "documents").glob("*"))
+    assert len([n for n in notes if n.suffix == ".md"]) == CREATES
+    text = "\n".join(n.read_text() for n in notes) + " ".join(n.name for n in notes)
+    leaked = [name for name, secret, _, _ in SECRETS if secret in text or slugify(secret) in text]
+    assert leaked == []
+
+
+def test_the_revision_block_redacts_titles_from_the_ledger() -> None:
+    from reflect_jobs.cascade import RelatedCandidate, revision_block
+
+    name, secret, template, _ = SECRETS[0]
+    cand = RelatedCandidate(
+        id="lrn-x-abcdef",
+        title=f"Rotate {template.format(secret)}",
+        category="Security",
+        status="active",
+        proof_count=1,
+        created_at="2026-11-01T00:00:00Z",
+    )
+    block = revision_block([(cand, 0.9)])
+    assert secret not in block and "[REDACTED:" in block and "lrn-x-abcdef" in block
