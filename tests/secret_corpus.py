@@ -385,6 +385,7 @@ SECRETS: list[tuple[str, str, str, str]] = [
     ("secret_is_phrase", "Zx9!qLm2#Tr", "the secret is {}", "The secret is fixtures."),
     ("password_is_phrase", "hunter2!", "my password is {}", "the password is required"),
     ("token_phrase", "a8F3kZ0qLm7XpR2vT9wY", "token {}", "token count went up"),
+    ("generic_key", "f3a9c2e7b1d84a6f9e0c5b2a7d1e8f40", "WEATHER_KEY={}", '{"key": "session_id"}'),
     (
         "twilio_auth_token",
         "e72f0c3b9d5a41f6a8b2c7d0e93f1a64",
@@ -443,4 +444,6 @@ PLAIN_TEXT: list[str] = [
     "Authorization header missing; oauth_provider: github",
     "mkdir -p build && docker run -p 8080:80 app",
     "laws and draws: 0123456789abcdef0123456789abcdef",
+    "keyboard: qwerty, monkey: banana123, keys = ['a', 'b']",
+    'sort(key=lambda r: r.id); {"key": "name", "value": "x"}',
 ]

@@ -37,6 +37,7 @@ from reflect_jobs.redaction.rules import (
     TELEGRAM_BOT_TOKEN,
     TOKEN_RULES,
     VENDOR_WORDS,
+    WEAK_NAMES,
     TokenRule,
 )
 
@@ -125,9 +126,10 @@ def name_kind(name: str, rest: str, before: str) -> str | None:
         before: The character before the word (``""`` at the start).
 
     Returns:
-        ``"password"`` or ``"secret"``, or ``None`` when the name is not a secret's:
-        an exact name (``auth``, ``sas``, ``pwd``) inside a longer word, or an ending such
-        as ``tokens``/``_count``/``_path`` that names something else.
+        ``"password"`` or ``"secret"``; ``"weak"`` for a bare ``key`` (``WEATHER_KEY``,
+        ``"key"``), whose value must look generated to count; or ``None`` when the name
+        is not a secret's: an exact name (``auth``, ``sas``, ``pwd``) inside a longer word,
+        or an ending such as ``tokens``/``_count``/``_path`` that names something else.
     """
     low = name.lower()
     base = re.sub(r"[_.-]", "", low)
@@ -136,6 +138,8 @@ def name_kind(name: str, rest: str, before: str) -> str | None:
         return None
     if rest and NOT_SECRET_SUFFIX.match(rest):
         return None
+    if base in WEAK_NAMES:
+        return "weak"
     return "password" if ("pass" in low or low == "pwd") else "secret"
 
 
@@ -155,6 +159,12 @@ def _name_value(m: re.Match[str]) -> tuple[str | None, int, int]:
     kind = name_kind(text[m.start() : name_end], m.group("rest"), before)
     if kind is None:
         return None, 0, 0
+    if kind == "weak":  # "key": only a value that looks machine-made
+        group = next(g for g in ("qv", "bv", "pv", "sv") if m.group(g) is not None)
+        value = m.group(group).rstrip(".,;:!?")
+        if not looks_generated(value):
+            return None, 0, 0
+        return "secret", m.start(group), m.start(group) + len(value)
     numeric_ok = kind == "password"
     if m.group("asep") is not None:
         group = "qv" if m.group("qv") is not None else "bv"
@@ -293,8 +303,9 @@ def secret_key(key: str) -> str | None:
         key: A dict key, or the ``name`` of a ``{"name": …, "value": …}`` pair.
 
     Returns:
-        ``"password"`` or ``"secret"``, or ``None`` when no secret name is in ``key`` (or
-        only one that names something else, like ``input_tokens``).
+        ``"password"``, ``"secret"`` or ``"weak"`` (see :func:`name_kind`), or ``None``
+        when no secret name is in ``key`` (or only one that names something else, like
+        ``input_tokens``).
     """
     for m in _scans().name_only.finditer(key):
         before = key[m.start() - 1] if m.start() else ""

@@ -207,10 +207,14 @@ SECRET_NAMES: tuple[tuple[str, ...], ...] = (
     ("_auth",),
     ("auth",),
     ("sas",),
+    ("key",),
 )
 #: Names that only count as the whole name (``"auth": …``, ``_auth=``, ``sas=``), not as a
 #: part of a longer one (``auth_method``, ``oauth``, ``sasl``).
 EXACT_NAMES = frozenset({"auth", "_auth", "sas", "pwd"})
+#: Names too common to trust alone (``key: name``): their value counts only when it looks
+#: machine-made (long, mixed, high entropy), as in ``WEATHER_KEY=f3a9c2e7…``.
+WEAK_NAMES = frozenset({"key"})
 
 #: Vendor names whose keys have no prefix, and the shape of their key (a validator name).
 VENDOR_WORDS: dict[str, str] = {

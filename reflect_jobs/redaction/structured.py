@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reflect_jobs.redaction.checks import is_placeholder
+from reflect_jobs.redaction.checks import is_placeholder, looks_generated
 from reflect_jobs.redaction.engine import redact_secrets, secret_key, tag
 
 _MAX_DEPTH = 3
@@ -30,14 +30,14 @@ def _walk(value: Any, depth: int) -> tuple[Any, int]:
         if isinstance(label, str) and isinstance(value.get("value"), str):
             kind = secret_key(label)
             if kind and _secret_value(value["value"], kind):
-                value = {**value, "value": tag(kind)}
+                value = {**value, "value": tag("secret" if kind == "weak" else kind)}
                 total += 1
         for key, item in value.items():
             new_key, n = redact_secrets(key) if isinstance(key, str) else (key, 0)
             total += n
             kind = secret_key(key) if isinstance(key, str) else None
             if kind and _secret_value(item, kind):
-                result[new_key] = tag(kind)
+                result[new_key] = tag("secret" if kind == "weak" else kind)
                 total += 1
                 continue
             new, n = _walk(item, depth)
@@ -69,6 +69,8 @@ def _secret_value(item: Any, kind: str) -> bool:
         return kind == "password"
     if isinstance(item, str):
         value = item.strip()
+        if kind == "weak":
+            return looks_generated(value)
         return len(value) >= 4 and not is_placeholder(value) and "[REDACTED:" not in value
     return False
 
