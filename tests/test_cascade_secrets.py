@@ -75,3 +75,15 @@ def test_no_secret_survives_prepare() -> None:
 def test_plain_prose_and_code_are_not_redacted(text: str) -> None:
     assert redact_secrets(text) == (text, 0)
     assert redact_structured(text) == (text, 0)
+
+
+def test_a_token_inside_a_command_line_is_redacted_with_its_password() -> None:
+    """The ``curl -u`` rule spans the command up to the password; a token inside that span
+    (a header) must not be shielded by it, nor by a ``-u`` whose password is a placeholder."""
+    gh = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    text, count = redact_secrets(
+        f'curl -H "Authorization: Bearer {gh}" -u admin:Sup3rS3cret https://x'
+    )
+    assert gh not in text and "Sup3rS3cret" not in text and count == 2
+    text, count = redact_secrets(f'curl -u admin:$PASS -H "X-Gh: {gh}" https://x')
+    assert gh not in text and "$PASS" in text and count == 1

@@ -32,6 +32,8 @@ from reflect_jobs.redaction.checks import (
 )
 from reflect_jobs.redaction.rules import (
     AZURE_CLIENT_SECRET,
+    CONTEXT_RULES,
+    CONTEXT_WORDS,
     EXACT_NAMES,
     SECRET_NAMES,
     TELEGRAM_BOT_TOKEN,
@@ -80,6 +82,8 @@ _VENDOR_FORMS = {f: check for word, check in VENDOR_WORDS.items() for f in _casi
 class _Scans(NamedTuple):
     tokens: list[tuple[TokenRule, re.Pattern[str]]]
     token_scan: re.Pattern[str]
+    contexts: list[tuple[TokenRule, re.Pattern[str]]]
+    context_scan: re.Pattern[str]
     class_scan: re.Pattern[str]
     name_scan: re.Pattern[str]
     name_only: re.Pattern[str]
@@ -94,6 +98,8 @@ def _scans() -> _Scans:
         tokens=[(rule, re.compile(rule.pattern)) for rule in TOKEN_RULES],
         # Pass 1: all token rules as one alternation (each begins with a literal character).
         token_scan=re.compile("|".join(rule.pattern for rule in TOKEN_RULES)),
+        contexts=[(rule, re.compile(rule.pattern)) for rule in CONTEXT_RULES],
+        context_scan=re.compile("|".join(rule.pattern for rule in CONTEXT_RULES)),
         # Pass 2: the two shapes that begin with a character class.
         class_scan=re.compile(
             f"(?P<azure>{AZURE_CLIENT_SECRET})|(?P<telegram>{TELEGRAM_BOT_TOKEN})"
@@ -205,20 +211,24 @@ class _Counter:
         return out
 
 
-def _token_sub(m: re.Match[str], counter: _Counter) -> str:
+def _token_sub(
+    m: re.Match[str], rules: list[tuple[TokenRule, re.Pattern[str]]], counter: _Counter
+) -> str:
+    """The replacement of one match of a combined scan: the first rule that matches the same
+    span and passes its boundary and validator checks decides; none: the text stays."""
     text, start, end = m.string, m.start(), m.end()
-    for rule, rx in _scans().tokens:
+    for rule, rx in rules:
         rm = rx.match(text, start)
         if rm is None or rm.end() != end:
             continue
         if rule.lead and start and text[start - 1] in _WORD:
-            return m.group(0)
+            continue
         secret = rm.group(rule.group)
         if rule.check and not CHECKS[rule.check](secret.strip("'\"")):
-            return m.group(0)
+            continue
         gs, ge = rm.span(rule.group)
         return counter.hit(text[start:gs] + tag(rule.kind) + text[ge:end])
-    return counter.hit(tag("secret"))  # unreachable in practice: the scan matched a rule
+    return m.group(0)
 
 
 def _class_sub(m: re.Match[str], counter: _Counter) -> str:
@@ -268,7 +278,9 @@ def redact_secrets(text: str) -> tuple[str, int]:
         return text, 0
     counter = _Counter()
     scans = _scans()
-    text = scans.token_scan.sub(lambda m: _token_sub(m, counter), text)
+    text = scans.token_scan.sub(lambda m: _token_sub(m, scans.tokens, counter), text)
+    if any(word in text for word in CONTEXT_WORDS):
+        text = scans.context_scan.sub(lambda m: _token_sub(m, scans.contexts, counter), text)
     if "Q~" in text or ":AA" in text:
         text = scans.class_scan.sub(lambda m: _class_sub(m, counter), text)
     text = scans.name_scan.sub(lambda m: _name_sub(m, counter), text)

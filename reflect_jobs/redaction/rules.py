@@ -145,6 +145,13 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule(
         "url_password", r"://[^\s:/@'\"]*:([^\s@/'\"]+)@", group=1, lead=False, check="value"
     ),
+)
+
+#: Command lines whose secret follows a flag, possibly far from the command name. A pass of
+#: their own, after :data:`TOKEN_RULES`: a match spans the whole command up to the secret, and
+#: any token in that span (``curl -H "Authorization: Bearer …" -u u:pw``) must already be gone.
+#: Only run when one of :data:`CONTEXT_WORDS` is in the text.
+CONTEXT_RULES: tuple[TokenRule, ...] = (
     # curl -u user:pw / --user user:pw (the user is kept)
     TokenRule(
         "password",
@@ -174,6 +181,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         check="value",
     ),
 )
+CONTEXT_WORDS = ("curl", "mysql", "mariadb", "sshpass", "az ")
 
 #: Azure AD client secrets (``abc8Q~…``) start with a class, so they get a pass of their own.
 AZURE_CLIENT_SECRET = (
