@@ -48,11 +48,12 @@ test-fast: install
 chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
-# Every script in bench/ (bench/corpus.py and bench/original_signals.py are their helpers),
+# Every script in bench/ (bench/corpus.py, original_signals.py and baseline_redact.py are helpers),
 # with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
+	$(BIN)/python bench/bench_redact.py --mb 1
 	$(BIN)/python bench/bench_queue.py --jobs 200
 	$(BIN)/python bench/bench_queue.py --jobs 200 --redis-pg
 	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000

@@ -25,6 +25,8 @@ import pickle
 import sqlite3
 import time
 
+from reflect_jobs.perms import private_file
+
 QUEUE_NAME = "reflect"
 
 # Huey 3.5 SqliteStorage DDL for the task queue (kept identical; see module docstring).
@@ -103,7 +105,7 @@ def push_sqlite(path: str, data: bytes, *, name: str = QUEUE_NAME, timeout: floa
 
     Args:
         path: Filesystem path of the queue database (what follows ``sqlite:///``). The file
-            is created if missing; its directory must exist.
+            is created (0600) if missing; its directory must exist.
         data: The message bytes from :func:`encode_message`.
         name: Huey's queue name (the ``queue`` column); a consumer reads only its own name.
         timeout: Seconds, in total, to wait for locks held by a consumer or another hook.
@@ -112,6 +114,8 @@ def push_sqlite(path: str, data: bytes, *, name: str = QUEUE_NAME, timeout: floa
         sqlite3.Error: The database stayed locked past ``timeout``, cannot be opened, or is
             not a Huey queue file.
     """
+    if not os.path.exists(path):
+        private_file(path)  # 0600 before SQLite creates it (its -wal/-shm copy the mode)
     deadline = time.monotonic() + timeout
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
 

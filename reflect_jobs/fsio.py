@@ -22,9 +22,10 @@ from pathlib import Path
 
 from reflect_jobs.faults import failpoint
 
-#: The mode of a file created without ``mode=``: readable by all, like ``open()`` under the
-#: usual 022 umask. Private files (slices, new hook settings) pass ``mode=0o600``.
-DEFAULT_MODE = 0o644
+#: The mode of a file created without ``mode=``: private (0600), because what we write —
+#: notes with excerpts of private sessions, sidecars, index exports — is (ARCHITECTURE §2.3).
+#: A file meant for others passes its own ``mode=``.
+DEFAULT_MODE = 0o600
 
 
 def atomic_write(path: Path | str, data: str | bytes, *, mode: int | None = None) -> None:

@@ -21,6 +21,7 @@ import time
 
 from reflect_jobs import fastqueue, harnesses, spool
 from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
+from reflect_jobs.perms import DIR_MODE, FILE_MODE, private_umask
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
 MAX_STDIN_BYTES = 1 << 20
@@ -147,13 +148,23 @@ def log_error(message: str) -> None:
     months cannot fill the disk. Never raises: a log that cannot be written (read-only home,
     full disk) is given up on, because the hook must never fail the agent's session.
 
+    The message is secret-redacted first (a transcript path or a payload quoted in an error
+    can hold a token), and the log is created 0600 in a 0700 home.
+
     Args:
         message: What went wrong, usually ``"<ExceptionType>: <message>"``. The written line
             is cut at 4000 characters.
     """
     try:
+        # Imported here, not at the top: compiling the rules is only paid when a hook fails.
+        from reflect_jobs.redaction import redact
+
+        message = redact(message)
+    except Exception:  # noqa: BLE001 - a broken redactor must not let the raw text through
+        message = "hook failed (the message could not be redacted and is not logged)"
+    try:
         home = home_dir_str()
-        os.makedirs(home, exist_ok=True)
+        os.makedirs(home, mode=DIR_MODE, exist_ok=True)
         path = os.path.join(home, "hook-errors.log")
         try:
             if os.stat(path).st_size > ERROR_LOG_MAX_BYTES:
@@ -163,7 +174,8 @@ def log_error(message: str) -> None:
         line = json.dumps(
             {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "error": message}
         )
-        with open(path, "a", encoding="utf-8") as fh:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        with open(fd, "a", encoding="utf-8") as fh:
             fh.write(line[:4000] + "\n")
     except Exception:  # noqa: BLE001 - the hook must never fail the session
         pass
@@ -228,7 +240,9 @@ def run(argv: list[str], stdin_text: str) -> None:
     url = queue_url()
     try:
         if url.startswith("sqlite:///"):
-            os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)
+            os.makedirs(
+                os.path.dirname(url[len("sqlite:///") :]) or ".", mode=DIR_MODE, exist_ok=True
+            )
         fastqueue.enqueue(
             url,
             CAPTURE_TASK,
@@ -270,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Reads at most ``MAX_STDIN_BYTES`` (1 MiB) of stdin, nothing when stdin is a TTY, and
     decodes it as UTF-8 with replacement characters; every exception becomes one line of
-    ``hook-errors.log`` (see :func:`log_error`).
+    ``hook-errors.log`` (see :func:`log_error`). Runs under umask 077 (restored on return),
+    so everything the hook creates is private.
 
     Args:
         argv: The arguments after the program name; ``None`` means ``sys.argv[1:]``.
@@ -279,11 +294,12 @@ def main(argv: list[str] | None = None) -> int:
         0, always: a hook failure must never fail the agent's session.
     """
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        data = sys.stdin.buffer.read(MAX_STDIN_BYTES) if not sys.stdin.isatty() else b""
-        run(argv, data.decode("utf-8", errors="replace"))
-    except Exception as exc:  # noqa: BLE001 - never fail the agent session
-        log_error(f"{type(exc).__name__}: {exc}")
+    with private_umask():  # the queue, its -wal/-shm, the log: 0600 in a 0700 home
+        try:
+            data = sys.stdin.buffer.read(MAX_STDIN_BYTES) if not sys.stdin.isatty() else b""
+            run(argv, data.decode("utf-8", errors="replace"))
+        except Exception as exc:  # noqa: BLE001 - never fail the agent session
+            log_error(f"{type(exc).__name__}: {exc}")
     return 0
 
 

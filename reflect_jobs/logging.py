@@ -1,7 +1,8 @@
 """structlog setup: JSON lines to ``$REFLECT_HOME/drain.log`` (rotated), readable on a TTY.
 
 Every stage transition is logged with job id, stage, state and outcome, so ``drain.log``
-alone reconstructs what happened to a job even if the ledger is gone. Rotation keeps one
+alone reconstructs what happened to a job even if the ledger is gone. Every line is
+secret-redacted (:func:`redact_event`) and the file is 0600 in every generation. Rotation keeps one
 generation at ``REFLECT_DRAIN_LOG_MAX_BYTES`` like the original (SPEC-drain §5.11), and is done
 by the stdlib handler so several worker threads can log safely.
 """
@@ -17,8 +18,46 @@ import threading
 import structlog
 
 from .config import Settings
+from .perms import private_dir, private_file
+from .redaction import redact, redact_value
 
 _configured: set[str] = set()
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating handler whose every generation is created 0600, whatever the umask."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        private_file(self.baseFilename)
+        return super()._open()
+
+
+def redact_event(_logger: object, _method: str, event_dict: dict) -> dict:
+    """structlog processor: secret-redact every string of a log record, its traceback too.
+
+    A log line can quote a model's answer, a transcript path or an exception message
+    holding a token; ``drain.log`` is kept for weeks. Runs after ``format_exc_info`` so the
+    rendered traceback (the ``exception`` key) is redacted as well.
+
+    Args:
+        _logger: The wrapped logger (unused).
+        _method: The log method's name (unused).
+        event_dict: The record's fields.
+
+    Returns:
+        The record with each string value redacted.
+    """
+    out: dict = {}
+    for key, value in event_dict.items():
+        if isinstance(value, str):
+            out[key] = redact(value)
+        elif isinstance(value, dict | list | tuple):
+            out[key] = redact_value(list(value) if isinstance(value, tuple) else value)[0]
+        else:
+            out[key] = value
+    return out
+
+
 _lock = threading.Lock()
 
 
@@ -40,7 +79,7 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
     with _lock:
         if key in _configured:
             return
-        settings.home.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.home)
         # Model-loading progress bars would land in drain output and JSON pipes.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -67,7 +106,7 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
             lib = logging.getLogger(name)
             lib.setLevel(logging.INFO if name == "huey" else logging.WARNING)
             lib.propagate = False
-        file_handler = logging.handlers.RotatingFileHandler(
+        file_handler = _PrivateRotatingFileHandler(
             settings.log_path, maxBytes=settings.log_max_bytes, backupCount=1, encoding="utf-8"
         )
         file_handler.setFormatter(
@@ -75,6 +114,7 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
                 processors=[
                     structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                     structlog.processors.format_exc_info,
+                    redact_event,
                     structlog.processors.JSONRenderer(),
                 ],
                 foreign_pre_chain=shared,
@@ -88,6 +128,8 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
                 structlog.stdlib.ProcessorFormatter(
                     processors=[
                         structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                        structlog.processors.format_exc_info,
+                        redact_event,
                         structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
                     ],
                     foreign_pre_chain=shared,

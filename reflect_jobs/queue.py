@@ -12,6 +12,8 @@ from pathlib import Path
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
 
+from reflect_jobs.perms import private_dir, private_file
+
 from .config import Settings
 from .fastqueue import QUEUE_NAME
 
@@ -31,7 +33,8 @@ def make_huey(settings: Settings) -> Huey:
     if settings.queue_is_redis:
         return RedisHuey(QUEUE_NAME, url=settings.queue_url, results=False, utc=True)
     path = Path(settings.queue_url[len("sqlite:///") :])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
+    private_file(path)  # 0600 before SQLite opens it: its -wal/-shm copy the mode
     return SqliteHuey(
         QUEUE_NAME, filename=str(path), results=False, utc=True, timeout=30, fsync=False
     )

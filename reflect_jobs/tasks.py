@@ -31,6 +31,7 @@ from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
 from .logging import configure_logging
+from .perms import fix_tree, private_dir
 from .pipeline.add import run_add
 from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
 from .pipeline.note_edits import heal as heal_note_edits
@@ -68,7 +69,7 @@ def graph_writer() -> Iterator[None]:
         with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL):
             yield
         return
-    settings.home.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.home)
     fd = os.open(settings.home / "graph-writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -113,12 +114,20 @@ class HueyDispatcher:
 
 @cache
 def runtime() -> Runtime:
-    """The process's runtime, built once: logging configured, caps over Huey's storage.
+    """The process's runtime, built once: modes repaired, logging configured, caps set.
+
+    Building it makes ``$REFLECT_HOME`` and the KB private (directories 0700, files 0600,
+    :func:`reflect_jobs.perms.fix_tree`), so every worker and drain start repairs them.
 
     Returns:
         The same :class:`~reflect_jobs.pipeline.runtime.Runtime` on every call, with the
         module's settings, a :class:`HueyDispatcher` and the daily/run-window caps.
     """
+    # Installations made before files were private, and files a person copied in: repair
+    # the modes once per process start, before anything is logged or written.
+    private_dir(settings.home)
+    for root in (settings.home, settings.kb_path):
+        fix_tree(root)
     configure_logging(settings)
     caps = Caps(
         huey.storage,

@@ -25,7 +25,7 @@ def test_new_file_gets_the_documented_default_whatever_the_umask(tmp_path: Path)
         atomic_write(tmp_path / "new.txt", "x")
     finally:
         os.umask(old)
-    assert DEFAULT_MODE == 0o644 and _mode(tmp_path / "new.txt") == 0o644
+    assert DEFAULT_MODE == 0o600 and _mode(tmp_path / "new.txt") == 0o600
 
 
 def test_new_file_gets_the_given_mode(tmp_path: Path) -> None:

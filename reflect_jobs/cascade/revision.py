@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from reflect_jobs.cascade.model import RelatedCandidate, Signal
 from reflect_jobs.lifecycle import is_retired
+from reflect_jobs.redaction import redact
 
 REVISION_MARKER = "\n\n## Related existing learnings (belief revision)\n"
 MIN_SCORE = 0.5
@@ -142,8 +143,10 @@ def revision_block(related: list[tuple[RelatedCandidate, float]]) -> str:
     items = [
         {
             "id": cand.id,
-            "title": cand.title,
-            "category": cand.category,
+            # Titles come from the ledger; one recorded before answers were redacted must
+            # not carry a secret into the next prompt.
+            "title": redact(cand.title),
+            "category": redact(cand.category),
             "status": cand.status,
             "proof_count": cand.proof_count,
             "created_at": cand.created_at,

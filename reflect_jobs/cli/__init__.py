@@ -15,8 +15,11 @@ The console script ``reflect-jobs`` is :func:`main`.
 
 from __future__ import annotations
 
+import os
+
 import click
 
+from ..perms import restrict_umask
 from . import jobs, knowledge, operations, setup
 from .common import Main, known_failure
 
@@ -25,6 +28,10 @@ from .common import Main, known_failure
 @click.version_option(package_name="reflect-jobs")
 def main() -> None:
     """Turn coding-agent transcripts into a searchable knowledge base, in the background."""
+    # Everything a command creates is private (umask 077, restored when the command ends, so
+    # an in-process caller keeps its own); ``worker`` execs the consumer under it.
+    previous = restrict_umask()
+    click.get_current_context().call_on_close(lambda: os.umask(previous))
 
 
 for _command in (*jobs.COMMANDS, *operations.COMMANDS, *knowledge.COMMANDS, *setup.COMMANDS):

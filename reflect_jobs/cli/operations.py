@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from ..config import Settings
+from ..perms import private_dir
 from .common import emit, get_settings, quiet_libraries, table
 
 
@@ -59,8 +60,8 @@ def worker(workers: int | None) -> None:
         "-l",
         str(s.home / "consumer.log"),
     ]
-    s.home.mkdir(parents=True, exist_ok=True)
-    os.execv(exe, argv)
+    private_dir(s.home)
+    os.execv(exe, argv)  # the consumer inherits the CLI's private umask
 
 
 @click.command()

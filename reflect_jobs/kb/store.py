@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..fsio import atomic_write
 from ..lifecycle import RETIRED_STATUSES
+from ..perms import private_dir
 from .heuristic import heuristic_sidecar, needs_heuristic_entities
 from .ids import learning_id
 from .parse import Note, NoteError, load_sidecar, parse_note
@@ -62,8 +63,8 @@ def kb_paths(kb: str | os.PathLike[str], *, create: bool = True) -> KBPaths:
     root = Path(kb)
     paths = KBPaths(root, root / "documents", root / "index", root / "index" / "graph")
     if create:
-        for directory in (paths.documents, paths.index, paths.graph):
-            directory.mkdir(parents=True, exist_ok=True)
+        for directory in (root, paths.documents, paths.index, paths.graph):
+            private_dir(directory)  # the KB holds excerpts of private sessions
     return paths
 
 

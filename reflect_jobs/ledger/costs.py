@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reflect_jobs.redaction import redact_structured
+
 from .models import CostRow, Job, utcnow
 
 # USD per 1M tokens: input, output, cache read, cache write (SPEC-drain §6.2).
@@ -54,7 +56,7 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
             session is what makes the answer survive a crash.
         job: The job the call was made for.
         result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
-            the whole answer as JSON (``raw_answer``) are stored.
+            the whole answer as JSON (``raw_answer``, secret-redacted) are stored.
 
     Returns:
         The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
@@ -78,7 +80,9 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
         cache_creation=usage.get("cache_creation_input_tokens", 0),
         cost_usd=float(result.cost_usd or 0.0),
         exit_code=result.exit_code,
-        raw_answer=result.to_json(),
+        # The write stage hands us a redacted result; redacting the JSON again here makes
+        # "no unredacted answer is ever recorded" hold for every caller (it is idempotent).
+        raw_answer=redact_structured(result.to_json())[0],
         consumed=False,
     )
     session.add(row)

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.orm import Session, sessionmaker
+
+from reflect_jobs.perms import private_dir, private_file
 
 SQLITE_BUSY_TIMEOUT_SEC = 30
 READONLY = "reflect_readonly"
@@ -57,7 +60,8 @@ def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = _sqlite_path(url)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
+            private_file(path)  # 0600 before SQLite opens it: its -wal/-shm copy the mode
         engine = create_engine(
             url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SEC, "check_same_thread": False},
@@ -220,7 +224,7 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
     if engine.dialect.name == "sqlite":
         path = _sqlite_path(str(engine.url))
         lock_path = (path.parent if path else Path("/tmp")) / ".reflect-migrate.lock"
-        with open(lock_path, "a") as fh:
+        with open(os.open(lock_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield

@@ -1,7 +1,8 @@
 """The write stage: the only paid step — gates, one model call, the outcome as a job state.
 
-The answer is recorded (with its cost and quota telemetry) *before* it is parsed, so a crash
-after the call reuses the recorded answer instead of paying again. What an outcome does to
+The answer is secret-redacted as it returns and recorded (with its cost and quota telemetry)
+*before* it is parsed, so a crash after the call reuses the recorded answer instead of paying
+again, and no credential the model echoes is ever stored. What an outcome does to
 the job — the error-ledger kind, the target state, the backoff, the halt flag, the next
 message — is data in ``writer/outcomes.py`` (``ERROR_KINDS``, ``job_move``); this module
 only applies it.
@@ -130,7 +131,9 @@ def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | Non
             return None
         pending = costs.pending_attempt(session, job_id)
         recorded = (
-            ModelResult.from_json(pending.raw_answer) if pending and pending.raw_answer else None
+            ModelResult.from_json(pending.raw_answer).redacted()  # rows from before redaction
+            if pending and pending.raw_answer
+            else None
         )
         if recorded is None and s.quota_gate:
             decision = quota_gate(
@@ -203,7 +206,9 @@ def _call_model(
             max_turns=s.max_turns,
         )
         log.info("model call", job_id=job_id, backend=backend_name, prompt_chars=len(prompt))
-        return backend.call(prompt), None
+        # Redact before anything records or parses it: a secret the model echoes must not
+        # reach the ledger, a note, its file name or a later prompt (ARCHITECTURE §5).
+        return backend.call(prompt).redacted(), None
     except BackendMissing as exc:
         return None, str(exc)
 

@@ -8,11 +8,13 @@ process printed, we get a ``ModelResult`` with coerced numbers and the raw text 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from reflect_jobs.redaction import redact_secrets, redact_structured, redact_value
 from reflect_jobs.writer.classifier import is_envelope
 from reflect_jobs.writer.quota import extract_rate_limits
 
@@ -121,6 +123,38 @@ class ModelResult:
     def tokens(self) -> int:
         """Sum of the four usage buckets (what the token budget is measured in)."""
         return sum(coerce_int(self.usage.get(key)) for key in USAGE_KEYS)
+
+    def redacted(self) -> ModelResult:
+        """This result with every string the model or the CLI produced secret-redacted.
+
+        The model has read a transcript and may echo a credential from it (or invent one
+        that is real somewhere); its answer goes into the ledger, the notes, their file
+        names and later prompts. So the write stage redacts the answer the moment it
+        returns, before it is recorded or parsed. JSON (the answer, the CLI envelope, JSON
+        lines) stays valid JSON (:func:`reflect_jobs.redaction.redact_structured`), so a
+        recorded answer still parses when it is reused after a crash.
+
+        Returns:
+            A new result (``self`` when nothing needed redacting); numbers, flags and usage
+            are unchanged.
+        """
+        text, n_text = redact_structured(self.text)
+        stdout, n_out = redact_structured(self.raw_stdout)
+        stderr, n_err = redact_structured(self.stderr)
+        subtype, n_sub = redact_secrets(self.subtype)
+        reason, n_reason = redact_secrets(self.terminal_reason)
+        limits, n_limits = redact_value(self.rate_limit_info)
+        if not (n_text or n_out or n_err or n_sub or n_reason or n_limits):
+            return self
+        return dataclasses.replace(
+            self,
+            text=text,
+            raw_stdout=stdout,
+            stderr=stderr,
+            subtype=subtype,
+            terminal_reason=reason,
+            rate_limit_info=limits,
+        )
 
     def to_json(self) -> str:
         """Lossless JSON; ``from_json(to_json())`` equals the original.

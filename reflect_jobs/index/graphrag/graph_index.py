@@ -207,7 +207,7 @@ class GraphIndex:
 
     @contextlib.contextmanager
     def _file_lock(self, kind: int):
-        fd = os.open(self.workdir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.workdir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, kind)
             yield
