@@ -156,6 +156,7 @@ class Settings:
     queue_url: str
     disabled: bool = False
     # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
+    # (a debounce of 0 means no per-window cap; the daily cap still holds)
     daily_max: int = 20
     run_max: int = 3
     debounce_sec: int = 600
@@ -307,7 +308,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         disabled=_bool(env, "REFLECT_DISABLED", False),
         daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
         run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
-        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600, minimum=1),
+        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600),
         capture_settle_sec=_int(env, "REFLECT_CAPTURE_SETTLE_SEC", 30),
         max_retries=_int(env, "REFLECT_DRAIN_MAX_RETRIES", 3, minimum=1),
         retry_base_sec=_int(env, "REFLECT_RETRY_BASE_SEC", 60),

@@ -37,7 +37,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     Returns:
         ``counts`` (jobs per state, every state present), ``budget`` (``day``, ``used`` —
         the larger of the caps' and the ledger's count — and ``limit``), ``run_window``
-        (``used``, ``limit``, ``resets_at``), ``quota`` (``gate`` ``open``/``closed``,
+        (``used``, ``limit``, ``resets_at``; ``limit`` and ``resets_at`` are ``None`` when
+        ``REFLECT_DRAIN_DEBOUNCE_SEC`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
         ``stores`` (redacted URLs) and ``warnings`` (one line each).
@@ -126,7 +127,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         "budget": {"day": day, "used": used, "limit": settings.daily_max},
         "run_window": {
             "used": usage["run_used"],
-            "limit": settings.run_max,
+            "limit": usage["run_limit"],
             "resets_at": usage["run_resets_at"],
         },
         "quota": {

@@ -140,9 +140,12 @@ def status(as_json: bool, line: bool) -> None:
     )
     click.echo("jobs: " + (", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"))
     b, r, q = data["budget"], data["run_window"], data["quota"]
-    click.echo(
-        f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+    window = (
+        f"run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+        if r["limit"] is not None
+        else "no run window (REFLECT_DRAIN_DEBOUNCE_SEC=0)"
     )
+    click.echo(f"budget {b['day']}: {b['used']}/{b['limit']} used; {window}")
     click.echo(
         f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
     )
