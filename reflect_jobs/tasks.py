@@ -38,6 +38,7 @@ from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime
 from .pipeline.write import run_write
 from .queue import make_huey
+from .write_lease import make_write_lease
 
 settings = load_settings()
 huey = make_huey(settings)
@@ -113,11 +114,13 @@ class HueyDispatcher:
 
 @cache
 def runtime() -> Runtime:
-    """The process's runtime, built once: logging configured, caps over Huey's storage.
+    """The process's runtime, built once: logging configured, caps and the write lease
+    over Huey's storage.
 
     Returns:
         The same :class:`~reflect_jobs.pipeline.runtime.Runtime` on every call, with the
-        module's settings, a :class:`HueyDispatcher` and the daily/run-window caps.
+        module's settings, a :class:`HueyDispatcher`, the daily/run-window caps and the
+        write lease (``REFLECT_WRITE_CONCURRENCY`` paid calls in flight).
     """
     configure_logging(settings)
     caps = Caps(
@@ -126,7 +129,12 @@ def runtime() -> Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
-    return Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
+    return Runtime(
+        settings=settings,
+        dispatcher=HueyDispatcher(),
+        caps=caps,
+        write_lease=make_write_lease(settings, huey.storage),
+    )
 
 
 @huey.task()
