@@ -149,6 +149,13 @@ def status(as_json: bool, line: bool) -> None:
     click.echo(
         f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
     )
+    pending = data["proposals"]["pending"]
+    if pending:
+        click.echo(
+            f"retire proposals: {pending} pending (daily retire cap) — `reflect-jobs proposals`"
+        )
+    else:
+        click.echo("retire proposals: none pending")
     click.echo(
         f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
     )
