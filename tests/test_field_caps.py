@@ -41,3 +41,23 @@ def test_a_5mb_title_and_body_become_a_bounded_note_with_a_recorded_reason(env, 
         assert len(row.title) == FIELD_MAX_CHARS["title"]
         assert s.scalar(select(func.count()).select_from(Learning)) == 1
     assert Path(env["STUB_CLAUDE_LOG"]).read_text().count("\n") == 1
+
+
+def test_the_recorded_answer_of_a_runaway_model_is_bounded_too(env, tmp_path):
+    from reflect_jobs.ledger.costs import RAW_ANSWER_MAX_CHARS
+    from reflect_jobs.ledger.models import CostRow
+
+    envelope = json.loads((STUB_CLAUDE.parent / "answers" / "success.json").read_text())
+    envelope["result"] = json.dumps(
+        {"actions": [{"action": "CREATE", "learning": {"title": "B" * 5_000_000}}]}
+    )
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(envelope))
+    env.update(STUB_CLAUDE_MODE="file", STUB_CLAUDE_FILE=str(answer))
+    t = write_claude_transcript(tmp_path / "t.jsonl", ["No, never log the request body."])
+    env.cli("enqueue", str(t), "--session-id", "big2")
+    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    with session_scope(env.settings().db_url) as s:
+        (row,) = s.scalars(select(CostRow)).all()
+        assert row.outcome == "ok" and row.entries == 1
+        assert len(row.raw_answer) <= RAW_ANSWER_MAX_CHARS, "not 10 MB of answer twice over"

@@ -9,6 +9,7 @@ the report shows every run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +47,40 @@ def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: 
     return (inp * p[0] + out * p[1] + cache_read * p[2] + cache_write * p[3]) / 1_000_000
 
 
+#: The most characters of a model answer the ledger keeps (text + raw stdout + stderr). A
+#: real answer is far below it (the CLI's output limit is some 100k tokens); a hostile or
+#: runaway one (a 5 MB title) would otherwise be stored twice over, as text and as stdout.
+RAW_ANSWER_MAX_CHARS = 1_000_000
+
+
+def bounded_answer(result: Any) -> str:
+    """The answer as stored in ``raw_answer``: :meth:`ModelResult.to_json`, bounded.
+
+    Within :data:`RAW_ANSWER_MAX_CHARS` it is the lossless JSON. Beyond it ``text`` and
+    ``raw_stdout`` keep their first half of the bound each and ``stderr`` 64 KiB, and the
+    JSON gains ``"truncated_from_chars"`` (ignored by ``from_json``). The telemetry, usage
+    and cost fields are kept whole; a crash-reuse of a cut answer parses only what was
+    kept (an oversized answer is not a usable one anyway).
+
+    Args:
+        result: The :class:`reflect_jobs.writer.result.ModelResult`.
+
+    Returns:
+        The JSON to store.
+    """
+    raw = result.to_json()
+    if len(raw) <= RAW_ANSWER_MAX_CHARS:
+        return raw
+    half = RAW_ANSWER_MAX_CHARS // 2 - 65_536
+    cut = dataclasses.replace(
+        result,
+        text=result.text[:half],
+        raw_stdout=result.raw_stdout[:half],
+        stderr=result.stderr[:65_536],
+    )
+    return cut.to_json()[:-1] + f', "truncated_from_chars": {len(raw)}}}'
+
+
 def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
@@ -54,7 +89,7 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
             session is what makes the answer survive a crash.
         job: The job the call was made for.
         result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
-            the whole answer as JSON (``raw_answer``) are stored.
+            the answer as JSON (``raw_answer``, :func:`bounded_answer`) are stored.
 
     Returns:
         The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
@@ -78,7 +113,7 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
         cache_creation=usage.get("cache_creation_input_tokens", 0),
         cost_usd=float(result.cost_usd or 0.0),
         exit_code=result.exit_code,
-        raw_answer=result.to_json(),
+        raw_answer=bounded_answer(result),
         consumed=False,
     )
     session.add(row)
