@@ -158,3 +158,60 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     assert len(again.stderr.strip().splitlines()) == 1
     bad = env.cli("proposals", "reject", "nope", check=False)
     assert bad.returncode == 2
+
+
+@pytest.mark.services
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_racing_adds_never_retire_past_the_cap(tmp_path, backend):
+    import threading
+    import uuid
+
+    import sqlalchemy as sa
+
+    from reflect_jobs.ledger.db import dispose_all
+
+    admin = name = None
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path}/race.db"
+    else:
+        name = "rj_rc_" + uuid.uuid4().hex[:8]
+        admin = sa.create_engine(
+            "postgresql+psycopg://postgres@127.0.0.1:5432/postgres", isolation_level="AUTOCOMMIT"
+        )
+        with admin.connect() as c:
+            c.exec_driver_sql(f"CREATE DATABASE {name}")
+        url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    try:
+        with session_scope(url) as s:
+            for i in range(8):
+                _learning(s, f"lrn-{i}")
+        barrier = threading.Barrier(8)
+        errors: list[BaseException] = []
+
+        def add(i: int) -> None:  # what one add transaction does with one DELETE
+            try:
+                barrier.wait()
+                with session_scope(url) as s:
+                    if proposals.remaining_retirements(s, 3) > 0:
+                        learnings.retire(s, f"lrn-{i}", reason="r", job_id=f"j{i}")
+                    else:
+                        proposals.propose(s, f"lrn-{i}", reason="r", job_id=f"j{i}", source=None)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        with session_scope(url) as s:
+            statuses = [r.status for r in s.scalars(select(Learning))]
+            assert statuses.count("retired") == 3
+            assert proposals.pending_count(s) == 5
+    finally:
+        dispose_all()
+        if admin is not None:
+            with admin.connect() as c:
+                c.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.dispose()
