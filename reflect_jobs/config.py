@@ -156,10 +156,16 @@ class Settings:
     queue_url: str
     disabled: bool = False
     # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
+    # (a debounce of 0 means no per-window cap; the daily cap still holds)
     daily_max: int = 20
     run_max: int = 3
     debounce_sec: int = 600
     capture_settle_sec: int = 30
+    # the write lease (ARCHITECTURE §4): paid calls in flight at once, across every consumer
+    write_concurrency: int = 1
+    write_lease_ttl_sec: int = 30
+    # blast radius (ARCHITECTURE §7): retirements applied per UTC day; the rest are proposals
+    max_retire_per_day: int = 5
     # retries, poison, timeouts (SPEC-drain §5.7)
     max_retries: int = 3
     retry_base_sec: int = 60
@@ -307,8 +313,11 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         disabled=_bool(env, "REFLECT_DISABLED", False),
         daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
         run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
-        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600, minimum=1),
+        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600),
         capture_settle_sec=_int(env, "REFLECT_CAPTURE_SETTLE_SEC", 30),
+        write_concurrency=_int(env, "REFLECT_WRITE_CONCURRENCY", 1, minimum=1),
+        write_lease_ttl_sec=_int(env, "REFLECT_WRITE_LEASE_TTL_SEC", 30, minimum=1),
+        max_retire_per_day=_int(env, "REFLECT_MAX_RETIRE_PER_DAY", 5),
         max_retries=_int(env, "REFLECT_DRAIN_MAX_RETRIES", 3, minimum=1),
         retry_base_sec=_int(env, "REFLECT_RETRY_BASE_SEC", 60),
         timeout_sec=timeout,

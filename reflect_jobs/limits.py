@@ -67,11 +67,15 @@ def run_key(now: float, window_sec: int) -> str:
 
     Args:
         now: Unix time in seconds.
-        window_sec: Window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``); must be > 0.
+        window_sec: Window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``); 0 means
+            there is no run window.
 
     Returns:
-        ``caps:run:<window number>``, the number being ``now // window_sec``.
+        ``caps:run:<window number>``, the number being ``now // window_sec``; ``""`` when
+        ``window_sec`` is 0 (no run counter is kept).
     """
+    if window_sec <= 0:
+        return ""
     return f"caps:run:{int(now // window_sec)}"
 
 
@@ -93,12 +97,15 @@ def window_end(now: float, window_sec: int) -> datetime:
 
     Args:
         now: Unix time in seconds.
-        window_sec: Window length in seconds; must be > 0.
+        window_sec: Window length in seconds; 0 means there is no run window.
 
     Returns:
         An aware UTC datetime: the start of the next window (epoch-aligned, see
-        :func:`run_key`).
+        :func:`run_key`); with no run window, the next UTC midnight (only the daily cap
+        resets then).
     """
+    if window_sec <= 0:
+        return next_day(now)
     return datetime.fromtimestamp((int(now // window_sec) + 1) * window_sec, UTC)
 
 
@@ -111,7 +118,9 @@ class Caps:
         daily_max: Units allowed per UTC day (``REFLECT_DRAIN_DAILY_MAX``); 0 refuses every
             reservation.
         run_max: Units allowed per run window (``REFLECT_DRAIN_MAX``).
-        window_sec: Run-window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``); must be > 0.
+        window_sec: Run-window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``). 0 means
+            no per-window cap (the original's launchd job ran with 0): only the daily cap
+            is counted.
     """
 
     def __init__(self, storage: CounterStorage, *, daily_max: int, run_max: int, window_sec: int):
@@ -141,7 +150,7 @@ class Caps:
         if self.storage.incr(dkey, 1) > self.daily_max:
             self.storage.incr(dkey, -1)
             return Deferral(f"daily cap {self.daily_max} reached", next_day(now))
-        if self.storage.incr(rkey, 1) > self.run_max:
+        if rkey and self.storage.incr(rkey, 1) > self.run_max:
             self.storage.incr(rkey, -1)
             self.storage.incr(dkey, -1)
             return Deferral(
@@ -158,7 +167,8 @@ class Caps:
                 guards the counters against going below what was reserved.
         """
         self.storage.incr(reservation.daily_key, -1)
-        self.storage.incr(reservation.run_key, -1)
+        if reservation.run_key:
+            self.storage.incr(reservation.run_key, -1)
 
     def prune(self, now: float | None = None, *, keep_days: int = 2) -> None:
         """Delete counters of windows that can no longer be reserved against.
@@ -175,9 +185,10 @@ class Caps:
                 are deleted. Older keys (recovery did not run for a week) stay behind.
         """
         now = time.time() if now is None else now
-        current = int(now // self.window_sec)
-        for back in range(2, 2 + 24 * 3600 // self.window_sec + 1):
-            self.storage.delete_counter(f"caps:run:{current - back}")
+        if self.window_sec > 0:
+            current = int(now // self.window_sec)
+            for back in range(2, 2 + 24 * 3600 // self.window_sec + 1):
+                self.storage.delete_counter(f"caps:run:{current - back}")
         for back in range(keep_days, keep_days + 7):
             self.storage.delete_counter(daily_key(now - back * 86400))
 
@@ -189,15 +200,17 @@ class Caps:
 
         Returns:
             ``day`` (the UTC day, ``YYYY-MM-DD``), ``daily_used``, ``daily_limit``,
-            ``run_used``, ``run_limit`` (ints) and ``run_resets_at`` (ISO 8601, UTC: the
-            current run window's end).
+            ``run_used``, ``run_limit`` (ints; ``run_limit`` is ``None`` when there is no
+            run window) and ``run_resets_at`` (ISO 8601, UTC: the current run window's
+            end, or ``None`` with no run window).
         """
         now = time.time() if now is None else now
+        rkey = run_key(now, self.window_sec)
         return {
             "day": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d"),
             "daily_used": self.storage.incr(daily_key(now), 0),
             "daily_limit": self.daily_max,
-            "run_used": self.storage.incr(run_key(now, self.window_sec), 0),
-            "run_limit": self.run_max,
-            "run_resets_at": window_end(now, self.window_sec).isoformat(),
+            "run_used": self.storage.incr(rkey, 0) if rkey else 0,
+            "run_limit": self.run_max if rkey else None,
+            "run_resets_at": window_end(now, self.window_sec).isoformat() if rkey else None,
         }

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from .config import Settings
-from .ledger import control, costs
+from .ledger import control, costs, proposals
 from .ledger.db import session_scope
 from .ledger.models import CostRow, Job, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
@@ -38,8 +38,10 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     Returns:
         ``counts`` (jobs per state, every state present), ``budget`` (``day``, ``used`` —
         the larger of the caps' and the ledger's count — and ``limit``), ``run_window``
-        (``used``, ``limit``, ``resets_at``), ``quota`` (``gate`` ``open``/``closed``,
-        ``reason``, ``window``; always open when the gate is off), ``halted``,
+        (``used``, ``limit``, ``resets_at``; ``limit`` and ``resets_at`` are ``None`` when
+        ``REFLECT_DRAIN_DEBOUNCE_SEC`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
+        ``reason``, ``window``; always open when the gate is off), ``proposals``
+        (``pending``: retirements held back by the daily retire cap), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
         ``stores`` (redacted URLs), ``queue`` (``pending``, ``captures``, ``spooled``:
         see :func:`queue_pending`) and ``warnings`` (one line each).
@@ -68,6 +70,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         last_ok = costs.last_success_at(session)
         beat = control.last_heartbeat(session)
         snaps = control.quota_snapshots(session)
+        pending_proposals = proposals.pending_count(session)
         day = usage["day"]
         ledger_used = costs.budget_used(session, str(day))
         today_ok = (
@@ -138,7 +141,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         "budget": {"day": day, "used": used, "limit": settings.daily_max},
         "run_window": {
             "used": usage["run_used"],
-            "limit": settings.run_max,
+            "limit": usage["run_limit"],
             "resets_at": usage["run_resets_at"],
         },
         "quota": {
@@ -146,6 +149,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             "reason": "" if decision is None else decision.reason,
             "window": "" if decision is None else decision.window,
         },
+        "proposals": {"pending": pending_proposals},
         "halted": bool(halt),
         "halt_reason": halt,
         "last_success_at": last_ok.isoformat() if last_ok else None,

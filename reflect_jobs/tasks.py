@@ -39,6 +39,7 @@ from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime
 from .pipeline.write import run_write
 from .queue import make_huey
+from .write_lease import make_write_lease
 
 settings = load_settings()
 huey = make_huey(settings)
@@ -114,14 +115,16 @@ class HueyDispatcher:
 
 @cache
 def runtime() -> Runtime:
-    """The process's runtime, built once: modes repaired, logging configured, caps set.
+    """The process's runtime, built once: modes repaired, logging configured, caps and the
+    write lease over Huey's storage.
 
     Building it makes ``$REFLECT_HOME`` and the KB private (directories 0700, files 0600,
     :func:`reflect_jobs.perms.fix_tree`), so every worker and drain start repairs them.
 
     Returns:
         The same :class:`~reflect_jobs.pipeline.runtime.Runtime` on every call, with the
-        module's settings, a :class:`HueyDispatcher` and the daily/run-window caps.
+        module's settings, a :class:`HueyDispatcher`, the daily/run-window caps and the
+        write lease (``REFLECT_WRITE_CONCURRENCY`` paid calls in flight).
     """
     # Installations made before files were private, and files a person copied in: repair
     # the modes once per process start, before anything is logged or written.
@@ -135,7 +138,12 @@ def runtime() -> Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
-    return Runtime(settings=settings, dispatcher=HueyDispatcher(), caps=caps)
+    return Runtime(
+        settings=settings,
+        dispatcher=HueyDispatcher(),
+        caps=caps,
+        write_lease=make_write_lease(settings, huey.storage),
+    )
 
 
 @huey.task()

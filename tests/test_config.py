@@ -121,3 +121,19 @@ def test_redact_url_hides_password():
         redact_url("postgresql://db/x?sslmode=require&password=hunter2")
         == "postgresql://db/x?sslmode=require&password=***"
     )
+
+
+def test_debounce_zero_is_accepted(tmp_path):
+    s = load_settings({"REFLECT_HOME": str(tmp_path), "REFLECT_DRAIN_DEBOUNCE_SEC": "0"})
+    assert s.debounce_sec == 0
+    with pytest.raises(SettingsError, match="REFLECT_DRAIN_DEBOUNCE_SEC"):
+        load_settings({"REFLECT_HOME": str(tmp_path), "REFLECT_DRAIN_DEBOUNCE_SEC": "-1"})
+
+
+def test_status_with_debounce_zero_shows_no_run_window(env):
+    env["REFLECT_DRAIN_DEBOUNCE_SEC"] = "0"
+    proc = env.cli("status", "--json")
+    import json
+
+    assert json.loads(proc.stdout)["run_window"]["limit"] is None
+    assert "no run window" in env.cli("status").stdout

@@ -109,3 +109,32 @@ def test_cli_cost_table_flags_outliers(env):
     out = env.cli("cost", "--by", "transcript").stdout
     assert "huge.jsonl" in out and "⚠" in out and "TOTAL" in out
     assert out.index("huge.jsonl") < out.index("small.jsonl"), "sorted by tokens"
+
+
+def test_a_runaway_answer_is_stored_bounded_and_a_normal_one_whole():
+    import json
+
+    from reflect_jobs.writer.result import ModelResult
+
+    def result(text: str) -> ModelResult:
+        return ModelResult(
+            backend="claude",
+            model="sonnet",
+            text=text,
+            raw_stdout=json.dumps({"type": "result", "result": text}),
+            stderr="",
+            exit_code=0,
+            timed_out=False,
+            cost_usd=0.25,
+            rate_limit_info=[{"rateLimitType": "five_hour", "utilization": 0.5}],
+        )
+
+    small = result('{"actions": []}')
+    assert costs.bounded_answer(small) == small.to_json()
+    big = result("A" * 5_000_000)
+    stored = costs.bounded_answer(big)
+    assert len(stored) <= costs.RAW_ANSWER_MAX_CHARS
+    assert json.loads(stored)["truncated_from_chars"] == len(big.to_json())
+    back = ModelResult.from_json(stored)  # still a usable record: telemetry and cost whole
+    assert back.cost_usd == 0.25 and back.rate_limit_info == big.rate_limit_info
+    assert back.text == big.text[: len(back.text)] and len(back.text) > 100_000

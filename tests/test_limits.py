@@ -95,3 +95,22 @@ def test_prune_deletes_past_windows_and_keeps_the_current_ones(tmp_path):
     assert store.incr(run_key(T0, 600), 0) == 1 and store.incr(run_key(T0 - 600, 600), 0) == 1
     assert all(store.incr(run_key(T0 - b * 600, 600), 0) == 0 for b in range(2, 7))
     assert store.incr(daily_key(T0), 0) == 7 and store.incr(daily_key(T0 - 3 * 86400), 0) == 0
+
+
+def test_debounce_zero_means_no_run_window_but_the_daily_cap_holds(tmp_path):
+    # The original's launchd job ran with REFLECT_DRAIN_DEBOUNCE_SEC=0 (SPEC-drain §2).
+    caps = Caps(
+        SqliteStorage("reflect", filename=str(tmp_path / "q.db")),
+        daily_max=5,
+        run_max=1,
+        window_sec=0,
+    )
+    got = [caps.reserve(T0 + i) for i in range(6)]
+    assert all(isinstance(g, Reservation) for g in got[:5]), "no per-window cap"
+    assert isinstance(got[5], Deferral) and "daily" in got[5].reason
+    assert got[5].until == next_day(T0)
+    caps.refund(got[0])
+    usage = caps.usage(T0)
+    assert usage["daily_used"] == 4 and usage["run_limit"] is None
+    assert usage["run_resets_at"] is None
+    caps.prune(T0)  # nothing to prune, and no division by zero

@@ -16,6 +16,7 @@ from reflect_jobs.writer import (
     parse_actions,
     plan_actions,
 )
+from reflect_jobs.writer.actions import FIELD_MAX_CHARS, ITEM_MAX_CHARS, _cut
 
 FIELDS = {
     "title",
@@ -185,8 +186,9 @@ def test_hostile_strings_in_every_field(nasty: str) -> None:
     text = "Sure!\n```json\n" + json.dumps({"actions": actions}) + "\n```"
     plan = plan_actions(parse_actions(text), allowed_ids={"lrn-ok"})
     [learned] = plan.creates
-    assert learned["title"] == nasty.strip()
-    assert learned["tags"] == ([nasty.strip()] if nasty.strip() else [])
+    # Within its size bound a hostile string is kept as written (item 9 cuts only the size).
+    assert learned["title"] == _cut(nasty.strip(), FIELD_MAX_CHARS["title"])
+    assert learned["tags"] == ([_cut(nasty.strip(), ITEM_MAX_CHARS)] if nasty.strip() else [])
     assert learned["confidence_num"] == 0.6
     assert learned["causal_relations"][0]["type"] == "relates_to"
     assert not plan.updates and not plan.deletes
@@ -259,3 +261,44 @@ def test_parse_then_plan_property(text: str) -> None:
         return
     assert isinstance(actions, list)
     assert isinstance(plan_actions(actions, allowed_ids=set()), ActionPlan)
+
+
+def test_hostile_field_sizes_are_cut_with_a_reason() -> None:
+    from reflect_jobs.writer.actions import FIELD_MAX_CHARS, ITEM_MAX_CHARS, LIST_MAX_ITEMS
+
+    big = "A" * 5_000_000
+    plan = plan_actions(
+        [
+            create(
+                big,
+                body=big,
+                rule="r" * 50_000,
+                tags=[f"t{i}" for i in range(10_000)],
+                entities=["e" * 10_000],
+                causal_relations=[{"source": big, "target": "b", "type": "causes"}] * 200,
+            )
+        ],
+        allowed_ids=set(),
+    )
+    (learning,) = plan.creates
+    assert len(learning["title"]) == FIELD_MAX_CHARS["title"] and learning["title"].endswith("…")
+    assert len(learning["body"]) == FIELD_MAX_CHARS["body"]
+    assert len(learning["rule"]) == FIELD_MAX_CHARS["rule"]
+    assert len(learning["tags"]) == LIST_MAX_ITEMS["tags"]
+    assert len(learning["entities"][0]) == ITEM_MAX_CHARS
+    assert len(learning["causal_relations"]) == LIST_MAX_ITEMS["causal_relations"]
+    assert all(len(r["source"]) <= ITEM_MAX_CHARS for r in learning["causal_relations"])
+    assert len(json.dumps(plan.creates)) < 100_000, "the stored plan stays bounded"
+    notes = " | ".join(plan.notes)
+    assert "title cut from 5000000 to 200 chars" in notes
+    assert "body cut from 5000000" in notes and "tags: kept 20 of 10000" in notes
+
+
+def test_a_long_reason_is_cut_and_junk_notes_are_bounded() -> None:
+    from reflect_jobs.writer.actions import MAX_NOTES, REASON_MAX_CHARS
+
+    actions = [{"action": "DELETE", "target_id": "lrn-a", "reason": "x" * 100_000}]
+    actions += [{"action": "NOPE"}] * 10_000
+    plan = plan_actions(actions, allowed_ids={"lrn-a"})
+    assert len(plan.deletes[0]["reason"]) == REASON_MAX_CHARS
+    assert len(plan.notes) == MAX_NOTES + 1 and plan.notes[-1].startswith("… and ")

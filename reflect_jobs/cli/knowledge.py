@@ -1,6 +1,7 @@
-"""Commands about the knowledge base: search it, bring its indexes in line, repair its graph.
+"""Commands about the knowledge base: search it, bring its indexes in line, repair its graph,
+decide the retirements the daily retire cap held back.
 
-``search``, ``reindex`` and ``repair``. They load the index stack (embeddings, the graph),
+``search``, ``reindex``, ``repair`` and ``proposals``. They load the index stack (embeddings, the graph),
 so library logging is routed to drain.log first: a model's load banner in the middle of
 ``--json`` output would make it unparseable.
 """
@@ -11,7 +12,7 @@ import sys
 
 import click
 
-from .common import emit, get_settings, quiet_libraries
+from .common import emit, get_settings, quiet_libraries, table
 
 
 @click.command()
@@ -124,5 +125,89 @@ def repair(maintain: bool) -> None:
         sys.exit(1)
 
 
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--all", "show_all", is_flag=True, help="Applied and rejected ones too.")
+@click.pass_context
+def proposals(ctx: click.Context, as_json: bool, show_all: bool) -> None:
+    """Retirements held back by REFLECT_MAX_RETIRE_PER_DAY: list, apply ID, reject ID.
+
+    \f
+    Args:
+        ctx: click's context (a subcommand, if one was given, runs instead of the list).
+        as_json: Print the list as JSON (a list of proposal objects).
+        show_all: List every proposal, not only the pending ones.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    s = get_settings()
+    from ..ledger import proposals as ledger_proposals
+    from ..ledger.db import session_scope
+
+    with session_scope(s.db_url, readonly=True) as session:
+        rows = ledger_proposals.list_proposals(
+            session, status=None if show_all else ledger_proposals.PENDING
+        )
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        click.echo("no retire proposals" + ("" if show_all else " pending"))
+        return
+    click.echo(
+        table(
+            [
+                [r["id"], r["status"], r["learning_id"], (r["title"] or "")[:50], r["reason"][:60]]
+                for r in rows
+            ],
+            ["id", "status", "learning", "title", "reason"],
+        )
+    )
+
+
+def _decide(verb: str, proposal_id: int) -> None:
+    """Apply or reject one proposal; a bad id is one line and exit 1."""
+    import getpass
+
+    s = get_settings()
+    from ..ledger.proposals import ProposalError
+    from ..pipeline import note_edits
+
+    decide = note_edits.apply_proposal if verb == "apply" else note_edits.reject_proposal
+    try:
+        shown = decide(s.db_url, proposal_id, by=f"cli:{getpass.getuser()}")
+    except ProposalError as exc:
+        raise click.ClickException(str(exc)) from None
+    if verb == "apply" and not s.skip_reindex:
+        from .. import tasks
+
+        tasks.HueyDispatcher().kb_changed()  # the retired note leaves the indexes
+    click.echo(f"retire proposal {proposal_id}: {shown['status']} ({shown['learning_id']})")
+
+
+@proposals.command("apply")
+@click.argument("proposal_id", type=int)
+def proposals_apply(proposal_id: int) -> None:
+    """Retire the learning a pending proposal names (not counted against the daily cap).
+
+    \f
+    Args:
+        proposal_id: The proposal's id (from ``reflect-jobs proposals``).
+    """
+    _decide("apply", proposal_id)
+
+
+@proposals.command("reject")
+@click.argument("proposal_id", type=int)
+def proposals_reject(proposal_id: int) -> None:
+    """Keep the learning a pending proposal names; the proposal is closed.
+
+    \f
+    Args:
+        proposal_id: The proposal's id (from ``reflect-jobs proposals``).
+    """
+    _decide("reject", proposal_id)
+
+
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (search, reindex, repair)
+COMMANDS = (search, reindex, repair, proposals)

@@ -165,12 +165,22 @@ def status(as_json: bool, line: bool) -> None:
     click.echo("jobs: " + (", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"))
     click.echo("queue: " + queue_line(data["queue"]))
     b, r, q = data["budget"], data["run_window"], data["quota"]
-    click.echo(
-        f"budget {b['day']}: {b['used']}/{b['limit']} used; run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+    window = (
+        f"run window {r['used']}/{r['limit']} (resets {r['resets_at']})"
+        if r["limit"] is not None
+        else "no run window (REFLECT_DRAIN_DEBOUNCE_SEC=0)"
     )
+    click.echo(f"budget {b['day']}: {b['used']}/{b['limit']} used; {window}")
     click.echo(
         f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
     )
+    pending = data["proposals"]["pending"]
+    if pending:
+        click.echo(
+            f"retire proposals: {pending} pending (daily retire cap) — `reflect-jobs proposals`"
+        )
+    else:
+        click.echo("retire proposals: none pending")
     click.echo(
         f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
     )

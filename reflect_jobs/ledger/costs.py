@@ -9,6 +9,7 @@ the report shows every run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,6 +49,40 @@ def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: 
     return (inp * p[0] + out * p[1] + cache_read * p[2] + cache_write * p[3]) / 1_000_000
 
 
+#: The most characters of a model answer the ledger keeps (text + raw stdout + stderr). A
+#: real answer is far below it (the CLI's output limit is some 100k tokens); a hostile or
+#: runaway one (a 5 MB title) would otherwise be stored twice over, as text and as stdout.
+RAW_ANSWER_MAX_CHARS = 1_000_000
+
+
+def bounded_answer(result: Any) -> str:
+    """The answer as stored in ``raw_answer``: :meth:`ModelResult.to_json`, bounded.
+
+    Within :data:`RAW_ANSWER_MAX_CHARS` it is the lossless JSON. Beyond it ``text`` and
+    ``raw_stdout`` keep their first half of the bound each and ``stderr`` 64 KiB, and the
+    JSON gains ``"truncated_from_chars"`` (ignored by ``from_json``). The telemetry, usage
+    and cost fields are kept whole; a crash-reuse of a cut answer parses only what was
+    kept (an oversized answer is not a usable one anyway).
+
+    Args:
+        result: The :class:`reflect_jobs.writer.result.ModelResult`.
+
+    Returns:
+        The JSON to store.
+    """
+    raw = result.to_json()
+    if len(raw) <= RAW_ANSWER_MAX_CHARS:
+        return raw
+    half = RAW_ANSWER_MAX_CHARS // 2 - 65_536
+    cut = dataclasses.replace(
+        result,
+        text=result.text[:half],
+        raw_stdout=result.raw_stdout[:half],
+        stderr=result.stderr[:65_536],
+    )
+    return cut.to_json()[:-1] + f', "truncated_from_chars": {len(raw)}}}'
+
+
 def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
@@ -56,7 +91,7 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
             session is what makes the answer survive a crash.
         job: The job the call was made for.
         result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
-            the whole answer as JSON (``raw_answer``, secret-redacted) are stored.
+            the answer as JSON (``raw_answer``, secret-redacted and :func:`bounded_answer`) are stored.
 
     Returns:
         The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
@@ -82,7 +117,7 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
         exit_code=result.exit_code,
         # The write stage hands us a redacted result; redacting the JSON again here makes
         # "no unredacted answer is ever recorded" hold for every caller (it is idempotent).
-        raw_answer=redact_structured(result.to_json())[0],
+        raw_answer=redact_structured(bounded_answer(result))[0],
         consumed=False,
     )
     session.add(row)

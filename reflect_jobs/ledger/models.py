@@ -364,3 +364,27 @@ class ErrorRecord(Base):
     acked: Mapped[bool] = mapped_column(Boolean, default=False)
     first_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RetireProposal(Base):
+    """A retirement held back by the daily retire cap, for a person to apply or reject.
+
+    One session re-captured as it grows could otherwise retire every listed learning (24
+    of 24 in five turns): beyond ``REFLECT_MAX_RETIRE_PER_DAY`` automatic retirements per
+    UTC day a DELETE becomes a ``pending`` row here instead (``status``, ``reflect-jobs
+    proposals``). ``note_synced`` is False while an applied retirement still owes its
+    note's rewrite (the periodic recovery finishes it, as for a job's note edits).
+    """
+
+    __tablename__ = "retire_proposals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    learning_id: Mapped[str] = mapped_column(String(128), index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    source: Mapped[str | None] = mapped_column(Text, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    note_synced: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(128), nullable=True)

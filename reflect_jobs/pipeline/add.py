@@ -4,8 +4,9 @@
    verified on disk first, outside any transaction; a failure there retries the add with
    backoff and never commits half a plan.
 2. One transaction (under our lease) upserts their learnings, adds proof (UPDATEs and
-   twins), retires (DELETEs), records the chunk hashes, advances the session's watermark
-   (``ledger/watermarks.py``) and finishes the job — together with
+   twins), retires (DELETEs, at most ``REFLECT_MAX_RETIRE_PER_DAY`` per UTC day in all;
+   the rest become pending proposals for a person), records the chunk hashes, advances the
+   session's watermark (``ledger/watermarks.py``) and finishes the job — together with
    the note edits this makes owed (``note_edits``).
 3. After the commit the edited notes are rewritten (:mod:`.note_edits`); a crash before
    that is healed by the periodic recovery. Then one coalesced reindex is requested.
@@ -18,7 +19,7 @@ from typing import Any
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import control, learnings, watermarks
+from reflect_jobs.ledger import control, learnings, proposals, watermarks
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
@@ -118,11 +119,20 @@ def run_add(rt: Runtime, job_id: str) -> None:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
-        for dele in plan.get("deletes", []):
+        # Blast radius: at most max_retire_per_day automatic retirements per UTC day in
+        # all; the rest wait as proposals for a person (ledger/proposals.py).
+        deletes = plan.get("deletes", [])
+        allowed = proposals.remaining_retirements(session, s.max_retire_per_day) if deletes else 0
+        proposed = 0
+        for dele in deletes:
             lid = dele.get("target_id", "")
             reason = str(dele.get("reason") or "retired by belief revision")
-            if learnings.retire(session, lid, reason=reason, job_id=job_id):
+            if allowed <= 0:
+                held = proposals.propose(session, lid, reason=reason, job_id=job_id, source=source)
+                proposed += int(held)
+            elif learnings.retire(session, lid, reason=reason, job_id=job_id):
                 deleted += 1
+                allowed -= 1
                 edits.append(note_edits.retire(lid, reason, now_iso))
         learnings.record_chunks(session, chunk_hashes, transcript_path=source, job_id=job_id)
         # The session's watermark moves in this commit only: a failed write never moves it.
@@ -137,6 +147,8 @@ def run_add(rt: Runtime, job_id: str) -> None:
         failpoint("before_commit:add")
         notes_touched = created + updated + deleted
         summary = f"created={created} updated={updated} deleted={deleted}"
+        if proposed:
+            summary += f" retire_proposals={proposed} (daily retire cap {s.max_retire_per_day})"
         notes = plan.get("notes") or []
         if notes:
             summary += " notes: " + "; ".join(str(n) for n in notes)[:800]

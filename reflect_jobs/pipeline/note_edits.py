@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import select
 
 from reflect_jobs import kb
-from reflect_jobs.ledger import control
+from reflect_jobs.ledger import control, proposals
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
 from reflect_jobs.lifecycle import is_retired
@@ -157,7 +157,8 @@ def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:
 
 
 def heal(rt: Runtime) -> int:
-    """Apply the pending note edits of finished jobs (a worker died after its commit).
+    """Apply the pending note edits of finished jobs (a worker died after its commit), and
+    the note rewrites owed by applied retire proposals.
 
     Called by the periodic recovery. Asks for a reindex (unless ``skip_reindex``) when any
     job's edits were settled, since their notes may have changed.
@@ -180,8 +181,94 @@ def heal(rt: Runtime) -> int:
             )
         ]
     healed = sum(apply(rt, job_id, edits) for job_id, edits in pending)
+    with session_scope(rt.db, readonly=True) as session:
+        owed = proposals.unsynced(session, HEAL_BATCH)
+    healed += sum(sync_proposal(rt.db, pid) for pid in owed)
     if healed:
         log.info("note edits healed", jobs=healed)
         if not rt.settings.skip_reindex:
             rt.dispatcher.kb_changed()
     return healed
+
+
+def sync_proposal(db: str, proposal_id: int) -> bool:
+    """Rewrite the note of an applied retire proposal, then mark it synced.
+
+    Idempotent like the job edits: the note is only marked retired while the ledger still
+    has the learning retired.
+
+    Args:
+        db: The ledger URL.
+        proposal_id: An ``applied`` proposal.
+
+    Returns:
+        True when the note is settled (rewritten, or nothing to rewrite); False when the
+        rewrite failed (reported to the error ledger, retried by the next recovery).
+    """
+    with session_scope(db, readonly=True) as session:
+        p = session.get(proposals.RetireProposal, proposal_id)
+        if p is None or p.note_synced:
+            return True
+        lid, decided = p.learning_id, p.decided_at or p.created_at
+        learning = session.get(Learning, lid)
+        reason = (learning.retired_reason if learning else None) or f"retire proposal {p.id}"
+    edit = retire(lid, reason, f"{decided:%Y-%m-%dT%H:%M:%SZ}")
+    try:
+        _apply_one(edit, _rows(db, [lid]).get(lid))
+    except (OSError, kb.NoteError) as exc:
+        with session_scope(db) as session:
+            control.record_error(
+                session,
+                kind="note_edit_failed",
+                severity="warn",
+                message=f"retire proposal {proposal_id} {lid}: {type(exc).__name__}: {exc}"[:500],
+            )
+        return False
+    with session_scope(db) as session:
+        p = session.get(proposals.RetireProposal, proposal_id)
+        if p is not None:
+            p.note_synced = True
+    return True
+
+
+def apply_proposal(db: str, proposal_id: int, *, by: str) -> dict[str, Any]:
+    """A person applies a retire proposal: ledger first (one short commit), then the note.
+
+    The same rule as the add stage: no ledger transaction is held across the note's
+    rewrite; a process killed in between leaves ``note_synced`` false and the periodic
+    recovery (:func:`heal`) rewrites the note.
+
+    Args:
+        db: The ledger URL.
+        proposal_id: The pending proposal.
+        by: Who applies it.
+
+    Returns:
+        The proposal as :func:`reflect_jobs.ledger.proposals.to_dict` shows it, plus
+        ``note_synced``.
+
+    Raises:
+        ProposalError: No such proposal, not pending, or its learning is gone/retired.
+    """
+    with session_scope(db) as session:
+        shown = proposals.to_dict(proposals.apply_proposal(session, proposal_id, by=by))
+    shown["note_synced"] = sync_proposal(db, proposal_id)
+    return shown
+
+
+def reject_proposal(db: str, proposal_id: int, *, by: str) -> dict[str, Any]:
+    """A person rejects a retire proposal: the learning and its note stay as they are.
+
+    Args:
+        db: The ledger URL.
+        proposal_id: The pending proposal.
+        by: Who rejects it.
+
+    Returns:
+        The proposal as :func:`reflect_jobs.ledger.proposals.to_dict` shows it.
+
+    Raises:
+        ProposalError: No such proposal, or it is not pending.
+    """
+    with session_scope(db) as session:
+        return proposals.to_dict(proposals.reject_proposal(session, proposal_id, by=by))

@@ -23,6 +23,7 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition, worker_id
 from reflect_jobs.ledger.models import Job, Transcript, utcnow
 from reflect_jobs.limits import Caps
+from reflect_jobs.write_lease import WriteLease
 
 # One logger name for every stage, as before the split: log consumers filter on it.
 log = structlog.get_logger("reflect_jobs.pipeline")
@@ -48,12 +49,18 @@ class Dispatcher(Protocol):
 
 @dataclass
 class Runtime:
-    """Everything a runner needs: settings, the dispatcher, the caps and who we are."""
+    """Everything a runner needs: settings, the dispatcher, the caps and who we are.
+
+    ``write_lease`` bounds the paid calls in flight across every worker and consumer of the
+    queue (:mod:`reflect_jobs.write_lease`); ``None`` means no lease (a single in-process
+    runner in a unit test).
+    """
 
     settings: Settings
     dispatcher: Dispatcher
     caps: Caps
     worker: str = ""
+    write_lease: WriteLease | None = None
 
     @property
     def db(self) -> str:

@@ -56,10 +56,14 @@ def run_write(rt: Runtime, job_id: str) -> None:
     """Gates, one model call (or a recorded answer reused), outcome as a job state.
 
     The gates run in order, each free: kill switch and dry run (no claim at all), then —
-    inside the claim transaction — the write-stage halt and the quota gate, then a missing
-    slice (back to prepare), and last the caps, which reserve the budget unit right before
-    the call. Anything that holds the job defers it; nothing here fails or charges a job.
-    A recorded answer skips the quota gate, the slice check and the caps: it is already paid.
+    inside the claim transaction — the write-stage halt, then a missing slice (back to
+    prepare), then the **write lease** (a paid call takes one of ``REFLECT_WRITE_CONCURRENCY``
+    slots shared by every worker and consumer), and only while holding it the quota gate
+    and the caps, which reserve the budget unit right before the call. The slot is given
+    back once the answer and its telemetry are recorded, so the next caller's quota gate and
+    caps always act on the latest telemetry. Anything that holds the job defers it; nothing
+    here fails or charges a job. A recorded answer skips the lease, the quota gate, the
+    slice check and the caps: it is already paid.
 
     Args:
         rt: The runtime.
@@ -92,18 +96,34 @@ def run_write(rt: Runtime, job_id: str) -> None:
             _back_to_prepare(rt, job_id, worker)
             return
         backend_name = s.resolved_writer_backend()
-        # The heuristic writer calls no model: it costs nothing, so it takes no budget unit.
-        booked = rt.caps.reserve() if backend_name != "heuristic" else None
-        if isinstance(booked, Deferral):
-            with owned(rt, job_id, worker) as (session, job):
-                if job is not None:
-                    defer(session, job, booked.until, booked.reason, worker)
-            rt.dispatcher.schedule("write", job_id, booked.until)
-            return
-        reservation = booked
-        result, missing = _call_model(rt, job_id, backend_name, ticket)
+        # The heuristic writer calls no model: it costs nothing, so it takes no slot and no
+        # budget unit.
+        paid = backend_name != "heuristic"
+        slot = None
+        if paid and rt.write_lease is not None:
+            slot = rt.write_lease.acquire(_lease_wait(rt))
+            if slot is None:
+                _lease_busy(rt, job_id, worker)
+                return
+            failpoint("write:holding_lease")
+        try:
+            if _quota_held(rt, job_id, worker):
+                return
+            booked = rt.caps.reserve() if paid else None
+            if isinstance(booked, Deferral):
+                with owned(rt, job_id, worker) as (session, job):
+                    if job is not None:
+                        defer(session, job, booked.until, booked.reason, worker)
+                rt.dispatcher.schedule("write", job_id, booked.until)
+                return
+            reservation = booked
+            result, missing = _call_model(rt, job_id, backend_name, ticket)
+            if result is not None:
+                ticket.cost_row_id = _record_answer(rt, job_id, result)
+        finally:
+            if slot is not None:
+                slot.release()  # the answer and its telemetry are recorded: next caller
         if result is not None:
-            ticket.cost_row_id = _record_answer(rt, job_id, result)
             failpoint("after_record")
     outcome, plan = decide(result, missing, ticket)
     if outcome.entries == 0 and reservation is not None:
@@ -111,8 +131,64 @@ def run_write(rt: Runtime, job_id: str) -> None:
     _record_outcome(rt, job_id, worker, ticket, result, outcome, plan)
 
 
+#: The longest a worker waits for a write slot before it defers the job (which is due again
+#: at once, so the worker thread is free for other stages meanwhile).
+LEASE_WAIT_SEC = 10.0
+
+
+def _lease_wait(rt: Runtime) -> float:
+    """How long to wait for a slot: :data:`LEASE_WAIT_SEC`, at most half the job's lease."""
+    return min(LEASE_WAIT_SEC, rt.settings.lease_sec / 2)
+
+
+def _lease_busy(rt: Runtime, job_id: str, worker: str) -> None:
+    """Every write slot is taken: defer the job, due again now (free; not a failure)."""
+    with owned(rt, job_id, worker) as (session, job):
+        if job is None:
+            return
+        slots = rt.write_lease.slots if rt.write_lease is not None else 0
+        defer(session, job, utcnow(), f"write lease busy: {slots} paid call(s) in flight", worker)
+    rt.dispatcher.schedule("write", job_id)
+
+
+def _quota_held(rt: Runtime, job_id: str, worker: str) -> bool:
+    """The quota gate on the latest telemetry, and a fresh job lease for the call.
+
+    Runs after the write slot is held, so every answer recorded before this one has
+    already stored its telemetry. Also renews the job's lease: the wait for the slot must
+    not eat into the time the call has.
+
+    Returns:
+        True when the job must not be called now: the gate is closed (the job is deferred)
+        or our lease on it was lost; False to go on.
+    """
+    s = rt.settings
+    with owned(rt, job_id, worker) as (session, job):
+        if job is None:
+            return True
+        job.lease_expires_at = utcnow() + timedelta(seconds=s.lease_sec)
+        if not s.quota_gate:
+            return False
+        decision = quota_gate(
+            control.quota_snapshots(session),
+            now=time.time(),
+            ttl_sec=s.quota_ttl_sec,
+            util_threshold=s.quota_util_threshold,
+            api_key_auth=s.api_key_auth,
+        )
+        if decision.open:
+            return False
+        until = utcnow() + timedelta(seconds=min(s.quota_ttl_sec, 900))
+        defer(session, job, until, f"quota gate closed: {decision.reason}", worker)
+        control.record_error(
+            session, kind="drain_quota_deferred", severity="warn", message=decision.reason
+        )
+    rt.dispatcher.schedule("write", job_id, until)
+    return True
+
+
 def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | None:
-    """Claim the job and apply the ledger gates (halt, quota) in the same transaction."""
+    """Claim the job and apply the halt gate in the same transaction."""
     s = rt.settings
     with session_scope(rt.db) as session:
         job = claim(session, job_id, "write", worker=worker, lease_sec=s.lease_sec)
@@ -135,22 +211,6 @@ def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | Non
             if pending and pending.raw_answer
             else None
         )
-        if recorded is None and s.quota_gate:
-            decision = quota_gate(
-                control.quota_snapshots(session),
-                now=time.time(),
-                ttl_sec=s.quota_ttl_sec,
-                util_threshold=s.quota_util_threshold,
-                api_key_auth=s.api_key_auth,
-            )
-            if not decision.open:
-                until = utcnow() + timedelta(seconds=min(s.quota_ttl_sec, 900))
-                defer(session, job, until, f"quota gate closed: {decision.reason}", worker)
-                control.record_error(
-                    session, kind="drain_quota_deferred", severity="warn", message=decision.reason
-                )
-                rt.dispatcher.schedule("write", job_id, until)
-                return None
         ctx = AttemptContext(
             prior_failures=job.failures,
             prior_timeouts=job.timeouts,

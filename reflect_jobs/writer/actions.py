@@ -23,6 +23,29 @@ STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "f
 LIST_FIELDS = ("tags", "entities")
 _NOTE_SNIPPET = 60
 
+#: Largest size, in characters, each model-written string field may have. A hostile or
+#: runaway answer (a 5 MB title) is cut here, with a note, before anything is written: the
+#: note, the job's stored plan and the ledger row all stay bounded (ARCHITECTURE §6).
+FIELD_MAX_CHARS: dict[str, int] = {
+    "title": 200,
+    "category": 64,
+    "key_insight": 2_000,
+    "problem": 4_000,
+    "root_cause": 4_000,
+    "fix": 4_000,
+    "rule": 1_000,
+    "body": 20_000,
+}
+#: At most this many items per list field; items beyond it are dropped with a note.
+LIST_MAX_ITEMS: dict[str, int] = {"tags": 20, "entities": 50, "causal_relations": 50}
+#: Longest single list item (a tag, an entity name, a relation endpoint), in characters.
+ITEM_MAX_CHARS = 200
+#: Longest UPDATE/DELETE reason kept (it lands in the ledger history and the note).
+REASON_MAX_CHARS = 1_000
+TRUNCATION_MARK = "…"
+#: At most this many drop/cut notes are kept on a plan (the rest are counted in one note).
+MAX_NOTES = 50
+
 
 class UnparseableOutput(ValueError):
     """The answer holds no ``{"actions": [...]}`` object. Retryable (the model may do better)."""
@@ -120,14 +143,14 @@ def _to_str_list(value: Any) -> list[str]:
         items = list(value)
     else:
         items = []
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered and O(1) membership: a hostile list can be huge
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             continue
         text = str(item).strip()
-        if text and text not in out:
-            out.append(text)
-    return out
+        if text:
+            out.setdefault(text)
+    return list(out)
 
 
 def _confidence(value: Any) -> float:
@@ -189,6 +212,62 @@ def normalise_learning(learning: dict) -> dict:
     return out
 
 
+def _cut(text: str, limit: int) -> str:
+    """``text`` shortened to ``limit`` characters, the last one a truncation mark."""
+    return text if len(text) <= limit else text[: limit - 1] + TRUNCATION_MARK
+
+
+def cap_learning(learning: dict) -> list[str]:
+    """Bound every field of a normalised learning in place; say what was cut.
+
+    Model strings are hostile input of any size: without a bound a 5 MB title became a
+    15.8 MB note and 63 MB of ledger growth. Strings longer than :data:`FIELD_MAX_CHARS`
+    are truncated (ending in ``…``), list fields keep their first :data:`LIST_MAX_ITEMS`
+    items, and each item (tag, entity, relation endpoint) is cut to
+    :data:`ITEM_MAX_CHARS`. Nothing is dropped silently: each cut is one reason.
+
+    Args:
+        learning: What :func:`normalise_learning` returned; modified in place.
+
+    Returns:
+        One reason per cut field, e.g. ``"title cut from 5000000 to 200 chars"``; empty
+        when everything was within bounds.
+    """
+    reasons: list[str] = []
+    for name, limit in FIELD_MAX_CHARS.items():
+        value = learning.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            learning[name] = _cut(value, limit)
+            reasons.append(f"{name} cut from {len(value)} to {limit} chars")
+    for name in LIST_FIELDS:
+        items = learning.get(name) or []
+        cut = [_cut(item, ITEM_MAX_CHARS) for item in items]
+        if cut != items:
+            reasons.append(f"{name}: items cut to {ITEM_MAX_CHARS} chars")
+        limit = LIST_MAX_ITEMS[name]
+        if len(cut) > limit:
+            reasons.append(f"{name}: kept {limit} of {len(cut)} items")
+            cut = cut[:limit]
+        learning[name] = list(dict.fromkeys(cut))
+    rels = learning.get("causal_relations") or []
+    capped = [
+        {
+            **rel,
+            "source": _cut(rel["source"], ITEM_MAX_CHARS),
+            "target": _cut(rel["target"], ITEM_MAX_CHARS),
+        }
+        for rel in rels
+    ]
+    if capped != rels:
+        reasons.append(f"causal_relations: endpoints cut to {ITEM_MAX_CHARS} chars")
+    limit = LIST_MAX_ITEMS["causal_relations"]
+    if len(capped) > limit:
+        reasons.append(f"causal_relations: kept {limit} of {len(capped)}")
+        capped = capped[:limit]
+    learning["causal_relations"] = capped
+    return reasons
+
+
 def _action_name(action: dict, index: int, notes: list[str]) -> str | None:
     name = action.get("action")
     if isinstance(name, str):
@@ -214,10 +293,12 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
         allowed_ids: The ids the revision block listed; non-string members are ignored.
 
     Returns:
-        The :class:`ActionPlan`: normalised CREATEs (the first ``MAX_CREATES``, the rest
-        counted in ``skipped_over_cap``), ``{target_id, reason}`` UPDATEs and DELETEs for
-        listed ids, and one note per dropped or corrected action (an action name in the
-        wrong case is accepted with a note).
+        The :class:`ActionPlan`: normalised CREATEs with every field bounded
+        (:func:`cap_learning`; the first ``MAX_CREATES``, the rest counted in
+        ``skipped_over_cap``), ``{target_id, reason}`` UPDATEs and DELETEs for
+        listed ids, and one note per dropped, cut or corrected action (an action name in the
+        wrong case is accepted with a note; a field over its size bound is truncated with
+        a note naming it).
     """
     plan = ActionPlan()
     allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}
@@ -237,13 +318,22 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
             if not isinstance(learning, dict) or not _to_str(learning.get("title")).strip():
                 plan.notes.append(f"action #{index}: CREATE missing learning.title")
                 continue
-            creates.append(normalise_learning(learning))
+            normalised = normalise_learning(learning)
+            for reason in cap_learning(normalised):
+                plan.notes.append(f"action #{index}: {reason}")
+            creates.append(normalised)
             continue
         target = action.get("target_id")
         if not isinstance(target, str) or target not in allowed:
             plan.notes.append(f"dropped {name} for unlisted id {_snippet(target)!r}")
             continue
-        rev = {"target_id": target, "reason": _to_str(action.get("reason"))}
+        reason = _to_str(action.get("reason"))
+        if len(reason) > REASON_MAX_CHARS:
+            plan.notes.append(
+                f"action #{index}: reason cut from {len(reason)} to {REASON_MAX_CHARS} chars"
+            )
+            reason = _cut(reason, REASON_MAX_CHARS)
+        rev = {"target_id": target, "reason": reason}
         (plan.updates if name == "UPDATE" else plan.deletes).append(rev)
     if len(creates) > MAX_CREATES:
         plan.skipped_over_cap = len(creates) - MAX_CREATES
@@ -252,4 +342,7 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
         )
         creates = creates[:MAX_CREATES]
     plan.creates = creates
+    if len(plan.notes) > MAX_NOTES:  # a million junk actions must not store a million notes
+        extra = len(plan.notes) - MAX_NOTES
+        plan.notes = [*plan.notes[:MAX_NOTES], f"… and {extra} more note(s)"]
     return plan
