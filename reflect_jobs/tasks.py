@@ -35,7 +35,7 @@ from .pipeline.add import run_add
 from .pipeline.capture import run_capture
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
-from .pipeline.runtime import Runtime
+from .pipeline.runtime import Runtime, run_guarded, stage_failed
 from .pipeline.write import run_write
 from .queue import make_huey
 
@@ -153,9 +153,14 @@ def capture(
         The job id, or ``None`` when reflect-jobs is disabled (Huey stores no results, so
         only a direct caller sees it).
     """
-    return run_capture(
-        runtime(), harness, session_id, transcript_path, event, settle_sec, hook_ts=hook_ts
-    )
+    rt = runtime()
+    try:
+        return run_capture(
+            rt, harness, session_id, transcript_path, event, settle_sec, hook_ts=hook_ts
+        )
+    except Exception as exc:  # noqa: BLE001 - no job yet: the error goes to the errors ledger
+        stage_failed(rt, "capture", None, exc)
+        return None
 
 
 @huey.task()
@@ -165,7 +170,7 @@ def prepare(job_id: str) -> None:
     Args:
         job_id: The job to prepare.
     """
-    run_prepare(runtime(), job_id)
+    run_guarded(runtime(), "prepare", run_prepare, job_id)
 
 
 @huey.task()
@@ -175,7 +180,7 @@ def write(job_id: str) -> None:
     Args:
         job_id: The job to write.
     """
-    run_write(runtime(), job_id)
+    run_guarded(runtime(), "write", run_write, job_id)
 
 
 @huey.task()
@@ -185,7 +190,7 @@ def add(job_id: str) -> None:
     Args:
         job_id: The job to add.
     """
-    run_add(runtime(), job_id)
+    run_guarded(runtime(), "add", run_add, job_id)
 
 
 @huey.task()

@@ -21,7 +21,7 @@ from reflect_jobs.index import semantic
 from reflect_jobs.ledger import costs, learnings
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
-from reflect_jobs.ledger.models import Job, Transcript
+from reflect_jobs.ledger.models import Job, Transcript, transcript_key
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 
@@ -98,7 +98,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         job = session.get(Job, job_id)
         assert job is not None
         path, harness = job.transcript_path, job.harness
-        prev = session.get(Transcript, path)
+        prev = session.get(Transcript, transcript_key(path))
         unchanged = (
             prev is not None
             and prev.last_job_id != job.id
