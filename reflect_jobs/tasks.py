@@ -44,6 +44,8 @@ huey = make_huey(settings)
 log = structlog.get_logger("reflect_jobs.tasks")
 
 REINDEX_PENDING = "kb:reindex-pending"
+# Set while a reindex task runs its passes; left behind only by a writer that died in one.
+REINDEX_RUNNING = "kb:reindex-running"
 GRAPH_LOCK = "graph-writer"
 GRAPH_LOCK_TTL = 900
 
@@ -202,7 +204,10 @@ def reindex_task(force: bool = False) -> dict | None:
     loops until no request is left, so a request made during a run is served by the same
     task. A task that finds the lock taken just returns: its flag is still set, and the
     holder pops it before releasing. Nothing is scheduled for later, so ``drain
-    --until-idle`` never stops with a reindex owed.
+    --until-idle`` never stops with a reindex owed. The running mark
+    (``kb:reindex-running``) outlives a writer killed mid-pass, whose popped flag would
+    otherwise be lost: recovery re-sends the task, and the pass finishes what the killed
+    one left (the graph's debt is in the manifest, see ``maintenance.reindex``).
 
     Each pass repairs the graphml (with maintenance every ``maintain_every`` passes) and
     reindexes; problems go to the errors ledger.
@@ -219,10 +224,17 @@ def reindex_task(force: bool = False) -> dict | None:
     last: dict | None = None
     try:
         with graph_writer():
-            first = True
-            while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
-                last = _reindex_once(rt, force=force and first)
-                first = False
+            # Marked before the pending flag is popped and cleared only after the last
+            # pass: a writer killed in between leaves it, and recovery serves it again.
+            # (An exception clears it too: only a death mid-pass leaves it behind.)
+            huey.storage.put_data(REINDEX_RUNNING, b"1")
+            try:
+                first = True
+                while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
+                    last = _reindex_once(rt, force=force and first)
+                    first = False
+            finally:
+                huey.storage.pop_data(REINDEX_RUNNING)
     except TaskLockedException:
         return None
     return last
@@ -298,8 +310,10 @@ def recover_now() -> dict[str, int]:
     for job_id, stage in due:
         if stage in STAGE_TASKS:
             STAGE_TASKS[stage](job_id)
-    if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
-        reindex_task()  # a request whose task was lost (killed worker): serve it now
+    if any(huey.storage.peek_data(k) is not EmptyData for k in (REINDEX_PENDING, REINDEX_RUNNING)):
+        # A request whose task was lost, or a pass a killed writer left unfinished: serve
+        # it now (a writer still alive holds the lock; this task then just returns).
+        reindex_task()
     rt.caps.prune()
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)

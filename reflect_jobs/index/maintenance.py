@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.faults import failpoint
 from reflect_jobs.lifecycle import ACTIVE, is_retired
 
 from . import graphml_repair
@@ -135,6 +137,41 @@ class FileManifest:
             self.conn.execute("DELETE FROM files")
             self.conn.execute("DELETE FROM meta")
 
+    def graph_owed(self) -> dict[str, Any] | None:
+        """What the graph/vector index still owes from a pass that did not finish.
+
+        Returns:
+            ``{"force": bool, "paths": [note paths to (re)insert], "drop": [ids]}``, or
+            ``None`` when the graph is in step with the lexical index.
+        """
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'graph_owed'").fetchone()
+        if not row:
+            return None
+        try:
+            owed = json.loads(row[0])
+        except ValueError:
+            return {"force": True, "paths": [], "drop": []}  # unreadable: rebuild the graph
+        return owed if isinstance(owed, dict) else {"force": True, "paths": [], "drop": []}
+
+    def set_graph_owed(self, owed: dict[str, Any] | None) -> None:
+        """Record (or, with ``None``, clear) what the graph/vector index owes.
+
+        Written before the lexical index and the manifest move on, cleared once the graph
+        step succeeded, so a pass killed in between (``mid:reindex``) is finished by the
+        next one instead of being taken for "unchanged".
+
+        Args:
+            owed: See :meth:`graph_owed`.
+        """
+        with self.conn:
+            self.conn.execute("BEGIN")
+            if owed is None:
+                self.conn.execute("DELETE FROM meta WHERE key = 'graph_owed'")
+            else:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('graph_owed', ?)", (json.dumps(owed),)
+                )
+
     def documents_mtime_ns(self) -> int | None:
         """The documents folder's mtime recorded by the last reindex.
 
@@ -229,7 +266,9 @@ def reindex(
     stats = ReindexStats()
     lex = lexical_index(kb_path)
     changed: list[tuple[kb.Note, str]] = []
+    lex_upserts: list[tuple[kb.Note, str, str]] = []
     drop_from_graph: list[str] = []
+    graph_force = force
     files = manifest(kb_path)
     upserts: list[tuple[str, int, int, str]] = []
     docs_mtime = paths.documents.stat().st_mtime_ns
@@ -282,7 +321,7 @@ def reindex(
             note.path = path
             on_disk.add(note.id)  # a hand-written note may be named differently from its id
             status = str(note.frontmatter.get("status") or ACTIVE)
-            _lex_upsert(lex, note, digest, status)
+            lex_upserts.append((note, digest, status))
             if is_retired(status):
                 stats.removed += 1
                 drop_from_graph.append(note.id)
@@ -290,30 +329,86 @@ def reindex(
                 stats.inserted += 1
                 changed.append((note, digest))
         gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
-        for doc_id in gone:
-            lex.remove(doc_id)
         stats.removed += len(gone)
         drop_from_graph += gone
+        if vectors:
+            # The graph's debt goes on record before the lexical index and the manifest
+            # move on: once they have, this pass's notes look "unchanged" to the next.
+            graph_force = _take_owed(files.graph_owed(), changed, drop_from_graph) or force
+            files.set_graph_owed(
+                {
+                    "force": graph_force,
+                    "paths": [str(n.path) for n, _ in changed],
+                    "drop": drop_from_graph,
+                }
+            )
+        for note, digest, status in lex_upserts:
+            _lex_upsert(lex, note, digest, status)
+        for doc_id in gone:
+            lex.remove(doc_id)
         files.save(upserts, [p for p in known if p not in seen_paths], docs_mtime)
     finally:
         lex.close()
         files.close()
 
+    failpoint("mid:reindex")  # lexical index and manifest saved, graph/vector step not run
     if vectors:
         try:
             try:
-                _update_graph(kb_path, changed, drop_from_graph, force=force, model=embed_model)
+                _update_graph(
+                    kb_path, changed, drop_from_graph, force=graph_force, model=embed_model
+                )
             except Exception as exc:
-                if type(exc).__name__ != "IndexFormatError" or force:
+                if type(exc).__name__ != "IndexFormatError" or graph_force:
                     raise
                 # A damaged or foreign-format graph store: it is derived, rebuild it.
                 _update_graph(kb_path, [], [], force=True, model=embed_model)
                 stats.errors.append(f"graph index rebuilt from the notes: {exc}")
             stats.graph = "updated"
+            done = manifest(kb_path)
+            try:
+                done.set_graph_owed(None)
+            finally:
+                done.close()
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
             stats.graph = f"failed: {type(exc).__name__}: {exc}"
             stats.errors.append(stats.graph)
     return stats
+
+
+def _take_owed(
+    owed: dict[str, Any] | None,
+    changed: list[tuple[kb.Note, str]],
+    drop_from_graph: list[str],
+) -> bool:
+    """Add what an unfinished earlier pass owed the graph to this pass's change set.
+
+    Owed notes still on disk are re-read (active ones re-inserted, retired ones dropped);
+    owed removals are kept. Notes gone since are dropped through the lexical diff.
+
+    Returns:
+        Whether the unfinished pass was a forced rebuild (then this one rebuilds too).
+    """
+    if not owed:
+        return False
+    have = {str(n.path) for n, _ in changed}
+    for key in owed.get("paths") or []:
+        if not isinstance(key, str) or key in have:
+            continue
+        try:
+            data = Path(key).read_bytes()
+            note = kb.parse_note(data.decode("utf-8", errors="replace"))
+        except (OSError, kb.NoteError):
+            continue
+        note.path = Path(key)
+        if is_retired(str(note.frontmatter.get("status") or ACTIVE)):
+            drop_from_graph.append(note.id)
+        else:
+            changed.append((note, _sha(data)))
+    for doc_id in owed.get("drop") or []:
+        if isinstance(doc_id, str) and doc_id not in drop_from_graph:
+            drop_from_graph.append(doc_id)
+    return bool(owed.get("force"))
 
 
 def _note_entries(documents: Path) -> list[tuple[str, str, os.stat_result]]:
