@@ -91,7 +91,18 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 # Every model child running in this process, so a stopping drain can kill them all.
 _live: dict[int, subprocess.Popen] = {}
+_cancelled: set[int] = set()
 _live_lock = threading.Lock()
+
+
+class CallCancelled(KeyboardInterrupt):
+    """The call's child was killed by :func:`kill_live_children` (the process is stopping).
+
+    A ``KeyboardInterrupt`` (Huey logs the task as interrupted): no stage handler turns it
+    into an outcome, so the half-done call is neither recorded nor charged (its reserved
+    budget unit is refunded) and the job keeps its lease for recovery.
+    """
+
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _libc: ctypes.CDLL | None = None
@@ -172,14 +183,15 @@ def kill_live_children() -> int:
     """SIGKILL the process group of every model child this process is running.
 
     Called by a drain stopping on SIGINT/SIGTERM: it does not wait for the task in flight,
-    and the job's lease brings it back; the answer the killed call would have produced is
-    never paid for.
+    and the job's lease brings it back. Each interrupted :meth:`ClaudeCliBackend.call`
+    raises :class:`CallCancelled`, so the killed call is never recorded as an attempt.
 
     Returns:
         How many children were signalled.
     """
     with _live_lock:
         procs = list(_live.values())
+        _cancelled.update(_live)
     for proc in procs:
         _kill_group(proc)
     return len(procs)
@@ -281,6 +293,7 @@ class ClaudeCliBackend:
         Raises:
             BackendMissing: The binary is missing or not executable, ``cwd`` does not
                 exist, or the process cannot be started.
+            CallCancelled: :func:`kill_live_children` killed the child (shutdown).
         """
         binary = resolve_binary(self.binary)
         if not os.path.isdir(self.cwd):
@@ -308,8 +321,12 @@ class ClaudeCliBackend:
         finally:
             with _live_lock:
                 _live.pop(proc.pid, None)
+                cancelled = proc.pid in _cancelled
+                _cancelled.discard(proc.pid)
             if watchdog is not None:
                 _stop_watchdog(*watchdog)
+        if cancelled:
+            raise CallCancelled(f"model call cancelled: {binary} killed on shutdown")
         duration_ms = int((time.monotonic() - started) * 1000)
         exit_code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
         return result_from_cli(

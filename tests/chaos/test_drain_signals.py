@@ -60,8 +60,9 @@ def test_drain_stops_on_a_signal_and_leaves_the_job_to_recovery(env, tmp_path, s
     assert summary["stopped_by"] == signal.Signals(signum).name
     assert summary["counts"] == {"running": 1}, "the held job is left to recovery"
     wait_for(lambda: _gone(stub), timeout=20, what="the in-flight model child killed")
+    db = env.settings().db_url
+    assert admin.job_detail(db, job_id)["costs"] == [], "the killed call is not an attempt"
     if signum == signal.SIGTERM:  # and recovery finishes it, with one completed call
-        db = env.settings().db_url
         wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the lease expiring")
         env.cli("drain", "--until-idle", "--max-seconds", "60")
         (job,) = admin.list_jobs(db)
