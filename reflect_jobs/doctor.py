@@ -12,12 +12,14 @@ Every check is free: the writer is probed with ``--version`` only, never a model
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from .config import Settings
@@ -131,11 +133,48 @@ def check_queue(s: Settings) -> dict[str, Any]:
     return _check("queue", True, f"{s.redacted_urls()['queue']}: {pending} message(s) pending")
 
 
+def probe_writable(directory: Path) -> None:
+    """Prove a byte can be written and synced in ``directory`` without changing its entries.
+
+    On Linux an unnamed ``O_TMPFILE`` in the directory needs the same permission and space
+    as a note and never gets a directory entry, so the folder's mtime — which
+    :func:`reflect_jobs.index.maintenance.index_lags` compares — does not move. Where that
+    is not supported, ``os.access`` checks the folder and the probe file is written in its
+    parent (the KB root, which no staleness check watches).
+
+    Args:
+        directory: The folder to probe (``documents/``).
+
+    Raises:
+        OSError: The folder cannot be written (``EACCES``, ``EROFS``, ``ENOSPC``…).
+    """
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
+        try:
+            fd = os.open(directory, flag | os.O_WRONLY, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+        else:
+            try:
+                os.write(fd, b"ok")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(directory))
+    probe = directory.parent / ".doctor-probe"
+    probe.write_text("ok")
+    probe.unlink()
+
+
 def check_kb(s: Settings) -> dict[str, Any]:
     """The KB's ``documents/`` is writable and the lexical index is intact and current.
 
-    Writes and removes a probe file in ``documents/`` (creating the KB directories when
-    missing).
+    Probes ``documents/`` with :func:`probe_writable` (creating the KB directories when
+    missing), which leaves the folder's mtime alone: a probe file created and removed there
+    used to make every later ``search`` warn that the index lags the notes.
 
     Args:
         s: The settings (``kb_path``).
@@ -151,9 +190,7 @@ def check_kb(s: Settings) -> dict[str, Any]:
 
     try:
         paths = kb.kb_paths(s.kb_path)
-        probe = paths.documents / ".doctor-probe"
-        probe.write_text("ok")
-        probe.unlink()
+        probe_writable(paths.documents)
         lex = LexicalIndex(paths.index / "lexical.db")
         try:
             intact = lex.check()

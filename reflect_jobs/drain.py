@@ -10,6 +10,7 @@ the due jobs is the whole drain.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from .ledger.jobs import due_jobs
 from .ledger.models import Job
 
 POLL_SEC = 0.1
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _InFlight:
@@ -51,6 +53,42 @@ class _InFlight:
                 self.n = max(0, self.n - 1)
 
 
+class _StopSignals:
+    """SIGINT/SIGTERM handlers for the drain's main loop (installed over Huey's own).
+
+    ``consumer.start()`` installs Huey's handlers, but they only set a field that
+    ``Consumer.run()``'s loop reads — and drain runs its own loop, so both signals were
+    ignored and only SIGKILL stopped a drain. The first signal asks the loop to stop; a
+    second one gets the default behaviour (Ctrl-C twice interrupts at once).
+    """
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        self.event.set()
+        signal.signal(
+            signum, signal.SIG_DFL if signum == signal.SIGTERM else signal.default_int_handler
+        )
+
+    def restore(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum is not None else None
+
+
 def _ledger_busy(settings: Settings) -> bool:
     with session_scope(settings.db_url, readonly=True) as session:
         running = session.scalar(
@@ -75,12 +113,17 @@ def run_drain(
             no task executing and the ledger with no running or due job. While the queue
             is quiet but the ledger has due work for more than 1.5 s, recovery re-sends it.
         max_seconds: Stop after this long in any case; ``None`` for no limit (with
-            ``until_idle`` false, only Ctrl-C stops it then).
+            ``until_idle`` false, only a signal stops it then).
         workers: Consumer worker threads.
+
+    SIGINT or SIGTERM stops it within a poll: the consumer stops without waiting for the
+    tasks in flight, their model children are killed, and the jobs they held are left to
+    recovery (their leases expire), as with a stopped ``worker``.
 
     Returns:
         ``{"seconds": elapsed, "counts": {state: jobs}}``, the counts over the whole ledger
-        after the consumer stopped, sorted by state.
+        after the consumer stopped, sorted by state, plus ``"stopped_by": "SIGINT"`` or
+        ``"SIGTERM"`` when a signal stopped it.
     """
     from . import tasks
 
@@ -98,14 +141,17 @@ def run_drain(
         check_worker_health=False,
     )
     started = time.monotonic()
+    stop = _StopSignals()
     tasks.runtime()
     tasks.recover_now(spool_min_age_sec=0)
     consumer.start()
+    stop.install()
     idle_polls = 0
     stalled_since: float | None = None
     try:
         while True:
-            time.sleep(POLL_SEC)
+            if stop.event.wait(POLL_SEC):
+                break
             if max_seconds is not None and time.monotonic() - started >= max_seconds:
                 break
             if not until_idle:
@@ -125,12 +171,29 @@ def run_drain(
             else:
                 stalled_since = None
     except KeyboardInterrupt:
-        pass
+        stop.signum = stop.signum or signal.SIGINT
     finally:
-        consumer.stop(graceful=True)
+        if stop.signum is None:
+            consumer.stop(graceful=True)
+        else:
+            # Stopped by a person or the service manager: do not wait for the task in flight
+            # (a model call can take minutes). Its model child is killed now; its job keeps
+            # its lease, and recovery re-queues it when the lease expires, like a killed
+            # worker's. Worker threads are daemons: they end with this process.
+            consumer.stop(graceful=False)
+            from .writer.backends import kill_live_children
+
+            kill_live_children()
+        stop.restore()
         huey.disconnect_signal(inflight)
     with session_scope(settings.db_url) as session:
         counts = Counter(
             dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
         )
-    return {"seconds": time.monotonic() - started, "counts": dict(sorted(counts.items()))}
+    summary: dict[str, Any] = {
+        "seconds": time.monotonic() - started,
+        "counts": dict(sorted(counts.items())),
+    }
+    if stop.name:
+        summary["stopped_by"] = stop.name
+    return summary

@@ -24,6 +24,8 @@ proof/retirement rewrites have not run — recovery applies them, see ``pipeline
 gate; a kill there proves a dead holder frees its slot); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
 (``fsio``, before each step); ``graphml:check`` (reading the graph back to validate it);
 ``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
+``mid:reindex`` (``index.maintenance.reindex``, the lexical index and manifest saved, the
+graph/vector step not yet run);
 ``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows).
 """
 

@@ -58,6 +58,7 @@ def redact_event(_logger: object, _method: str, event_dict: dict) -> dict:
     return out
 
 
+_MARK = "_reflect_drain_log"
 _lock = threading.Lock()
 
 
@@ -121,7 +122,15 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
             )
         )
         root.addHandler(file_handler)
-        logging.getLogger("huey").addHandler(file_handler)
+        # The huey logger is shared by every configuration in the process: drop the handler
+        # an earlier one added (another log path) instead of piling them up, so each Huey
+        # line is written once, to the current drain.log.
+        huey_logger = logging.getLogger("huey")
+        for old in [h for h in huey_logger.handlers if getattr(h, _MARK, False)]:
+            huey_logger.removeHandler(old)
+            old.close()
+        setattr(file_handler, _MARK, True)
+        huey_logger.addHandler(file_handler)
         if console if console is not None else sys.stderr.isatty():
             tty = logging.StreamHandler(sys.stderr)
             tty.setFormatter(

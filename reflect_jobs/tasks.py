@@ -36,7 +36,7 @@ from .pipeline.add import run_add
 from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
-from .pipeline.runtime import Runtime
+from .pipeline.runtime import Runtime, run_guarded, stage_failed
 from .pipeline.write import run_write
 from .queue import make_huey
 from .write_lease import make_write_lease
@@ -46,6 +46,8 @@ huey = make_huey(settings)
 log = structlog.get_logger("reflect_jobs.tasks")
 
 REINDEX_PENDING = "kb:reindex-pending"
+# Set while a reindex task runs its passes; left behind only by a writer that died in one.
+REINDEX_RUNNING = "kb:reindex-running"
 GRAPH_LOCK = "graph-writer"
 GRAPH_LOCK_TTL = 900
 
@@ -177,16 +179,21 @@ def capture(
         The job id, or ``None`` when reflect-jobs is disabled or the capture was already
         recorded (Huey stores no results, so only a direct caller sees it).
     """
-    return run_capture(
-        runtime(),
-        harness,
-        session_id,
-        transcript_path,
-        event,
-        settle_sec,
-        hook_ts=hook_ts,
-        spool_id=spool_id,
-    )
+    rt = runtime()
+    try:
+        return run_capture(
+            rt,
+            harness,
+            session_id,
+            transcript_path,
+            event,
+            settle_sec,
+            hook_ts=hook_ts,
+            spool_id=spool_id,
+        )
+    except Exception as exc:  # noqa: BLE001 - no job yet: the error goes to the errors ledger
+        stage_failed(rt, "capture", None, exc)
+        return None
 
 
 @huey.task()
@@ -196,7 +203,7 @@ def prepare(job_id: str) -> None:
     Args:
         job_id: The job to prepare.
     """
-    run_prepare(runtime(), job_id)
+    run_guarded(runtime(), "prepare", run_prepare, job_id)
 
 
 @huey.task()
@@ -206,7 +213,7 @@ def write(job_id: str) -> None:
     Args:
         job_id: The job to write.
     """
-    run_write(runtime(), job_id)
+    run_guarded(runtime(), "write", run_write, job_id)
 
 
 @huey.task()
@@ -216,7 +223,7 @@ def add(job_id: str) -> None:
     Args:
         job_id: The job to add.
     """
-    run_add(runtime(), job_id)
+    run_guarded(runtime(), "add", run_add, job_id)
 
 
 @huey.task()
@@ -228,7 +235,10 @@ def reindex_task(force: bool = False) -> dict | None:
     loops until no request is left, so a request made during a run is served by the same
     task. A task that finds the lock taken just returns: its flag is still set, and the
     holder pops it before releasing. Nothing is scheduled for later, so ``drain
-    --until-idle`` never stops with a reindex owed.
+    --until-idle`` never stops with a reindex owed. The running mark
+    (``kb:reindex-running``) outlives a writer killed mid-pass, whose popped flag would
+    otherwise be lost: recovery re-sends the task, and the pass finishes what the killed
+    one left (the graph's debt is in the manifest, see ``maintenance.reindex``).
 
     Each pass repairs the graphml (with maintenance every ``maintain_every`` passes) and
     reindexes; problems go to the errors ledger.
@@ -245,10 +255,17 @@ def reindex_task(force: bool = False) -> dict | None:
     last: dict | None = None
     try:
         with graph_writer():
-            first = True
-            while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
-                last = _reindex_once(rt, force=force and first)
-                first = False
+            # Marked before the pending flag is popped and cleared only after the last
+            # pass: a writer killed in between leaves it, and recovery serves it again.
+            # (An exception clears it too: only a death mid-pass leaves it behind.)
+            huey.storage.put_data(REINDEX_RUNNING, b"1")
+            try:
+                first = True
+                while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
+                    last = _reindex_once(rt, force=force and first)
+                    first = False
+            finally:
+                huey.storage.pop_data(REINDEX_RUNNING)
     except TaskLockedException:
         return None
     return last
@@ -331,8 +348,10 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     for job_id, stage in due:
         if stage in STAGE_TASKS:
             STAGE_TASKS[stage](job_id)
-    if huey.storage.peek_data(REINDEX_PENDING) is not EmptyData:
-        reindex_task()  # a request whose task was lost (killed worker): serve it now
+    if any(huey.storage.peek_data(k) is not EmptyData for k in (REINDEX_PENDING, REINDEX_RUNNING)):
+        # A request whose task was lost, or a pass a killed writer left unfinished: serve
+        # it now (a writer still alive holds the lock; this task then just returns).
+        reindex_task()
     rt.caps.prune()
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reflect_jobs.lifecycle import CAUSAL_TYPES
+from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer import (
     MAX_CREATES,
     ActionPlan,
@@ -186,9 +187,11 @@ def test_hostile_strings_in_every_field(nasty: str) -> None:
     text = "Sure!\n```json\n" + json.dumps({"actions": actions}) + "\n```"
     plan = plan_actions(parse_actions(text), allowed_ids={"lrn-ok"})
     [learned] = plan.creates
-    # Within its size bound a hostile string is kept as written (item 9 cuts only the size).
-    assert learned["title"] == _cut(nasty.strip(), FIELD_MAX_CHARS["title"])
-    assert learned["tags"] == ([_cut(nasty.strip(), ITEM_MAX_CHARS)] if nasty.strip() else [])
+    # Within its size bound a hostile string is kept as written (item 9 cuts only the size),
+    # NUL dropped: PostgreSQL refuses it in any text.
+    stored = clean_text(nasty).strip()
+    assert learned["title"] == _cut(stored, FIELD_MAX_CHARS["title"])
+    assert learned["tags"] == ([_cut(stored, ITEM_MAX_CHARS)] if stored else [])
     assert learned["confidence_num"] == 0.6
     assert learned["causal_relations"][0]["type"] == "relates_to"
     assert not plan.updates and not plan.deletes

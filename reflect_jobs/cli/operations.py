@@ -8,7 +8,6 @@ shell prompt does not pay for a model it never loads.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import Any
 
@@ -27,26 +26,20 @@ def worker(workers: int | None) -> None:
     """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully.
 
     \f
-    This process is replaced (``exec``) by ``huey_consumer`` with thread workers, a task
-    timeout of ``max(30, timeout_sec)`` seconds, stale locks flushed, and its log in
-    ``$REFLECT_HOME/consumer.log``.
+    This process is replaced (``exec``) by Huey's consumer (``python -m workers.run``,
+    ``huey_consumer``'s main) with thread workers, a task timeout of ``max(30,
+    timeout_sec)`` seconds, stale locks flushed, and its log in
+    ``$REFLECT_HOME/consumer.log``, rotated at ``REFLECT_DRAIN_LOG_MAX_BYTES``.
 
     Args:
         workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
-
-    Raises:
-        click.ClickException: ``huey_consumer`` is not installed (exit 1).
     """
     s = get_settings()
-    exe = shutil.which("huey_consumer", path=os.path.dirname(sys.executable)) or shutil.which(
-        "huey_consumer"
-    )
-    if exe is None:
-        raise click.ClickException(
-            "huey_consumer not found next to this Python; reinstall reflect-jobs"
-        )
+    exe = sys.executable
     argv = [
         exe,
+        "-m",
+        "workers.run",  # huey_consumer's main with a rotating consumer.log
         "workers.consumer.huey",
         "-w",
         str(workers or s.workers),

@@ -20,10 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.faults import failpoint
 from reflect_jobs.lifecycle import ACTIVE, is_retired
 
 from . import graphml_repair
+from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
+
+__all__ = [  # FileManifest, manifest and index_lags live in file_manifest; re-exported
+    "FileManifest",
+    "RepairReport",
+    "ReindexStats",
+    "doc_text",
+    "graphml_path",
+    "index_lags",
+    "lexical_index",
+    "manifest",
+    "rebuild_communities",
+    "reindex",
+    "repair",
+]
 
 
 @dataclass
@@ -77,121 +93,6 @@ def _graph_index(kb_path: Path, embed_model: str | None):  # type: ignore[no-unt
     return GraphIndex(kb.kb_paths(kb_path).graph, embedder=get_embedder(embed_model))
 
 
-class FileManifest:
-    """``path -> (size, mtime_ns, sha256)`` of every note as last indexed, and the folder's mtime.
-
-    Lets reindex skip reading unchanged notes (a stat per note instead of a read + hash:
-    +1 note on a 5,000-note KB stays flat) and lets search tell cheaply whether the index
-    lags the notes (the folder's mtime moves on every atomic write, rename or delete).
-    """
-
-    def __init__(self, db_path: Path) -> None:
-        """Open (or create) the manifest.
-
-        Args:
-            db_path: The SQLite file, usually ``kb/index/files.db``.
-        """
-        self.conn = sqlite3.connect(db_path, timeout=30, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, sha TEXT)"
-        )
-        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-
-    def load(self) -> dict[str, tuple[int, int, str]]:
-        """Every recorded note.
-
-        Returns:
-            ``{path: (size, mtime_ns, sha256)}``.
-        """
-        return {
-            p: (sz, mt, sha)
-            for p, sz, mt, sha in self.conn.execute("SELECT path, size, mtime_ns, sha FROM files")
-        }
-
-    def save(
-        self, upserts: list[tuple[str, int, int, str]], deletes: list[str], docs_mtime_ns: int
-    ) -> None:
-        """Record one reindex's changes in one transaction.
-
-        Args:
-            upserts: ``(path, size, mtime_ns, sha256)`` of each note that was read.
-            deletes: Paths no longer on disk.
-            docs_mtime_ns: The documents folder's mtime when the reindex started.
-        """
-        with self.conn:
-            self.conn.execute("BEGIN")
-            self.conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", upserts)
-            self.conn.executemany("DELETE FROM files WHERE path = ?", [(d,) for d in deletes])
-            self.conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('documents_mtime_ns', ?)",
-                (str(docs_mtime_ns),),
-            )
-
-    def clear(self) -> None:
-        """Forget every note and the folder's mtime (a forced reindex starts from nothing)."""
-        with self.conn:
-            self.conn.execute("BEGIN")
-            self.conn.execute("DELETE FROM files")
-            self.conn.execute("DELETE FROM meta")
-
-    def documents_mtime_ns(self) -> int | None:
-        """The documents folder's mtime recorded by the last reindex.
-
-        Returns:
-            Nanoseconds since the epoch, or ``None`` before the first reindex (or after
-            :meth:`clear`).
-        """
-        row = self.conn.execute(
-            "SELECT value FROM meta WHERE key = 'documents_mtime_ns'"
-        ).fetchone()
-        return int(row[0]) if row else None
-
-    def close(self) -> None:
-        """Close the connection."""
-        self.conn.close()
-
-
-def manifest(kb_path: Path) -> FileManifest:
-    """Open the KB's file manifest (``index/files.db``), creating the KB's directories.
-
-    Args:
-        kb_path: The KB root.
-
-    Returns:
-        An open :class:`FileManifest`; the caller closes it.
-    """
-    return FileManifest(kb.kb_paths(kb_path).index / "files.db")
-
-
-def index_lags(kb_path: Path) -> bool:
-    """True when notes changed since the last reindex (cheap: two stats and one row).
-
-    "Changed" means the documents folder's mtime differs from the one recorded, which every
-    atomic write, rename or delete moves; a note edited in place without a rename is not
-    seen. Before the first reindex it is true as soon as there is a note.
-
-    Args:
-        kb_path: The KB root.
-
-    Returns:
-        Whether a reindex is owed; ``False`` when ``documents/`` does not exist.
-    """
-    paths = kb.kb_paths(kb_path)
-    if not paths.documents.is_dir():
-        return False
-    m = manifest(kb_path)
-    try:
-        recorded = m.documents_mtime_ns()
-    finally:
-        m.close()
-    current = paths.documents.stat().st_mtime_ns
-    has_notes = (
-        any(p.suffix == ".md" for p in paths.documents.iterdir()) if recorded is None else True
-    )
-    return (recorded is None and has_notes) or (recorded is not None and recorded != current)
-
-
 def reindex(
     kb_path: Path,
     *,
@@ -229,7 +130,9 @@ def reindex(
     stats = ReindexStats()
     lex = lexical_index(kb_path)
     changed: list[tuple[kb.Note, str]] = []
+    lex_upserts: list[tuple[kb.Note, str, str]] = []
     drop_from_graph: list[str] = []
+    graph_force = force
     files = manifest(kb_path)
     upserts: list[tuple[str, int, int, str]] = []
     docs_mtime = paths.documents.stat().st_mtime_ns
@@ -282,7 +185,7 @@ def reindex(
             note.path = path
             on_disk.add(note.id)  # a hand-written note may be named differently from its id
             status = str(note.frontmatter.get("status") or ACTIVE)
-            _lex_upsert(lex, note, digest, status)
+            lex_upserts.append((note, digest, status))
             if is_retired(status):
                 stats.removed += 1
                 drop_from_graph.append(note.id)
@@ -290,30 +193,86 @@ def reindex(
                 stats.inserted += 1
                 changed.append((note, digest))
         gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
-        for doc_id in gone:
-            lex.remove(doc_id)
         stats.removed += len(gone)
         drop_from_graph += gone
+        if vectors:
+            # The graph's debt goes on record before the lexical index and the manifest
+            # move on: once they have, this pass's notes look "unchanged" to the next.
+            graph_force = _take_owed(files.graph_owed(), changed, drop_from_graph) or force
+            files.set_graph_owed(
+                {
+                    "force": graph_force,
+                    "paths": [str(n.path) for n, _ in changed],
+                    "drop": drop_from_graph,
+                }
+            )
+        for note, digest, status in lex_upserts:
+            _lex_upsert(lex, note, digest, status)
+        for doc_id in gone:
+            lex.remove(doc_id)
         files.save(upserts, [p for p in known if p not in seen_paths], docs_mtime)
     finally:
         lex.close()
         files.close()
 
+    failpoint("mid:reindex")  # lexical index and manifest saved, graph/vector step not run
     if vectors:
         try:
             try:
-                _update_graph(kb_path, changed, drop_from_graph, force=force, model=embed_model)
+                _update_graph(
+                    kb_path, changed, drop_from_graph, force=graph_force, model=embed_model
+                )
             except Exception as exc:
-                if type(exc).__name__ != "IndexFormatError" or force:
+                if type(exc).__name__ != "IndexFormatError" or graph_force:
                     raise
                 # A damaged or foreign-format graph store: it is derived, rebuild it.
                 _update_graph(kb_path, [], [], force=True, model=embed_model)
                 stats.errors.append(f"graph index rebuilt from the notes: {exc}")
             stats.graph = "updated"
+            done = manifest(kb_path)
+            try:
+                done.set_graph_owed(None)
+            finally:
+                done.close()
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
             stats.graph = f"failed: {type(exc).__name__}: {exc}"
             stats.errors.append(stats.graph)
     return stats
+
+
+def _take_owed(
+    owed: dict[str, Any] | None,
+    changed: list[tuple[kb.Note, str]],
+    drop_from_graph: list[str],
+) -> bool:
+    """Add what an unfinished earlier pass owed the graph to this pass's change set.
+
+    Owed notes still on disk are re-read (active ones re-inserted, retired ones dropped);
+    owed removals are kept. Notes gone since are dropped through the lexical diff.
+
+    Returns:
+        Whether the unfinished pass was a forced rebuild (then this one rebuilds too).
+    """
+    if not owed:
+        return False
+    have = {str(n.path) for n, _ in changed}
+    for key in owed.get("paths") or []:
+        if not isinstance(key, str) or key in have:
+            continue
+        try:
+            data = Path(key).read_bytes()
+            note = kb.parse_note(data.decode("utf-8", errors="replace"))
+        except (OSError, kb.NoteError):
+            continue
+        note.path = Path(key)
+        if is_retired(str(note.frontmatter.get("status") or ACTIVE)):
+            drop_from_graph.append(note.id)
+        else:
+            changed.append((note, _sha(data)))
+    for doc_id in owed.get("drop") or []:
+        if isinstance(doc_id, str) and doc_id not in drop_from_graph:
+            drop_from_graph.append(doc_id)
+    return bool(owed.get("force"))
 
 
 def _note_entries(documents: Path) -> list[tuple[str, str, os.stat_result]]:

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..lifecycle import ACTIVE, DEFAULT_LEARNING_TYPE, is_retired
+from ..sanitize import bounded
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
 CHUNK_HASH_TTL_DAYS = 30
@@ -52,6 +53,24 @@ def _history(
     )
 
 
+SOURCE_MAX = 512  # learning_sources.source is VARCHAR(512)
+
+
+def source_key(source: str) -> str:
+    """The proof key stored for ``source``: clean and at most :data:`SOURCE_MAX` characters.
+
+    A transcript path longer than the column failed the add's commit on PostgreSQL (and
+    every retry of it); the bounded key keeps distinct long paths distinct.
+
+    Args:
+        source: A source, usually a transcript path.
+
+    Returns:
+        :func:`reflect_jobs.sanitize.bounded` of it.
+    """
+    return bounded(source, SOURCE_MAX)
+
+
 def add_source(session: Session, learning_id: str, source: str, job_id: str | None) -> bool:
     """Record ``source`` as proof; False when it was already recorded (idempotent).
 
@@ -65,6 +84,7 @@ def add_source(session: Session, learning_id: str, source: str, job_id: str | No
         ``True`` when a new source row was added; ``False`` when it existed already or a
         concurrent insert of it won.
     """
+    source = source_key(source)
     exists = session.scalars(
         select(LearningSource.id).where(
             LearningSource.learning_id == learning_id, LearningSource.source == source
@@ -213,7 +233,8 @@ def add_proof(
         return False
     if session.scalars(
         select(LearningSource.id).where(
-            LearningSource.learning_id == learning_id, LearningSource.source == source
+            LearningSource.learning_id == learning_id,
+            LearningSource.source == source_key(source),
         )
     ).first():
         return False

@@ -277,6 +277,23 @@ class ChunkHash(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
+TRANSCRIPT_KEY_MAX = 1024  # transcripts.path is VARCHAR(1024)
+
+
+def transcript_key(path: str) -> str:
+    """The ``transcripts.path`` key for a transcript path (bounded; see ``sanitize.bounded``).
+
+    Args:
+        path: A job's transcript path.
+
+    Returns:
+        ``path`` itself up to 1024 characters, else its head and a hash of the whole.
+    """
+    from ..sanitize import bounded
+
+    return bounded(path, TRANSCRIPT_KEY_MAX)
+
+
 class Transcript(Base):
     """The last size/mtime of each transcript that reached a terminal outcome.
 

@@ -152,7 +152,9 @@ def run_add(rt: Runtime, job_id: str) -> None:
         notes = plan.get("notes") or []
         if notes:
             summary += " notes: " + "; ".join(str(n) for n in notes)[:800]
-        outcome = job.outcome if job.outcome and job.outcome != "ok" else "ok"
+        # The write stage's verdict, not whatever the job last showed: a person's retry of a
+        # poison_add_failed (or poison_stage_error) job that now succeeds ends "ok".
+        outcome = str((job.result or {}).get("outcome") or "ok")
         note_edits.record(job, edits)
         finish(session, job, outcome=outcome, detail=summary, worker=worker)
     failpoint("after_commit:add")

@@ -17,6 +17,7 @@ from reflect_jobs.faults import failpoint
 from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import capture_recorded, record_capture
+from reflect_jobs.sanitize import bounded, clean_text
 
 from .runtime import Runtime, log
 
@@ -64,6 +65,12 @@ def run_capture(
         return None
     if spool_id is not None and not spool.valid_id(spool_id):
         spool_id = None
+    # The payload is outside input: a NUL fails PostgreSQL (and os.stat), and the ledger's
+    # columns are bounded (jobs.session_id 200, event 32, harness 16).
+    harness = bounded(str(harness), 16)
+    session_id = bounded(str(session_id or ""), 200)
+    transcript_path = clean_text(str(transcript_path))
+    event = bounded(str(event), 32)
     try:
         st = os.stat(transcript_path)
         size, mtime = st.st_size, st.st_mtime

@@ -22,7 +22,7 @@ from reflect_jobs.index import semantic
 from reflect_jobs.ledger import costs, learnings, watermarks
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
-from reflect_jobs.ledger.models import Job, Transcript
+from reflect_jobs.ledger.models import Job, Transcript, transcript_key
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 
@@ -111,7 +111,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         assert job is not None
         path, harness = job.transcript_path, job.harness
         base = watermarks.current(session, harness, job.session_id, path)
-        prev = session.get(Transcript, path)
+        prev = session.get(Transcript, transcript_key(path))
         unchanged = (
             prev is not None
             and prev.last_job_id != job.id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -19,10 +19,12 @@ import structlog
 from sqlalchemy.orm import Session
 
 from reflect_jobs.config import Settings
+from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition, worker_id
-from reflect_jobs.ledger.models import Job, Transcript, utcnow
+from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.limits import Caps
+from reflect_jobs.sanitize import clean_text
 from reflect_jobs.write_lease import WriteLease
 
 # One logger name for every stage, as before the split: log consumers filter on it.
@@ -182,9 +184,10 @@ def remember_transcript(session: Session, job: Job) -> None:
         session: The transaction finishing the job.
         job: The finished job.
     """
-    row = session.get(Transcript, job.transcript_path)
+    key = transcript_key(job.transcript_path)
+    row = session.get(Transcript, key)
     if row is None:
-        row = Transcript(path=job.transcript_path)
+        row = Transcript(path=key)
         session.add(row)
     row.harness = job.harness
     row.session_id = job.session_id
@@ -204,3 +207,150 @@ def drop_slice(job: Job) -> None:
     if job.slice_path:
         with contextlib.suppress(OSError):
             os.unlink(job.slice_path)
+
+
+def transient_error(exc: BaseException) -> bool:
+    """Whether ``exc`` may pass by itself (worth a retry), as opposed to a bug or bad input.
+
+    Transient: ``OSError`` (a full disk, a failing device, a dropped connection), SQLAlchemy's
+    ``OperationalError``/``InterfaceError``/pool ``TimeoutError`` (a locked or unreachable
+    database) and Redis connection errors. Everything else — a ``UnicodeError``, a
+    ``RecursionError``, a value PostgreSQL refuses (``DataError``) — fails the same way on
+    the same input.
+
+    Args:
+        exc: The exception a stage raised.
+
+    Returns:
+        True for the transient kinds above.
+    """
+    from sqlalchemy import exc as sa_exc
+
+    kinds: tuple[type[BaseException], ...] = (
+        OSError,
+        sa_exc.OperationalError,
+        sa_exc.InterfaceError,
+        sa_exc.TimeoutError,
+    )
+    try:
+        import redis.exceptions as redis_exc
+
+        kinds += (redis_exc.ConnectionError, redis_exc.TimeoutError)
+    except ImportError:  # pragma: no cover - redis is a dependency of the Redis queue only
+        pass
+    return isinstance(exc, kinds)
+
+
+def describe_error(exc: BaseException, limit: int = 500) -> str:
+    """``"<Type>: <message>"``, storable (no NUL, no lone surrogate) and at most ``limit`` chars.
+
+    Args:
+        exc: Any exception.
+        limit: The longest text returned.
+
+    Returns:
+        The one-line description.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    return clean_text(" ".join(text.split()))[:limit]
+
+
+def run_guarded(
+    rt: Runtime, stage: str, runner: Callable[[Runtime, str], None], job_id: str
+) -> None:
+    """Run a stage runner; an exception out of it ends the attempt at once (:func:`stage_failed`).
+
+    Without this an exception went to Huey, which logs it and moves on, while the ledger
+    kept the job ``running`` until its lease expired — four times, ~24 minutes at the
+    default lease, ``drain --until-idle`` blocked all along — and then poisoned it as a
+    crash loop with an empty error.
+
+    Args:
+        rt: The runtime.
+        stage: The runner's stage (``prepare``, ``write``, ``add``).
+        runner: ``run_prepare``, ``run_write`` or ``run_add``.
+        job_id: The job.
+    """
+    try:
+        runner(rt, job_id)
+    except Exception as exc:  # noqa: BLE001 - every stage error ends the attempt here
+        stage_failed(rt, stage, job_id, exc)
+
+
+def stage_failed(rt: Runtime, stage: str, job_id: str | None, exc: BaseException) -> str | None:
+    """Record a stage's exception and move the job it holds: retry with backoff, or poison.
+
+    The error goes to the errors ledger (``stage_error``, which ``reflect-jobs errors``
+    lists), to the job's ``error`` and to its event; the move is
+    :func:`reflect_jobs.writer.outcomes.stage_error_outcome`. Only a job this worker still
+    holds is moved (a stage that already moved its job, or lost its lease, only reports
+    the error). If even this fails (the ledger is down) the lease expiry path remains.
+
+    Args:
+        rt: The runtime.
+        stage: The stage that raised (``capture`` has no job yet: ``job_id`` None).
+        job_id: The job the stage ran for.
+        exc: The exception.
+
+    Returns:
+        The job's new state, or None when no job was moved.
+    """
+    from reflect_jobs.writer.outcomes import error_kind, job_move, stage_error_outcome
+
+    worker = rt.who()
+    error = describe_error(exc)
+    log.error("stage error", job_id=job_id, stage=stage, error=error, exc_info=exc)
+    moved: str | None = None
+    eta = None
+    try:
+        with session_scope(rt.db) as session:
+            job = session.get(Job, job_id, populate_existing=True) if job_id else None
+            held = job is not None and job.state == "running" and job.lease_owner == worker
+            outcome = stage_error_outcome(
+                stage,
+                error,
+                transient=transient_error(exc),
+                prior_failures=job.failures if job is not None else 0,
+                max_retries=rt.settings.max_retries,
+            )
+            kind, severity = error_kind(outcome.outcome) or ("stage_error", "error")
+            control.record_error(
+                session,
+                kind=kind,
+                severity=severity,
+                message=f"{stage}: {error}",
+                context={"job_id": job_id, "stage": stage, "held": held},
+            )
+            if job is None or not held:
+                return None
+            job.error = error
+            move = job_move(outcome.disposition)
+            if move.terminal:
+                finish(
+                    session,
+                    job,
+                    outcome=outcome.outcome,
+                    state=move.state,
+                    detail=outcome.detail,
+                    worker=worker,
+                )
+            else:
+                job.failures += 1
+                eta = utcnow() + backoff(rt, job.failures)
+                transition(
+                    session,
+                    job,
+                    to_state=move.state,
+                    outcome=outcome.outcome,
+                    detail=outcome.detail,
+                    next_run_at=eta,
+                    worker=worker,
+                )
+                log_transition(job, retry_at=eta.isoformat())
+            moved = job.state
+    except Exception:  # noqa: BLE001 - the lease expiry path still recovers the job
+        log.exception("could not record the stage error", job_id=job_id, stage=stage)
+        return None
+    if moved == "retrying" and job_id is not None:
+        rt.dispatcher.schedule(stage, job_id, eta)
+    return moved

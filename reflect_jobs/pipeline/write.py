@@ -117,7 +117,12 @@ def run_write(rt: Runtime, job_id: str) -> None:
                 rt.dispatcher.schedule("write", job_id, booked.until)
                 return
             reservation = booked
-            result, missing = _call_model(rt, job_id, backend_name, ticket)
+            try:
+                result, missing = _call_model(rt, job_id, backend_name, ticket)
+            except BaseException:  # nothing was paid (the slice did not read): give it back
+                if reservation is not None:
+                    rt.caps.refund(reservation)
+                raise
             if result is not None:
                 ticket.cost_row_id = _record_answer(rt, job_id, result)
         finally:

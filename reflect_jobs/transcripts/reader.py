@@ -256,7 +256,7 @@ def read_transcript(
             for line in _lines(fh, stats):
                 try:
                     record = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # e.g. a line of 100k nested "["
                     stats.malformed += 1
                     continue
                 stats.json_records += 1

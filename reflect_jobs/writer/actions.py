@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reflect_jobs.lifecycle import normalise_causal_type
+from reflect_jobs.sanitize import clean_text
 
 MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
@@ -122,15 +123,18 @@ def _snippet(value: Any) -> str:
 
 
 def _to_str(value: Any) -> str:
-    """Scalars become their text, containers their JSON; ``None`` becomes ``""``."""
+    """Scalars become their text, containers their JSON; ``None`` becomes ``""``.
+
+    Always storable (``clean_text``): a lone surrogate from a ``\\ud800`` escape or a NUL
+    in the model's answer would otherwise fail the note write or the ledger commit."""
     if value is None:
         return ""
     if isinstance(value, str):
-        return value
+        return clean_text(value)
     if isinstance(value, bool | int | float):
         return str(value)
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return clean_text(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):
         return ""
 
@@ -147,7 +151,7 @@ def _to_str_list(value: Any) -> list[str]:
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             continue
-        text = str(item).strip()
+        text = clean_text(str(item)).strip()
         if text:
             out.setdefault(text)
     return list(out)

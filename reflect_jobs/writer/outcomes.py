@@ -237,6 +237,9 @@ ERROR_KINDS: dict[str, tuple[str, str]] = {
     "fail_backend_missing": ("drain_unknown_command", "error"),
     "quarantine_oversized": ("drain_quarantine_oversized", "warn"),
     "poison_retries_exhausted": ("drain_poison", "error"),
+    # An exception inside a stage (pipeline/runtime.py:stage_failed); free either way.
+    "fail_stage_error": ("stage_error", "warn"),
+    "poison_stage_error": ("stage_error", "error"),
 }
 
 
@@ -267,6 +270,43 @@ DISPOSITION_MOVES: dict[str, JobMove] = {
     "quarantine": JobMove("quarantined", terminal=True),
     "poison": JobMove("poisoned", terminal=True),
 }
+
+
+def stage_error_outcome(
+    stage: str, error: str, *, transient: bool, prior_failures: int, max_retries: int
+) -> AttemptOutcome:
+    """How an exception raised inside a stage ends the attempt (it used to end nothing: the
+    job sat ``running`` until its lease expired, four times, then ``poison_crash_loop``).
+
+    A transient error (the disk, the network, a locked database) retries with backoff like
+    a failed call, and poisons once ``max_retries`` failures are reached; any other error
+    would only happen again on the same input, so it poisons at once — a person can
+    ``retry`` after a fix. Free: no model call is charged for it (a paid answer recorded
+    before the error stays recorded and is reused by the next attempt).
+
+    Args:
+        stage: The stage that raised (``prepare``, ``write``, ``add``).
+        error: ``"<ExceptionType>: <message>"``.
+        transient: Whether the error may pass by itself.
+        prior_failures: The job's failures before this one.
+        max_retries: ``REFLECT_DRAIN_MAX_RETRIES``.
+
+    Returns:
+        ``fail_stage_error`` (disposition ``retry``) or ``poison_stage_error`` (``poison``),
+        0 entries, no writer class.
+    """
+    detail = f"{stage} stage error: {error}"
+    if not transient:
+        return AttemptOutcome("poison_stage_error", 0, "poison", "", f"{detail} (deterministic)")
+    if prior_failures + 1 >= max_retries:
+        return AttemptOutcome(
+            "poison_stage_error",
+            0,
+            "poison",
+            "",
+            f"{detail}; retries exhausted ({prior_failures + 1})",
+        )
+    return AttemptOutcome("fail_stage_error", 0, "retry", "", detail)
 
 
 def job_move(disposition: str) -> JobMove:

@@ -1,0 +1,88 @@
+"""``python -m workers.run``: Huey's ``huey_consumer`` main, with a consumer log that rotates.
+
+``huey_consumer -l FILE`` logs through a plain ``logging.FileHandler``: never rotated, it
+grew at ~5 KB/s while Redis was unreachable. This is the same main (same options, same
+format) with a ``RotatingFileHandler`` at ``REFLECT_DRAIN_LOG_MAX_BYTES``, one backup
+generation, like ``drain.log``. ``reflect-jobs worker`` execs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+
+from huey.consumer_options import ConsumerConfig, OptionParserHandler
+
+HANDLER_MARK = "_reflect_consumer_log"
+
+
+def consumer_log_handler(
+    config: ConsumerConfig, logfile: str | None, max_bytes: int
+) -> logging.Handler:
+    """The handler Huey's ``setup_logger`` would build, rotating when it writes a file.
+
+    Args:
+        config: The parsed consumer options (worker type, ``-S`` simple log).
+        logfile: ``-l`` FILE, or None for stderr.
+        max_bytes: Rotate the file at this size (one backup generation is kept).
+
+    Returns:
+        A formatted handler, marked so a second call replaces it instead of adding one.
+    """
+    worker = "%(process)d" if config.worker_type == "process" else "%(threadName)s"
+    if config.simple_log:
+        fmt = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
+    else:
+        fmt = logging.Formatter("[%(asctime)s] %(levelname)s:%(name)s:" + worker + ":%(message)s")
+    handler: logging.Handler = (
+        logging.handlers.RotatingFileHandler(logfile, maxBytes=max_bytes, backupCount=1)
+        if logfile
+        else logging.StreamHandler()
+    )
+    handler.setFormatter(fmt)
+    setattr(handler, HANDLER_MARK, True)
+    return handler
+
+
+def install_consumer_log(config: ConsumerConfig, logfile: str | None, max_bytes: int) -> None:
+    """Attach :func:`consumer_log_handler` to the ``huey`` logger, replacing an earlier one.
+
+    Args:
+        config: The parsed consumer options.
+        logfile: ``-l`` FILE, or None for stderr.
+        max_bytes: Rotation size.
+    """
+    logger = logging.getLogger("huey")
+    for old in [h for h in logger.handlers if getattr(h, HANDLER_MARK, False)]:
+        logger.removeHandler(old)
+        old.close()
+    logger.addHandler(consumer_log_handler(config, logfile, max_bytes))
+    logger.setLevel(config.loglevel)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``huey_consumer``'s options, load the Huey instance and run its consumer.
+
+    Args:
+        argv: The options and the instance's import path (default ``sys.argv[1:]``).
+    """
+    from huey.bin.huey_consumer import load_huey
+
+    from reflect_jobs.config import load_settings
+
+    options, args = OptionParserHandler().get_option_parser().parse_args(argv)
+    if not args:
+        sys.stderr.write("error: missing import path to the Huey instance\n")
+        raise SystemExit(2)
+    opts = {k: v for k, v in options.__dict__.items() if v is not None}
+    logfile = opts.pop("logfile", None)
+    config = ConsumerConfig(**opts)
+    config.validate()
+    huey = load_huey(args[0])
+    install_consumer_log(config, logfile, load_settings().log_max_bytes)
+    huey.create_consumer(**config.values).run()
+
+
+if __name__ == "__main__":
+    main()
