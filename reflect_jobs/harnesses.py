@@ -233,6 +233,7 @@ CLAUDE = Harness(
         HookEvent("Stop", _TIMEOUT),
         HookEvent("SubagentStop", _TIMEOUT),
         HookEvent("SessionEnd", _TIMEOUT),
+        HookEvent("SessionStart", _TIMEOUT),  # recall context (ARCHITECTURE §13)
     ),
     payload=_PAYLOAD,
     transcripts=TranscriptLayout("projects", "*/*.jsonl", "stem"),  # projects/<p>/<id>.jsonl
@@ -257,6 +258,7 @@ CODEX = Harness(
         HookEvent("PreCompact", _TIMEOUT),
         HookEvent("Stop", _TIMEOUT),
         HookEvent("SubagentStop", _TIMEOUT),
+        HookEvent("SessionStart", _TIMEOUT),  # recall context (ARCHITECTURE §13)
     ),
     payload=_PAYLOAD,
     # sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl
@@ -292,6 +294,14 @@ COPILOT = Harness(
     parser="reflect_jobs.transcripts.copilot:parse_record",
     install_note=None,
 )
+
+#: Events installed only while an environment variable is on at install time (ARCHITECTURE
+#: §13): per-prompt recall costs an interpreter start on every prompt, so it is opt-in. Copilot
+#: is absent: its CLI discards the output of these hooks.
+OPT_IN_EVENTS: dict[str, tuple[tuple[str, HookEvent], ...]] = {
+    "claude": (("REFLECT_RECALL_ON_PROMPT", HookEvent("UserPromptSubmit", _TIMEOUT)),),
+    "codex": (("REFLECT_RECALL_ON_PROMPT", HookEvent("UserPromptSubmit", _TIMEOUT)),),
+}
 
 #: Every harness by name, in the order the CLI, ``install`` and ``doctor`` list them.
 REGISTRY: dict[str, Harness] = {h.name: h for h in (CLAUDE, CODEX, COPILOT)}

@@ -80,7 +80,7 @@ def test_install_and_doctor_follow_the_registry(tmp_path, monkeypatch):
     assert doctor()["detail"] == "missing on SessionEnd"
     inst.apply_hooks(path, "codex", command=command)
     hooks = json.loads(path.read_text())["hooks"]
-    assert list(hooks) == ["PreCompact", "Stop", "SubagentStop", "SessionEnd"]
+    assert list(hooks) == ["PreCompact", "Stop", "SubagentStop", "SessionStart", "SessionEnd"]
     assert hooks["SessionEnd"] == [
         {"hooks": [{"type": "command", "command": command, "timeout": 9}]}
     ]

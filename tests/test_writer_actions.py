@@ -18,6 +18,7 @@ from reflect_jobs.writer import (
 )
 
 FIELDS = {
+    "scope",
     "title",
     "category",
     "key_insight",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import click
 
-from . import jobs, knowledge, operations, setup
+from . import jobs, knowledge, operations, recall, setup
 from .common import Main, known_failure
 
 
@@ -27,7 +27,13 @@ def main() -> None:
     """Turn coding-agent transcripts into a searchable knowledge base, in the background."""
 
 
-for _command in (*jobs.COMMANDS, *operations.COMMANDS, *knowledge.COMMANDS, *setup.COMMANDS):
+for _command in (
+    *jobs.COMMANDS,
+    *operations.COMMANDS,
+    *knowledge.COMMANDS,
+    *setup.COMMANDS,
+    *recall.COMMANDS,
+):
     main.add_command(_command)
 del _command
 

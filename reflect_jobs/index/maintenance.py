@@ -299,6 +299,15 @@ def reindex(
         lex.close()
         files.close()
 
+    try:  # the recall context store (ARCHITECTURE §13): never fails the reindex
+        from reflect_jobs.recall import refresh
+
+        refresh.sync(
+            kb_path, changed=changed, removed=drop_from_graph, force=force, all_active=_all_active
+        )
+    except (OSError, sqlite3.Error) as exc:
+        stats.errors.append(f"context store: {type(exc).__name__}: {exc}")
+
     if vectors:
         try:
             try:

@@ -229,7 +229,27 @@ class HookPlan:
         return bool(self.added or self.updated or self.removed)
 
 
-def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
+def opt_in_events(
+    harness: str, environ: Mapping[str, str] | None = None
+) -> list[tuple[harnesses.HookEvent, bool]]:
+    """The harness's opt-in events and whether each is on in ``environ``.
+
+    Args:
+        harness: A harness name.
+        environ: The environment (default ``os.environ``).
+
+    Returns:
+        ``(event, on)`` per entry of :data:`reflect_jobs.harnesses.OPT_IN_EVENTS`.
+    """
+    from ..envpaths import is_truthy
+
+    env = os.environ if environ is None else environ
+    return [(e, is_truthy(env.get(var))) for var, e in harnesses.OPT_IN_EVENTS.get(harness, ())]
+
+
+def merge_hooks(
+    doc: Any, harness: str, command: str, *, environ: Mapping[str, str] | None = None
+) -> HookPlan:
     """Ensure exactly one entry of ours per event, running ``command``.
 
     An existing entry of ours with another command (an older venv path) is updated in place,
@@ -237,10 +257,15 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
     removed. Everything else — other keys, other tools' hooks, their order — is carried over
     as is.
 
+    An opt-in event (:func:`opt_in_events`, e.g. UserPromptSubmit under
+    ``REFLECT_RECALL_ON_PROMPT=1``) is installed when it is on and our entry removed from it
+    when it is off, so re-running ``install hooks`` toggles it.
+
     Args:
         doc: The parsed settings document (not modified).
         harness: Which harness's events and entry shape to use.
         command: The hook command (see :func:`hook_command`).
+        environ: Where opt-in variables are read (default ``os.environ``).
 
     Returns:
         The plan, holding the new document and what changed per event.
@@ -254,7 +279,18 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
     hooks = _hooks_table(new, create=True)
     assert hooks is not None
     plan = HookPlan(new)
-    for hook_event in spec.events:
+    opt_in = opt_in_events(harness, environ)
+    for hook_event, on in opt_in:
+        entries = hooks.get(hook_event.name)
+        if not on and isinstance(entries, list):
+            kept, removed = _without_ours(entries)
+            if removed:
+                plan.removed.append(hook_event.name)
+                if kept:
+                    hooks[hook_event.name] = kept
+                else:
+                    del hooks[hook_event.name]
+    for hook_event in (*spec.events, *(e for e, on in opt_in if on)):
         event = hook_event.name
         entries = hooks.get(event)
         if entries is None:
