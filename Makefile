@@ -51,6 +51,8 @@ bench: install
 	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_index.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_cost_model.py --seed 20261101
+	$(BIN)/python bench/bench_recall_hook.py --runs 25
+	$(BIN)/python bench/bench_recall_quality.py
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
