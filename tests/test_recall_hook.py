@@ -159,3 +159,29 @@ def test_the_recall_path_imports_no_heavy_module(env, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stderr.decode().strip().splitlines()[-1]) == []
     assert "pnpm" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_reindex_writing_the_store_does_not_block_the_hook(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    writer = store.open_for_write(store.store_path(env.kb))  # WAL: readers see the last commit
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("DELETE FROM notes")
+    try:
+        proc = _hook(env, {"hook_event_name": "SessionStart", "cwd": str(repo)})
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "pnpm workspace" in ctx and _errors(env) == ""
+
+
+@pytest.mark.chaos
+def test_a_store_that_cannot_be_written_never_fails_the_reindex(env, tmp_path):
+    path = tmp_path / "kb" / "index" / "context.db"
+    path.mkdir(parents=True)  # a directory where the file should be
+    add_note(env.kb, learning("Some lesson", "a rule", scope="global"))
+    stats = reindex(env.kb)
+    assert stats.inserted == 1
+    assert any(e.startswith("context store:") for e in stats.errors)
+    proc = _hook(env, {"hook_event_name": "SessionStart", "cwd": str(tmp_path)})
+    assert proc.returncode == 0 and proc.stdout == b""

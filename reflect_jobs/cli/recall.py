@@ -38,8 +38,14 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
         max_chars: The block's budget, markers included.
     """
     s = get_settings()
-    from ..recall import block
+    from ..recall import block, store
     from ..recall.hook import session_context
+
+    if not os.path.isfile(store.store_path(s.kb_path)):
+        click.echo(
+            "note: no context store yet; `reflect-jobs reindex` builds it from the notes",
+            err=True,
+        )
 
     where = os.path.abspath(cwd or os.getcwd())
     try:

@@ -206,7 +206,8 @@ def reindex(
     and a parse only for notes whose bytes changed, so adding one note to a large KB stays
     cheap (B14). Retired notes stay in the lexical index with their status (search filters
     them) so an unchanged retired note is not re-parsed on every pass; they are removed from
-    the vector index.
+    the vector index. The recall context store (``index/context.db``, ARCHITECTURE §13) gets
+    the same changes; a failure there is reported in ``errors``, never raised.
 
     Args:
         kb_path: The KB root.
