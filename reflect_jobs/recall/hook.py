@@ -7,7 +7,8 @@ not exist yet). With ``REFLECT_RECALL_ON_PROMPT=1`` a UserPromptSubmit payload g
 three strongly matching learnings the same way; without it the event is ignored.
 
 Copilot CLI runs ``sessionStart`` hooks fire-and-forget and discards their output
-(ARCHITECTURE §13), so for ``copilot`` this prints nothing. Any problem raises to
+(ARCHITECTURE §13), so for ``copilot`` this does nothing and the payload takes the capture
+path as before. Any problem raises to
 :func:`reflect_jobs.hook.main`, which logs it: since the answer is built completely before
 anything is written, a failure prints nothing, never half a JSON document.
 
@@ -133,9 +134,10 @@ def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
         out: Where to print (default ``sys.stdout``).
 
     Returns:
-        True when the payload was a SessionStart or UserPromptSubmit event (answered, or
-        deliberately ignored): the caller then enqueues nothing. False for every other
-        payload, including one that is not JSON (the capture path reports that).
+        True when the payload was a SessionStart or UserPromptSubmit event of Claude Code or
+        Codex (answered, or deliberately ignored): the caller then enqueues nothing. False
+        for every other payload — another event, any Copilot payload (its CLI discards the
+        output), one that is not JSON (the capture path reports that).
 
     Raises:
         sqlite3.Error: The context store is locked or damaged (nothing was printed).
@@ -153,7 +155,7 @@ def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
         return False
     harness = argv[0] if argv else ""
     if harness not in JSON_HARNESSES:
-        return True  # Copilot discards the output (ARCHITECTURE §13)
+        return False  # Copilot discards the output (ARCHITECTURE §13): its path is unchanged
     from . import block
 
     if kind == "session_start":
