@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[index,dev]'
+	$(BIN)/pip install -q -e '.[index,dev,mcp]'
 	$(BIN)/pip install -q --no-deps nano-graphrag==0.0.8.2
 	touch $(STAMP)
 
@@ -60,6 +60,8 @@ bench: install
 	$(BIN)/python bench/bench_index.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_cost_model.py --seed 20261101
 	$(BIN)/python bench/report_transcripts.py
+	$(BIN)/python bench/bench_recall_hook.py --runs 25
+	$(BIN)/python bench/bench_recall_quality.py
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic

@@ -155,6 +155,9 @@ class Settings:
     db_url: str
     queue_url: str
     disabled: bool = False
+    #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads the
+    #: variable itself (stdlib path); this field is for ``doctor``/``install`` and validation.
+    recall_on_prompt: bool = False
     # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
     # (a debounce of 0 means no per-window cap; the daily cap still holds)
     daily_max: int = 20
@@ -311,6 +314,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         db_url=db_url,
         queue_url=qurl,
         disabled=_bool(env, "REFLECT_DISABLED", False),
+        recall_on_prompt=_bool(env, "REFLECT_RECALL_ON_PROMPT", False),
         daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
         run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
         debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600),

@@ -303,6 +303,7 @@ CLAUDE = Harness(
         HookEvent("PreCompact", _TURN_TIMEOUT),
         HookEvent("Stop", _TURN_TIMEOUT),
         HookEvent("SessionEnd", _END_TIMEOUT, max_timeout_sec=60),
+        HookEvent("SessionStart", _TURN_TIMEOUT, role="context"),  # recall (ARCHITECTURE §13)
     ),
     ignored_events=_SUBAGENT_EVENTS[:2],
     payload=PayloadKeys(
@@ -347,6 +348,7 @@ CODEX = Harness(
         HookEvent("PreCompact", _TURN_TIMEOUT),
         HookEvent("Stop", _TURN_TIMEOUT),
         HookEvent("SessionEnd", _END_TIMEOUT, max_timeout_sec=3),
+        HookEvent("SessionStart", _TURN_TIMEOUT, role="context"),  # recall (ARCHITECTURE §13)
     ),
     ignored_events=_SUBAGENT_EVENTS[:2],
     payload=PayloadKeys(
@@ -413,6 +415,18 @@ COPILOT = Harness(
     parser="reflect_jobs.transcripts.copilot:parse_record",
     install_note=None,
 )
+
+#: Events installed only while an environment variable is on at install time (ARCHITECTURE
+#: §13): per-prompt recall costs an interpreter start on every prompt, so it is opt-in. Copilot
+#: is absent: its CLI discards the output of these hooks.
+OPT_IN_EVENTS: dict[str, tuple[tuple[str, HookEvent], ...]] = {
+    "claude": (
+        ("REFLECT_RECALL_ON_PROMPT", HookEvent("UserPromptSubmit", _TURN_TIMEOUT, role="context")),
+    ),
+    "codex": (
+        ("REFLECT_RECALL_ON_PROMPT", HookEvent("UserPromptSubmit", _TURN_TIMEOUT, role="context")),
+    ),
+}
 
 #: Every harness by name, in the order the CLI, ``install`` and ``doctor`` list them.
 REGISTRY: dict[str, Harness] = {h.name: h for h in (CLAUDE, CODEX, COPILOT)}

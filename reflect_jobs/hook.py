@@ -22,6 +22,7 @@ import time
 from reflect_jobs import fastqueue, harnesses, spool
 from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
 from reflect_jobs.perms import DIR_MODE, FILE_MODE, private_umask
+from reflect_jobs.recall import hook as recall_hook
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"
 MAX_STDIN_BYTES = 1 << 20
@@ -214,6 +215,8 @@ def run(argv: list[str], stdin_text: str) -> None:
     """
     if hook_disabled():
         return
+    if recall_hook.handle(argv, stdin_text):
+        return  # SessionStart / UserPromptSubmit: recall context, no capture (ARCHITECTURE §13)
     harness = argv[0] if argv else ""
     event_arg = None
     if "--event" in argv:

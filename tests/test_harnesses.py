@@ -73,17 +73,12 @@ def test_install_and_doctor_follow_the_registry(tmp_path, monkeypatch):
         return next(c for c in check_hooks(environ) if c["name"] == "hooks (codex)")
 
     assert doctor()["ok"], doctor()
-    # ready for a SessionStart entry that prints context (a later feature): install writes
-    # it like any other, doctor expects it, and the hook captures nothing on it
-    start = harnesses.HookEvent("SessionStart", 9, role="context")
-    codex = harnesses.CODEX.replace(events=(*harnesses.CODEX.events, start))
-    monkeypatch.setitem(harnesses.REGISTRY, "codex", codex)
-    assert doctor()["detail"] == "missing on SessionStart"
-    inst.apply_hooks(path, "codex", command=command)
+    # SessionStart prints the recall context (ARCHITECTURE §13): install writes it like any
+    # other event, doctor expects it, and the hook captures nothing on it
     hooks = json.loads(path.read_text())["hooks"]
     assert list(hooks) == ["PreCompact", "Stop", "SessionEnd", "SessionStart"]
     assert hooks["SessionStart"] == [
-        {"hooks": [{"type": "command", "command": f"{command} --event SessionStart", "timeout": 9}]}
+        {"hooks": [{"type": "command", "command": f"{command} --event SessionStart", "timeout": 5}]}
     ]
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 5
     assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] == 3

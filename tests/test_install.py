@@ -61,7 +61,7 @@ def test_merge_appends_one_entry_per_event_and_keeps_everything_else():
     assert doc == user_settings(), "the input document is not modified"
     new = plan.doc
     assert list(new) == ["model", "permissions", "hooks", "env"]
-    assert plan.added == ["PreCompact", "Stop", "SessionEnd"]
+    assert plan.added == ["PreCompact", "Stop", "SessionEnd", "SessionStart"]
     assert new["hooks"]["Stop"][0] == OTHER_STOP, "other tools' entries come first, untouched"
     for event, timeout in (("PreCompact", 5), ("Stop", 5), ("SessionEnd", 3)):
         ours = {"type": "command", "command": f"{HOOK} claude --event {event}", "timeout": timeout}
@@ -108,7 +108,7 @@ def test_remove_takes_exactly_ours_and_the_containers_only_we_emptied():
     )
     plan = inst.remove_hooks(installed)
     assert plan.doc == user_settings()  # "Notification": [] was not ours to drop
-    assert set(plan.removed) == {"PreCompact", "Stop", "SessionEnd", "PreToolUse"}
+    assert set(plan.removed) == {"PreCompact", "Stop", "SessionEnd", "SessionStart", "PreToolUse"}
     only_ours = inst.merge_hooks({"model": "x"}, "codex", f"{HOOK} codex").doc
     assert inst.remove_hooks(only_ours).doc == {"model": "x"}
     assert not inst.remove_hooks({"model": "x"}).changed
@@ -324,7 +324,7 @@ def test_cli_codex_and_copilot_default_paths(env, tmp_path):
     hook_isolated(env, tmp_path)
     env.cli("install", "hooks", "--harness", "codex")
     codex = json.loads((tmp_path / "user" / ".codex" / "hooks.json").read_text())
-    assert list(codex["hooks"]) == ["PreCompact", "Stop", "SessionEnd"]
+    assert list(codex["hooks"]) == ["PreCompact", "Stop", "SessionEnd", "SessionStart"]
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] <= 3, "Codex's cap"
     env.cli("install", "hooks", "--harness", "copilot")
     assert (tmp_path / "user" / ".copilot" / "hooks" / "reflect-jobs.json").exists()

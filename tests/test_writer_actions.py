@@ -20,6 +20,7 @@ from reflect_jobs.writer import (
 from reflect_jobs.writer.actions import FIELD_MAX_CHARS, ITEM_MAX_CHARS, _cut
 
 FIELDS = {
+    "scope",
     "title",
     "category",
     "key_insight",

@@ -12,7 +12,7 @@ from alembic import op
 
 
 revision = "0003"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

@@ -20,7 +20,7 @@ import os
 import click
 
 from ..perms import restrict_umask
-from . import jobs, knowledge, operations, setup
+from . import jobs, knowledge, operations, recall, setup
 from .common import Main, known_failure
 
 
@@ -34,7 +34,13 @@ def main() -> None:
     click.get_current_context().call_on_close(lambda: os.umask(previous))
 
 
-for _command in (*jobs.COMMANDS, *operations.COMMANDS, *knowledge.COMMANDS, *setup.COMMANDS):
+for _command in (
+    *jobs.COMMANDS,
+    *operations.COMMANDS,
+    *knowledge.COMMANDS,
+    *setup.COMMANDS,
+    *recall.COMMANDS,
+):
     main.add_command(_command)
 del _command
 

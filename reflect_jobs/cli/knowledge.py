@@ -24,8 +24,18 @@ from .common import emit, get_settings, quiet_libraries, table
     show_default=True,
 )
 @click.option("-k", "k", type=int, default=5, show_default=True)
+@click.option(
+    "--repo",
+    "repo_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Only this repository's learnings and the global ones.",
+)
+@click.option("--global", "only_global", is_flag=True, help="Only global learnings.")
 @click.option("--json", "as_json", is_flag=True)
-def search(query: str, mode: str, k: int, as_json: bool) -> None:
+def search(
+    query: str, mode: str, k: int, repo_dir: str | None, only_global: bool, as_json: bool
+) -> None:
     """Search the knowledge base (retired notes never appear).
 
     \f
@@ -34,14 +44,35 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
         mode: ``hybrid``, ``naive``, ``local``, ``global`` or ``lexical`` (see
             :func:`reflect_jobs.index.search.search`).
         k: At most this many hits.
+        repo_dir: A directory whose repository scopes the search (ARCHITECTURE §13).
+        only_global: Only learnings scoped ``global``.
         as_json: Print the hits as JSON. Warnings go to stderr either way.
     """
     s = get_settings()
+    if repo_dir is not None and only_global:
+        raise click.UsageError("--repo and --global exclude each other")
+    repo_key = None
+    if repo_dir is not None:
+        import os
+
+        from ..recall.repokey import repo_for
+
+        ref = repo_for(os.path.abspath(repo_dir))
+        if ref is None:
+            raise click.UsageError(f"--repo {repo_dir}: no such directory")
+        repo_key = ref.key
     quiet_libraries(s)
     from ..index.search import search as do_search
 
     result = do_search(
-        s.kb_path, query, mode=mode, k=k, vectors=s.index_vectors, embed_model=s.embed_model
+        s.kb_path,
+        query,
+        mode=mode,
+        k=k,
+        vectors=s.index_vectors,
+        embed_model=s.embed_model,
+        repo_key=repo_key,
+        only_global=only_global,
     )
     if as_json:
         emit(result.hits)

@@ -34,15 +34,37 @@ def install() -> None:
 )
 @click.option("--uninstall", is_flag=True, help="Remove our entries (and nothing else).")
 @click.option("--dry-run", is_flag=True, help="Show the edit as a diff; write nothing.")
-def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_run: bool) -> None:
+@click.option(
+    "--mcp-config",
+    "mcp_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The MCP config file to register `reflect-jobs mcp` in (default: the harness's own; "
+    "skipped when --settings is given without it).",
+)
+@click.option("--no-mcp", is_flag=True, help="Do not register (or unregister) the MCP server.")
+def install_hooks(
+    harness: str,
+    settings_file: str | None,
+    uninstall: bool,
+    dry_run: bool,
+    mcp_file: str | None = None,
+    no_mcp: bool = False,
+) -> None:
     """Merge the reflect-jobs hook into a harness's settings, idempotently (backup first).
 
     \f
+    Also registers the ``reflect-jobs mcp`` server where the harness reads MCP servers
+    (ARCHITECTURE §13), unless ``--no-mcp``, or ``--settings`` is given without
+    ``--mcp-config`` (a custom settings file must not edit the user's real MCP config).
+
     Args:
         harness: Which harness to wire.
         settings_file: The settings file to edit; ``None`` for the harness's user-level one.
         uninstall: Remove our entries (and nothing else).
         dry_run: Print the edit as a diff; write nothing.
+        mcp_file: The MCP config file; ``None`` for the harness's own.
+        no_mcp: Leave MCP configuration alone.
 
     Raises:
         click.ClickException: The hook script is missing or not executable (when
@@ -69,6 +91,8 @@ def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_
         )
     except inst.SettingsFileError as exc:
         raise click.ClickException(str(exc)) from None
+    if not no_mcp and (mcp_file or not settings_file):
+        _register_mcp(harness, spec.label, mcp_file, uninstall=uninstall, dry_run=dry_run)
     plan = change.plan
     if not change.changed:
         state = "not installed" if uninstall else "already installed"
@@ -92,6 +116,31 @@ def install_hooks(harness: str, settings_file: str | None, uninstall: bool, dry_
     click.echo(f"{spec.label}: {'; '.join(parts)} in {path}{gone}{backup}")
     if spec.install_note and not uninstall:
         click.echo(spec.install_note)
+
+
+def _register_mcp(
+    harness: str, label: str, mcp_file: str | None, *, uninstall: bool, dry_run: bool
+) -> None:
+    """Register (or remove) ``reflect-jobs mcp`` in the harness's MCP config; one line out."""
+    from ..install.jsonfile import SettingsFileError
+    from ..install.mcp import apply_mcp
+
+    try:
+        mc = apply_mcp(
+            harness,
+            path=Path(mcp_file).expanduser() if mcp_file else None,
+            uninstall=uninstall,
+            dry_run=dry_run,
+        )
+    except (SettingsFileError, OSError) as exc:
+        raise click.ClickException(f"MCP server: {exc}") from None
+    backup = f" (backup {mc.backup})" if mc.backup else ""
+    verb = (
+        "would be " + mc.action
+        if dry_run and mc.action not in ("unchanged", "absent")
+        else mc.action
+    )
+    click.echo(f"{label}: MCP server reflect-jobs {verb} in {mc.path}{backup}")
 
 
 @install.command("service")

@@ -107,7 +107,8 @@ def reindex(
     and a parse only for notes whose bytes changed, so adding one note to a large KB stays
     cheap (B14). Retired notes stay in the lexical index with their status (search filters
     them) so an unchanged retired note is not re-parsed on every pass; they are removed from
-    the vector index.
+    the vector index. The recall context store (``index/context.db``, ARCHITECTURE §13) gets
+    the same changes; a failure there is reported in ``errors``, never raised.
 
     Args:
         kb_path: The KB root.
@@ -214,6 +215,15 @@ def reindex(
     finally:
         lex.close()
         files.close()
+
+    try:  # the recall context store (ARCHITECTURE §13): never fails the reindex
+        from reflect_jobs.recall import refresh
+
+        refresh.sync(
+            kb_path, changed=changed, removed=drop_from_graph, force=force, all_active=_all_active
+        )
+    except (OSError, sqlite3.Error) as exc:
+        stats.errors.append(f"context store: {type(exc).__name__}: {exc}")
 
     failpoint("mid:reindex")  # lexical index and manifest saved, graph/vector step not run
     if vectors:

@@ -76,6 +76,8 @@ def search(
     k: int = 5,
     vectors: bool,
     embed_model: str | None = None,
+    repo_key: str | None = None,
+    only_global: bool = False,
 ) -> SearchResult:
     """Search the KB's active notes; the vector leg fails open to lexical results.
 
@@ -88,6 +90,9 @@ def search(
         k: At most this many hits.
         vectors: ``Settings.index_vectors``; ``False`` makes every mode lexical.
         embed_model: ``Settings.embed_model``; ``None`` for the default model.
+        repo_key: Keep only this repository's learnings and the global ones
+            (``search --repo DIR``; ARCHITECTURE §13).
+        only_global: Keep only global learnings (``search --global``).
 
     Returns:
         Hits with ``id``, ``title``, ``score`` (``-bm25`` for ``lexical``, the RRF score
@@ -98,22 +103,77 @@ def search(
         SearchError: The lexical index is damaged (the message says to reindex).
     """
     try:
-        return _search(kb_path, query, mode=mode, k=k, vectors=vectors, embed_model=embed_model)
+        return _search(
+            kb_path,
+            query,
+            mode=mode,
+            k=k,
+            vectors=vectors,
+            embed_model=embed_model,
+            scope=scope_filter(kb_path, repo_key, only_global),
+        )
     except sqlite3.DatabaseError as exc:
         raise SearchError(
             f"the lexical index is damaged ({exc}): run `reflect-jobs reindex`"
         ) from None
 
 
+def scope_filter(
+    kb_path: Path, repo_key: str | None, only_global: bool
+) -> tuple[dict[str, tuple[str, str]], str | None] | None:
+    """The scopes a filtered search needs, read once from the context store.
+
+    Args:
+        kb_path: The KB root.
+        repo_key: Keep this repository's learnings and the global ones.
+        only_global: Keep only global learnings.
+
+    Returns:
+        ``None`` when no filter was asked for; else ``({id: (scope, repo_key)}, wanted)``
+        with ``wanted`` the repository key (``None`` for global only). An id the store does
+        not know is treated as global (a note written before scopes existed).
+    """
+    if repo_key is None and not only_global:
+        return None
+    from reflect_jobs.recall import store
+
+    scopes: dict[str, tuple[str, str]] = {}
+    conn = store.open_for_read(store.store_path(kb_path))
+    if conn is not None:
+        try:
+            scopes = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute("SELECT id, scope, repo_key FROM notes WHERE scope='repo'")
+            }
+        finally:
+            conn.close()
+    return scopes, (None if only_global else repo_key)
+
+
+def _in_scope(doc_id: str, scope: tuple[dict[str, tuple[str, str]], str | None] | None) -> bool:
+    if scope is None:
+        return True
+    scopes, wanted = scope
+    kind, key = scopes.get(doc_id, ("global", ""))
+    return kind == "global" or (wanted is not None and key == wanted)
+
+
 def _search(
-    kb_path: Path, query: str, *, mode: str, k: int, vectors: bool, embed_model: str | None
+    kb_path: Path,
+    query: str,
+    *,
+    mode: str,
+    k: int,
+    vectors: bool,
+    embed_model: str | None,
+    scope: tuple[dict[str, tuple[str, str]], str | None] | None = None,
 ) -> SearchResult:
     paths = kb.kb_paths(kb_path)
     lex = LexicalIndex(paths.index / "lexical.db")
     warnings: list[str] = []
     try:
         warnings += staleness(kb_path)
-        fetch = max(k * 4, 20)
+        fetch = max(k * 4, 20) * (3 if scope is not None else 1)
         lexical = (
             [doc for doc, _ in lex.search(query, fetch)] if mode in ("hybrid", "lexical") else []
         )
@@ -134,7 +194,7 @@ def _search(
                 if not lexical:
                     lexical = [doc for doc, _ in lex.search(query, fetch)]
         if mode == "lexical":
-            ranked = [(d, s) for d, s in lex.search(query, k)]
+            ranked = [(d, s) for d, s in lex.search(query, k if scope is None else fetch)]
         elif mode == "hybrid":
             ranked = rrf([lexical, vector])
         else:
@@ -144,6 +204,8 @@ def _search(
             meta = lex.lookup(doc_id)
             if meta is None or meta["status"] != ACTIVE:
                 continue  # unknown to the (status-aware) index, retired or superseded
+            if not _in_scope(doc_id, scope):
+                continue  # another repository's learning
             hits.append(
                 {
                     "id": doc_id,

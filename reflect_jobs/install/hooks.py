@@ -245,7 +245,27 @@ class HookPlan:
         return bool(self.added or self.updated or self.removed)
 
 
-def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
+def opt_in_events(
+    harness: str, environ: Mapping[str, str] | None = None
+) -> list[tuple[harnesses.HookEvent, bool]]:
+    """The harness's opt-in events and whether each is on in ``environ``.
+
+    Args:
+        harness: A harness name.
+        environ: The environment (default ``os.environ``).
+
+    Returns:
+        ``(event, on)`` per entry of :data:`reflect_jobs.harnesses.OPT_IN_EVENTS`.
+    """
+    from ..envpaths import is_truthy
+
+    env = os.environ if environ is None else environ
+    return [(e, is_truthy(env.get(var))) for var, e in harnesses.OPT_IN_EVENTS.get(harness, ())]
+
+
+def merge_hooks(
+    doc: Any, harness: str, command: str, *, environ: Mapping[str, str] | None = None
+) -> HookPlan:
     """Ensure exactly one entry of ours per event we install, and none on any other event.
 
     Each event's entry runs ``command --event EVENT`` (:func:`event_command`) with the
@@ -256,10 +276,15 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
     entries on events the registry no longer installs (``SubagentStop``). Everything else —
     other keys, other tools' hooks, their order — is carried over as is.
 
+    An opt-in event (:func:`opt_in_events`, e.g. UserPromptSubmit under
+    ``REFLECT_RECALL_ON_PROMPT=1``) is installed when it is on and our entry removed from it
+    when it is off, so re-running ``install hooks`` toggles it.
+
     Args:
         doc: The parsed settings document (not modified).
         harness: Which harness's events and entry shape to use.
         command: The base hook command (see :func:`hook_command`).
+        environ: Where opt-in variables are read (default ``os.environ``).
 
     Returns:
         The plan, holding the new document and what changed per event.
@@ -273,7 +298,10 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
     hooks = _hooks_table(new, create=True)
     assert hooks is not None
     plan = HookPlan(new)
-    for event in [e for e in hooks if spec.event(e) is None]:
+    opt_in = opt_in_events(harness, environ)
+    installed = (*spec.events, *(e for e, on in opt_in if on))
+    names = {e.name for e in installed}
+    for event in [e for e in hooks if e not in names]:
         entries = hooks[event]
         if not isinstance(entries, list):
             continue
@@ -284,7 +312,7 @@ def merge_hooks(doc: Any, harness: str, command: str) -> HookPlan:
                 hooks[event] = kept
             else:
                 del hooks[event]
-    for hook_event in spec.events:
+    for hook_event in installed:
         event = hook_event.name
         wanted = event_command(command, event)
         entries = hooks.get(event)

@@ -8,7 +8,7 @@ from ..fsio import atomic_write
 from .heuristic import heuristic_sidecar
 from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
-from .render import render_note, render_sidecar
+from .render import note_scope, render_note, render_sidecar
 from .store import (
     KBPaths,
     NoteFile,
@@ -32,6 +32,7 @@ __all__ = [
     "kb_paths",
     "learning_id",
     "load_sidecar",
+    "note_scope",
     "normalize_sidecar",
     "parse_note",
     "render_note",

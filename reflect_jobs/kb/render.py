@@ -54,6 +54,24 @@ def confidence_bucket(num: float) -> str:
     return "high" if num >= 0.8 else "medium" if num >= 0.5 else "low"
 
 
+def note_scope(learning: Mapping[str, object]) -> str:
+    """The note's ``scope``: ``repo`` only when the learning says so *and* names its repository.
+
+    A repository learning whose repository is unknown (the transcript named no working
+    directory) is written as global rather than lost to every session.
+
+    Args:
+        learning: The learning; ``scope`` (``repo``/``global``) and ``repo`` (the key from
+            :func:`reflect_jobs.recall.repokey.repo_for`) are read.
+
+    Returns:
+        ``"repo"`` or ``"global"``.
+    """
+    repo = learning.get("repo")
+    wants_repo = str(learning.get("scope") or "repo").strip().lower() != "global"
+    return "repo" if wants_repo and isinstance(repo, str) and repo.strip() else "global"
+
+
 def _text(value: object) -> str:
     return "" if value is None else clean_text(value)
 
@@ -158,7 +176,7 @@ def note_frontmatter(
         "id": note_id,
         "created": _text(created),
         "updated": _text(updated),
-        "scope": "global",
+        "scope": note_scope(learning),
         "confidence": confidence_bucket(num),
         "confidence_num": num,
         "learning_type": normalise_learning_type(learning.get("learning_type")),
@@ -173,6 +191,8 @@ def note_frontmatter(
         "entities": _str_list(learning.get("entities")),
         "causal_relations": causal_relations(learning.get("causal_relations")),
     }
+    if fm["scope"] == "repo":
+        fm["repo"] = " ".join(_text(learning.get("repo")).split())
     if source_path is not None:
         fm["source_path"] = _text(source_path)
     if session_id is not None:

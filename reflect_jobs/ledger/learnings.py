@@ -144,6 +144,8 @@ def upsert_learning(
     session_id: str | None,
     signal_hash: str | None,
     job_id: str | None,
+    scope: str = "global",
+    repo_key: str | None = None,
 ) -> UpsertResult:
     """Insert a learning, or treat a re-add of the same id as new proof from ``source``.
 
@@ -164,6 +166,8 @@ def upsert_learning(
         session_id: The harness session, if known.
         signal_hash: The hash of the signal set that produced it, if any.
         job_id: The job that wrote it, if any.
+        scope: ``repo`` or ``global`` (ARCHITECTURE §13); a re-add records the latest.
+        repo_key: The repository a ``repo`` learning belongs to.
 
     Returns:
         The id, ``created`` (``True`` only for a new row) and the proof count after the call.
@@ -187,6 +191,8 @@ def upsert_learning(
             created_by_job=job_id,
             created_at=now,
             updated_at=now,
+            scope=scope,
+            repo_key=repo_key,
         )
         try:
             with session.begin_nested():
@@ -203,6 +209,7 @@ def upsert_learning(
     row.note_path = note_path
     row.content_hash = content_hash
     row.updated_at = now
+    row.scope, row.repo_key = scope, repo_key
     if is_retired(row.status):
         row.status = ACTIVE
         row.retired_reason = None

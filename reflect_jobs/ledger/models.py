@@ -230,6 +230,9 @@ class Learning(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     retired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Recall scope (ARCHITECTURE §13): "repo" (learned in repo_key) or "global".
+    scope: Mapped[str] = mapped_column(String(8), default="global", server_default="global")
+    repo_key: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
 
 
 class LearningSource(Base):

@@ -24,6 +24,7 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
 from reflect_jobs.lifecycle import normalise_learning_type
+from reflect_jobs.recall.scope import transcript_repo
 
 from . import note_edits
 from .runtime import Runtime, backoff, finish, log_transition, owned
@@ -45,7 +46,12 @@ def run_add(rt: Runtime, job_id: str) -> None:
         plan = dict(job.actions or {})
         source, session_id, signal_hash = job.transcript_path, job.session_id, job.signal_hash
         chunk_hashes = list(job.chunk_hashes or [])
-        harness, planned = job.harness, (job.prepare_stats or {}).get("watermark")
+        stats = dict(job.prepare_stats or {})
+        harness, planned = job.harness, stats.get("watermark")
+    # The repository the learnings are scoped to: recorded by prepare (a job prepared by an
+    # older version has no "repo" key, so the transcript is asked again).
+    repo = stats["repo"] if "repo" in stats else transcript_repo(source)
+    repo_key = repo.get("key") if isinstance(repo, dict) else None
 
     failpoint("after_claim:add")
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -53,6 +59,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
     twins: list[tuple[dict[str, Any], str, float]] = []
     creates = []
     for learning in plan.get("creates", []):
+        learning = {**learning, "repo": repo_key} if repo_key else dict(learning)
         twin = semantic.find_twin(
             s.kb_path,
             learning,
@@ -105,6 +112,8 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 session_id=session_id,
                 signal_hash=signal_hash,
                 job_id=job_id,
+                scope=kb.note_scope(learning),
+                repo_key=repo_key if kb.note_scope(learning) == "repo" else None,
             )
             created += int(res.created)
             updated += int(not res.created)

@@ -24,6 +24,7 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, Transcript, transcript_key
 from reflect_jobs.ledger.view import LedgerView
+from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 
 from .runtime import Runtime, finish, log, log_transition, owned
@@ -165,6 +166,8 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 "context_lines": prepared.context_lines,
                 # read back by the add stage, which advances the session's watermark
                 "watermark": planned,
+                # The repository its learnings are scoped to (ARCHITECTURE §13).
+                "repo": transcript_repo(path),
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:

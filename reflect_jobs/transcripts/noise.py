@@ -13,6 +13,12 @@ Why each rule exists:
   (``<claude-mem-context>``), plus the harness wrapper of hook output
   (``<user-prompt-submit-hook>``), are our own words: reflecting on them would learn what we
   already know. Hooks that inject recall must wrap it in ``<reflect-recall>``.
+* Our recall block (``<reflect-jobs-context>`` … ``</reflect-jobs-context>``, ARCHITECTURE
+  §13: the SessionStart/UserPromptSubmit hooks and every MCP tool result) is dropped wherever
+  it appears — a hook record, a system record, or pasted into a user turn — and, unlike the
+  other blocks, fail-closed: an opening marker with no close drops the rest of the turn, a
+  closing marker with no opening drops everything before it. Recalled learnings must never
+  be learned again (the feedback loop that fills a memory with copies of itself).
 * Whole user texts the harness writes in the user's name (:func:`is_injected_user_text`): a
   skill's body, the local-command caveat, the summary a compaction continues from.
 * ``[Request interrupted by user…]`` lines are the harness's placeholders for a person
@@ -44,6 +50,7 @@ _DROP_TAGS = (
     "bash-stdout",
     "bash-stderr",
     "reflect-recall",
+    "reflect-jobs-context",
     "claude-mem-context",
     "user-prompt-submit-hook",
 )
@@ -51,6 +58,8 @@ _DROP_BLOCK = re.compile(
     r"<(" + "|".join(re.escape(t) for t in _DROP_TAGS) + r")\b[^>]*>.*?</\1\s*>",
     re.IGNORECASE | re.DOTALL,
 )
+_RECALL_OPEN = re.compile(r"<reflect-jobs-context\b[^>]*>", re.IGNORECASE)
+_RECALL_CLOSE = re.compile(r"</reflect-jobs-context\s*>", re.IGNORECASE)
 _ARGS_BLOCK = re.compile(r"<command-args\b[^>]*>(.*?)</command-args\s*>", re.IGNORECASE | re.DOTALL)
 _INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user[^\]\n]*\]\s*$", re.MULTILINE)
 
@@ -88,6 +97,19 @@ _COPILOT_WRAPPERS = re.compile(
 )
 
 
+def _drop_recall_remnants(text: str) -> str:
+    """Fail closed on a recall block cut in half (the closed ones are gone already)."""
+    if "reflect-jobs-context" not in text.lower():
+        return text
+    closes = list(_RECALL_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end() :]
+    opening = _RECALL_OPEN.search(text)
+    if opening is not None:
+        text = text[: opening.start()]
+    return text
+
+
 def clean_text(text: str) -> str:
     """Remove harness machine blocks; return the remaining human/agent words, stripped.
 
@@ -95,12 +117,14 @@ def clean_text(text: str) -> str:
         text: A turn's raw text.
 
     Returns:
-        The text without closed drop-tag blocks (unclosed ones stay), with each
+        The text without closed drop-tag blocks (unclosed ones stay, except a recall
+        block's halves, which take the rest of the text with them), with each
         ``<command-args>`` block replaced by its content and every interrupt placeholder
         line written as :data:`INTERRUPTED`, stripped; ``""`` when nothing else was said.
     """
     if "<" in text:
         text = _DROP_BLOCK.sub("", text)
+        text = _drop_recall_remnants(text)
         text = _ARGS_BLOCK.sub(lambda m: m.group(1), text)
     if "[Request interrupted" in text:
         text = _INTERRUPTED.sub(INTERRUPTED, text)

@@ -22,6 +22,9 @@ DEFAULT_CONFIDENCE = 0.6
 ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
 STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "fix", "rule", "body")
 LIST_FIELDS = ("tags", "entities")
+#: ``scope`` of a CREATE: the repository it was learned in (default) or every repository.
+SCOPES = ("repo", "global")
+DEFAULT_SCOPE = "repo"
 _NOTE_SNIPPET = 60
 
 #: Largest size, in characters, each model-written string field may have. A hostile or
@@ -191,11 +194,26 @@ def _relations(value: Any) -> list[dict]:
     return out
 
 
-def normalise_learning(learning: dict) -> dict:
+def normalise_scope(value: Any) -> str:
+    """A CREATE's ``scope``: ``repo`` or ``global``; anything else is ``repo``.
+
+    Args:
+        value: What the model wrote (any case and surrounding space accepted).
+
+    Returns:
+        ``"global"`` for a general lesson, else ``"repo"`` (the default: a lesson is
+        about the repository it was learned in unless the model says otherwise).
+    """
+    norm = value.strip().lower() if isinstance(value, str) else ""
+    return norm if norm in SCOPES else DEFAULT_SCOPE
+
+
+def normalise_learning(learning: dict, scope: Any = None) -> dict:
     """Every learning field present with the right type; values otherwise untouched.
 
     Args:
         learning: A CREATE action's ``learning`` object, as the model wrote it.
+        scope: The action's own ``scope``, which wins over ``learning["scope"]``.
 
     Returns:
         A new dict: each of ``STRING_FIELDS`` as a string (a container as its JSON, a missing
@@ -203,9 +221,10 @@ def normalise_learning(learning: dict) -> dict:
         ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags`` and
         ``entities`` as lists of distinct non-empty strings, ``causal_relations`` as
         ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
-        ``relates_to``). Other keys are dropped.
+        ``relates_to``), ``scope`` from :func:`normalise_scope`. Other keys are dropped.
     """
     out: dict[str, Any] = {name: _to_str(learning.get(name)) for name in STRING_FIELDS}
+    out["scope"] = normalise_scope(scope if scope is not None else learning.get("scope"))
     out["title"] = out["title"].strip()
     if not out["category"].strip():
         out["category"] = "Unknown"
@@ -322,7 +341,7 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
             if not isinstance(learning, dict) or not _to_str(learning.get("title")).strip():
                 plan.notes.append(f"action #{index}: CREATE missing learning.title")
                 continue
-            normalised = normalise_learning(learning)
+            normalised = normalise_learning(learning, action.get("scope"))
             for reason in cap_learning(normalised):
                 plan.notes.append(f"action #{index}: {reason}")
             creates.append(normalised)

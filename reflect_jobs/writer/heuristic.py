@@ -105,6 +105,7 @@ def _learning(sentence: str, line: str, kind: str) -> dict:
         "tags": ["heuristic", kind],
         "entities": [],
         "causal_relations": [],
+        "scope": "repo",
         "body": f"## Context\n{context}\n\n(Extracted by the heuristic backend: no model was used.)",
     }
 

@@ -39,6 +39,7 @@ Each action is one of:
     "fix": "<what resolved it>",
     "rule": "<the durable rule, imperative>",
     "confidence_num": <0.0-1.0>,
+    "scope": "repo|global",
     "tags": ["<tag>", ...],
     "entities": ["<proper noun: tool, library, service>", ...],
     "causal_relations": [{"source": "<x>", "target": "<y>",
@@ -56,6 +57,9 @@ Rules:
 - Keep only what a developer six months from now would act on: corrections, confirmed root
   causes, explicit rules and decisions. Skip chit-chat, one-off facts and speculation.
 - At most 12 CREATE actions.
+- scope: "global" for a general lesson that holds in any repository ("never use a bare
+  except"); "repo" (the default) for one about this repository ("this repo is a pnpm
+  workspace").
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
 - Every learning field must be present; use "" or [] when unknown.

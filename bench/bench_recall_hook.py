@@ -1,0 +1,121 @@
+"""SessionStart hook latency at 100 / 1,000 / 5,000 notes, as a ratio to a bare interpreter.
+
+Run: .venv/bin/python bench/bench_recall_hook.py [--runs N]
+
+For each size a context store (``index/context.db``, what every reindex keeps up to date) is
+filled with that many learnings — the 241 natural notes of ``bench/data/notes.jsonl``
+repeated with distinct ids, half of them scoped to one of six repositories — and
+``reflect-jobs-hook claude`` is run on a SessionStart payload whose ``cwd`` is inside one of
+those repositories (so the repository section and the global section are both queried, and
+the git root and origin are found by reading ``.git``), and on a UserPromptSubmit payload with
+``REFLECT_RECALL_ON_PROMPT=1``. Runs are interleaved with ``python -c pass`` of the same venv
+so a load change on the shared machine hits all alike: compare the ratios. The bound is a
+median of at most 3x the bare interpreter at 5,000 notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+
+from reflect_jobs.recall import store  # noqa: E402
+
+REPOS = [f"github.com/acme/r{i}" for i in range(6)]
+
+
+def fill(kb_root: Path, n: int) -> None:
+    notes = [json.loads(x) for x in (ROOT / "bench/data/notes.jsonl").read_text().splitlines() if x]
+    rows = []
+    now = time.time()
+    for i in range(n):
+        note = notes[i % len(notes)]
+        scoped = i % 2 == 0
+        rows.append(
+            {
+                "id": f"lrn-{note['slug']}-{i:06d}",
+                "scope": "repo" if scoped else "global",
+                "repo_key": REPOS[i % len(REPOS)] if scoped else "",
+                "title": note["title"],
+                "rule": note["rule"],
+                "key_insight": note["key_insight"],
+                "category": note["category"],
+                "path": str(kb_root / "documents" / f"lrn-{i}.md"),
+                "proof_count": 1 + (i % 7 == 0) + (i % 31 == 0),
+                "confidence": 0.5 + (i % 5) / 10,
+                "updated_ts": now - (i % 90) * 86400,
+                "content_hash": f"{i:064x}",
+            }
+        )
+    conn = store.open_for_write(store.store_path(kb_root))
+    store.upsert_many(conn, rows)
+    store.mark_populated(conn)
+    conn.close()
+
+
+def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, input=stdin, env=env, check=True, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - t0) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=25)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "r1"
+        (repo / ".git").mkdir(parents=True)
+        (repo / ".git" / "config").write_text(
+            '[remote "origin"]\n\turl = git@github.com:acme/r1.git\n'
+        )
+        (repo / "src" / "deep").mkdir(parents=True)
+        hook = [str(BIN / "reflect-jobs-hook"), "claude"]
+        start = json.dumps({"hook_event_name": "SessionStart", "cwd": str(repo / "src" / "deep")})
+        prompt = json.dumps(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "cwd": str(repo),
+                "prompt": "the nightly job fails with database is locked when the web app writes",
+            }
+        )
+        bare = [sys.executable, "-c", "pass"]
+        print(f"runs per command: {args.runs}; medians in ms, ratio to the bare interpreter")
+        for n in (100, 1000, 5000):
+            kb_root = Path(tmp) / f"kb{n}"
+            fill(kb_root, n)
+            env = {
+                **os.environ,
+                "REFLECT_HOME": str(Path(tmp) / "home"),
+                "GLOBAL_LEARNINGS_PATH": str(kb_root),
+                "REFLECT_RECALL_ON_PROMPT": "1",
+            }
+            out = subprocess.run(
+                hook, input=start.encode(), env=env, capture_output=True, check=True
+            )
+            chars = len(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+            times: dict[str, list[float]] = {"bare": [], "start": [], "prompt": []}
+            for _ in range(args.runs):
+                times["bare"].append(timed(bare, b"", env))
+                times["start"].append(timed(hook, start.encode(), env))
+                times["prompt"].append(timed(hook, prompt.encode(), env))
+            med = {k: statistics.median(v) for k, v in times.items()}
+            print(
+                f"{n:>5} notes: bare {med['bare']:.1f}  SessionStart {med['start']:.1f} "
+                f"({med['start'] / med['bare']:.2f}x, {chars} chars)  "
+                f"UserPromptSubmit {med['prompt']:.1f} ({med['prompt'] / med['bare']:.2f}x)"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""The recall branch of ``reflect-jobs-hook``: SessionStart context and per-prompt recall.
+
+``reflect-jobs-hook claude|codex`` on a SessionStart payload prints the harness's own JSON,
+``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}``, for
+the payload's ``cwd``, and enqueues nothing (no transcript is needed, and at startup it may
+not exist yet). With ``REFLECT_RECALL_ON_PROMPT=1`` a UserPromptSubmit payload gets at most
+three strongly matching learnings the same way; without it the event is ignored.
+
+Copilot CLI runs ``sessionStart`` hooks fire-and-forget and discards their output
+(ARCHITECTURE §13), so for ``copilot`` this does nothing and the payload takes the capture
+path as before. Any problem raises to
+:func:`reflect_jobs.hook.main`, which logs it: since the answer is built completely before
+anything is written, a failure prints nothing, never half a JSON document.
+
+Only ``json`` and ``os`` are imported at module load: the Stop/PreCompact path imports this
+module too and must not pay for ``sqlite3``; the store and the block are imported when a
+recall event actually arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TextIO
+
+PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
+#: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
+JSON_HARNESSES = ("claude", "codex")
+_PROMPT_EVENTS = ("userpromptsubmit", "userpromptsubmitted")
+
+
+def event_kind(event: object) -> str:
+    """``"session_start"``, ``"prompt"`` or ``""`` for a hook event name in any spelling.
+
+    Args:
+        event: The event name (``SessionStart``, ``sessionStart``, ``UserPromptSubmit``,
+            ``userPromptSubmitted``…).
+
+    Returns:
+        The kind of recall event, or ``""`` for every other event.
+    """
+    norm = str(event or "").replace("_", "").replace("-", "").lower()
+    if norm == "sessionstart":
+        return "session_start"
+    if norm in _PROMPT_EVENTS:
+        return "prompt"
+    return ""
+
+
+def _event_arg(argv: list[str]) -> str | None:
+    if "--event" in argv:
+        idx = argv.index("--event")
+        return argv[idx + 1] if idx + 1 < len(argv) else None
+    return None
+
+
+def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) -> str:
+    """The recall block for a working directory (``""`` when there is nothing to tell).
+
+    Args:
+        cwd: The session's working directory (anything unusable means no repository).
+        max_chars: The block's budget.
+        kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
+
+    Returns:
+        The block text, or ``""`` (no context store yet, or no learnings).
+
+    Raises:
+        sqlite3.Error: The store is locked past its timeout or damaged.
+    """
+    from . import block, repokey, store
+
+    ref = repokey.repo_for(cwd if isinstance(cwd, str) else None)
+    conn = store.open_for_read(store.store_path(kb_root or store.kb_root_str()))
+    if conn is None:
+        return ""
+    try:
+        repo = block.ranked(store.repo_rows(conn, ref.key)) if ref else []
+        general = block.ranked(store.global_rows(conn))
+    finally:
+        conn.close()
+    return block.render(ref.key if ref else None, repo, general, max_chars=max_chars)
+
+
+def prompt_context(
+    cwd: object, prompt: object, *, max_chars: int, kb_root: str | None = None
+) -> str:
+    """The block of at most three learnings a prompt matches strongly, or ``""``.
+
+    Args:
+        cwd: The session's working directory.
+        prompt: The user's prompt text.
+        max_chars: The block's budget.
+        kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
+
+    Returns:
+        The block text, or ``""`` when nothing matches strongly.
+
+    Raises:
+        sqlite3.Error: The store is locked past its timeout or damaged.
+    """
+    from . import block, repokey, store
+
+    terms = block.prompt_terms(prompt if isinstance(prompt, str) else "")
+    query = block.fts_query(terms)
+    if query is None:
+        return ""
+    conn = store.open_for_read(store.store_path(kb_root or store.kb_root_str()))
+    if conn is None:
+        return ""
+    try:
+        rows = store.match_rows(conn, query, limit=12)
+    finally:
+        conn.close()
+    ref = repokey.repo_for(cwd if isinstance(cwd, str) else None)
+    hits = block.strong_matches(terms, rows, ref.key if ref else None)
+    if not hits:
+        return ""
+    return block.render(
+        None,
+        [],
+        hits,
+        max_chars=max_chars,
+        heading="Earlier learnings that match this prompt (reflect-jobs)",
+    )
+
+
+def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
+    """Answer a recall event; tell the caller whether the payload was one.
+
+    Args:
+        argv: The hook's arguments (harness first, optionally ``--event NAME``).
+        stdin_text: The payload text.
+        out: Where to print (default ``sys.stdout``).
+
+    Returns:
+        True when the payload was a SessionStart or UserPromptSubmit event of Claude Code or
+        Codex (answered, or deliberately ignored): the caller then enqueues nothing. False
+        for every other payload — another event, any Copilot payload (its CLI discards the
+        output), one that is not JSON (the capture path reports that).
+
+    Raises:
+        sqlite3.Error: The context store is locked or damaged (nothing was printed).
+        OSError: Printing failed.
+    """
+    try:
+        payload = json.loads(stdin_text) if stdin_text.strip() else None
+    except ValueError:
+        return False
+    if not isinstance(payload, dict):
+        return False
+    event = _event_arg(argv) or payload.get("hook_event_name") or payload.get("hookEventName")
+    kind = event_kind(event)
+    if not kind:
+        return False
+    harness = argv[0] if argv else ""
+    if harness not in JSON_HARNESSES:
+        return False  # Copilot discards the output (ARCHITECTURE §13): its path is unchanged
+    from . import block
+
+    if kind == "session_start":
+        text = session_context(payload.get("cwd"), max_chars=block.DEFAULT_MAX_CHARS)
+        name = "SessionStart"
+    else:
+        from reflect_jobs.envpaths import is_truthy
+
+        if not is_truthy(os.environ.get(PROMPT_ENV)):
+            return True
+        text = prompt_context(
+            payload.get("cwd"), payload.get("prompt"), max_chars=block.DEFAULT_MAX_CHARS // 3
+        )
+        name = "UserPromptSubmit"
+    if text:
+        answer = block.hook_json(name, text) + "\n"
+        if out is None:
+            import sys
+
+            out = sys.stdout
+        out.write(answer)
+        out.flush()
+    return True

@@ -1,0 +1,376 @@
+"""The context store: ``$GLOBAL_LEARNINGS_PATH/index/context.db``, read by the hook (stdlib only).
+
+The SessionStart hook must answer in a few milliseconds at 5,000 notes, with no YAML, no
+SQLAlchemy and no index stack (ARCHITECTURE §13). So the worker keeps one small SQLite table
+of every *active* learning — id, scope, repository key, title, rule, path and the figures
+the ranking needs (proof count, confidence, last update) — plus an FTS5 table over title,
+rule and key insight for per-prompt recall. The hook runs one indexed query per section.
+
+The worker writes it (:mod:`reflect_jobs.recall.refresh`) whenever the lexical index is
+written: after every add, retirement and reindex (they all end in a reindex), and ``reindex
+--force`` rebuilds it. WAL mode lets the hook read while a reindex writes; the hook opens it
+read-only with a short busy timeout, and a missing, locked or damaged file means "no
+context", never a failed session. The file is private (0600): it holds what was learned.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+FILE_NAME = "context.db"
+SCHEMA_VERSION = "1"
+READ_TIMEOUT_SEC = 0.25
+_COLUMNS = (
+    "id",
+    "scope",
+    "repo_key",
+    "title",
+    "rule",
+    "key_insight",
+    "category",
+    "path",
+    "proof_count",
+    "confidence",
+    "updated_ts",
+    "content_hash",
+)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    repo_key TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL,
+    rule TEXT NOT NULL DEFAULT '',
+    key_insight TEXT NOT NULL DEFAULT '',
+    category TEXT NOT NULL DEFAULT '',
+    path TEXT NOT NULL DEFAULT '',
+    proof_count INTEGER NOT NULL DEFAULT 1,
+    confidence REAL NOT NULL DEFAULT 0.6,
+    updated_ts REAL NOT NULL DEFAULT 0,
+    strength REAL NOT NULL DEFAULT 0,
+    content_hash TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    title, rule, key_insight, tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+def kb_root_str(environ: dict[str, str] | None = None) -> str:
+    """``$GLOBAL_LEARNINGS_PATH``, default ``~/.learnings`` (what ``Settings.kb_path`` reads).
+
+    Args:
+        environ: The environment to read; ``None`` means ``os.environ``.
+
+    Returns:
+        The KB root with ``~`` expanded; not created.
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
+    if raw:
+        return os.path.expanduser(raw)
+    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
+    return os.path.join(home, ".learnings")
+
+
+def store_path(kb_root: str | os.PathLike[str]) -> str:
+    """Where the context store of a KB lives.
+
+    Args:
+        kb_root: The KB root directory.
+
+    Returns:
+        ``<kb_root>/index/context.db``.
+    """
+    return os.path.join(os.fspath(kb_root), "index", FILE_NAME)
+
+
+def strength(proof_count: int, confidence: float) -> float:
+    """The time-free part of a learning's rank: proof dominates, confidence breaks ties.
+
+    Args:
+        proof_count: Sources that confirmed it (1 for a new learning).
+        confidence: Its confidence in [0, 1].
+
+    Returns:
+        ``proof_count`` capped at 20 plus ``confidence``; stored so the hook's query can
+        order candidates by an index.
+    """
+    return float(min(max(int(proof_count), 1), 20)) + float(confidence)
+
+
+# --- the writer side (the worker) ----------------------------------------------------------
+
+
+def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open (creating it 0600, and its directory 0700) the store for the worker.
+
+    Args:
+        path: The store's file (see :func:`store_path`).
+
+    Returns:
+        A connection in WAL mode with the schema in place.
+
+    Raises:
+        sqlite3.DatabaseError: The file exists but is not a usable SQLite database.
+    """
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    os.chmod(path, 0o600)
+    conn = sqlite3.connect(path, timeout=30.0)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.executescript(_SCHEMA)
+    with conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+        )
+    return conn
+
+
+def is_populated(conn: sqlite3.Connection) -> bool:
+    """Whether a full pass has ever filled the store (a new store needs one).
+
+    Args:
+        conn: A writer connection.
+
+    Returns:
+        True once :func:`mark_populated` ran on this file.
+    """
+    row = conn.execute("SELECT value FROM meta WHERE key = 'populated'").fetchone()
+    return row is not None
+
+
+def mark_populated(conn: sqlite3.Connection) -> None:
+    """Record that every note has been through the store once.
+
+    Args:
+        conn: A writer connection.
+    """
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('populated', '1')")
+
+
+def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
+    """Insert or replace learnings (one transaction).
+
+    Args:
+        conn: A writer connection.
+        rows: Mappings with the keys of :data:`_COLUMNS` (``id``, ``scope``, ``repo_key``,
+            ``title``, ``rule``, ``key_insight``, ``category``, ``path``, ``proof_count``,
+            ``confidence``, ``updated_ts``, ``content_hash``).
+
+    Returns:
+        How many rows were written.
+    """
+    count = 0
+    with conn:
+        for row in rows:
+            _delete(conn, str(row["id"]))
+            values = [row.get(c) for c in _COLUMNS]
+            cur = conn.execute(
+                f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
+                f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",
+                (*values, strength(int(row["proof_count"]), float(row["confidence"]))),
+            )
+            conn.execute(
+                "INSERT INTO notes_fts (rowid, title, rule, key_insight) VALUES (?, ?, ?, ?)",
+                (cur.lastrowid, row["title"], row.get("rule") or "", row.get("key_insight") or ""),
+            )
+            count += 1
+    return count
+
+
+def _delete(conn: sqlite3.Connection, note_id: str) -> None:
+    found = conn.execute("SELECT rid FROM notes WHERE id = ?", (note_id,)).fetchone()
+    if found:
+        conn.execute("DELETE FROM notes_fts WHERE rowid = ?", (found[0],))
+        conn.execute("DELETE FROM notes WHERE rid = ?", (found[0],))
+
+
+def delete_many(conn: sqlite3.Connection, ids: list[str]) -> None:
+    """Forget learnings (retired, superseded or gone); unknown ids are ignored.
+
+    Args:
+        conn: A writer connection.
+        ids: Note ids.
+    """
+    with conn:
+        for note_id in ids:
+            _delete(conn, note_id)
+
+
+def clear(conn: sqlite3.Connection) -> None:
+    """Empty the store (``reindex --force`` refills it from every note).
+
+    Args:
+        conn: A writer connection.
+    """
+    with conn:
+        conn.execute("DELETE FROM notes")
+        conn.execute("DELETE FROM notes_fts")
+        conn.execute("DELETE FROM meta WHERE key = 'populated'")
+
+
+def known_hashes(conn: sqlite3.Connection) -> dict[str, str]:
+    """``id -> content_hash`` of every stored learning.
+
+    Args:
+        conn: A connection.
+
+    Returns:
+        The mapping.
+    """
+    return dict(conn.execute("SELECT id, content_hash FROM notes"))
+
+
+# --- the reader side (the hook, the CLI, the MCP server) -----------------------------------
+
+
+def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
+    """Open the store read-only with a short busy timeout, or ``None`` when there is none.
+
+    Args:
+        path: The store's file.
+
+    Returns:
+        A read-only connection; ``None`` when the file does not exist (no notes yet, or the
+        worker never ran).
+
+    Raises:
+        sqlite3.Error: The file is locked past :data:`READ_TIMEOUT_SEC` or not a database
+            (the hook logs it and prints nothing).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        return None
+    uri = "file:" + path.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_SEC)
+    conn.execute(f"PRAGMA busy_timeout = {int(READ_TIMEOUT_SEC * 1000)}")
+    return conn
+
+
+_SELECT = (
+    "SELECT id, scope, repo_key, title, rule, key_insight, category, path, proof_count, "
+    "confidence, updated_ts FROM notes"
+)
+_KEYS = (
+    "id",
+    "scope",
+    "repo_key",
+    "title",
+    "rule",
+    "key_insight",
+    "category",
+    "path",
+    "proof_count",
+    "confidence",
+    "updated_ts",
+)
+
+
+def _rows(cur: sqlite3.Cursor) -> list[dict]:
+    return [dict(zip(_KEYS, r, strict=True)) for r in cur.fetchall()]
+
+
+def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[dict]:
+    """The strongest learnings scoped to one repository.
+
+    Args:
+        conn: A connection.
+        repo_key: The repository's key (:func:`reflect_jobs.recall.repokey.repo_for`).
+        limit: At most this many, strongest first.
+
+    Returns:
+        Row mappings (the keys of the ``notes`` table but ``strength``/``content_hash``).
+    """
+    return _rows(
+        conn.execute(
+            _SELECT + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
+            (repo_key, int(limit)),
+        )
+    )
+
+
+def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
+    """The strongest global learnings (a note without a scope counts as global).
+
+    Args:
+        conn: A connection.
+        limit: At most this many, strongest first.
+
+    Returns:
+        Row mappings, as :func:`repo_rows`.
+    """
+    return _rows(
+        conn.execute(
+            _SELECT + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),)
+        )
+    )
+
+
+def recent_rows(conn: sqlite3.Connection, repo_key: str | None, limit: int = 10) -> list[dict]:
+    """The newest learnings of a repository (and, with ``repo_key`` None, of the whole KB).
+
+    Args:
+        conn: A connection.
+        repo_key: The repository's key; ``None`` for every learning.
+        limit: At most this many, newest first.
+
+    Returns:
+        Row mappings, as :func:`repo_rows`.
+    """
+    if repo_key is None:
+        cur = conn.execute(_SELECT + " ORDER BY updated_ts DESC, id LIMIT ?", (int(limit),))
+    else:
+        cur = conn.execute(
+            _SELECT + " WHERE scope = 'repo' AND repo_key = ? ORDER BY updated_ts DESC, id LIMIT ?",
+            (repo_key, int(limit)),
+        )
+    return _rows(cur)
+
+
+def get_row(conn: sqlite3.Connection, note_id: str) -> dict | None:
+    """One stored learning by id.
+
+    Args:
+        conn: A connection.
+        note_id: The note's id.
+
+    Returns:
+        Its row mapping, or ``None``.
+    """
+    rows = _rows(conn.execute(_SELECT + " WHERE id = ?", (note_id,)))
+    return rows[0] if rows else None
+
+
+def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> list[dict]:
+    """Learnings matching an FTS5 expression over title, rule and key insight, best first.
+
+    Args:
+        conn: A connection.
+        fts_query: An FTS5 MATCH expression built only of quoted phrases (the caller's job).
+        limit: At most this many.
+
+    Returns:
+        Row mappings, as :func:`repo_rows`, each with ``bm25`` added (lower is better).
+    """
+    cur = conn.execute(
+        "SELECT n.id, n.scope, n.repo_key, n.title, n.rule, n.key_insight, n.category, n.path,"
+        " n.proof_count, n.confidence, n.updated_ts, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
+        " FROM notes_fts JOIN notes n ON n.rid = notes_fts.rowid"
+        " WHERE notes_fts MATCH ? ORDER BY r, n.id LIMIT ?",
+        (fts_query, int(limit)),
+    )
+    out = []
+    for r in cur.fetchall():
+        row = dict(zip(_KEYS, r[:-1], strict=True))
+        row["bm25"] = float(r[-1])
+        out.append(row)
+    return out

@@ -1,0 +1,55 @@
+"""Helpers for the recall tests: real git directories, real notes, a real reindex."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reflect_jobs import kb
+from reflect_jobs.index import maintenance
+
+
+def make_repo(path: Path, origin: str | None = None) -> Path:
+    """A directory that looks like a git checkout to a reader of ``.git`` (no git spawned)."""
+    (path / ".git").mkdir(parents=True, exist_ok=True)
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if origin is not None:
+        config += (
+            f'[remote "origin"]\n\turl = {origin}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+        )
+    (path / ".git" / "config").write_text(config, encoding="utf-8")
+    return path
+
+
+def learning(title: str, rule: str, *, scope: str = "repo", repo: str | None = None, **kw):  # type: ignore[no-untyped-def]
+    """A normalised learning dict as the add stage hands it to the KB."""
+    out = {
+        "title": title,
+        "rule": rule,
+        "category": "Tools",
+        "key_insight": kw.pop("key_insight", rule),
+        "problem": "",
+        "root_cause": "",
+        "fix": "",
+        "confidence_num": kw.pop("confidence_num", 0.7),
+        "tags": [],
+        "entities": [],
+        "causal_relations": [],
+        "body": "## Context\nsomething happened",
+        "scope": scope,
+    }
+    if repo is not None:
+        out["repo"] = repo
+    out.update(kw)
+    return out
+
+
+def add_note(kb_root: Path, item: dict, *, updated: str = "2026-11-30T10:00:00Z") -> kb.NoteFile:
+    """Write one note as the add stage does."""
+    return kb.write_learning(
+        kb_root, item, created=updated, updated=updated, source_path="/t.jsonl", session_id="s"
+    )
+
+
+def reindex(kb_root: Path, *, force: bool = False) -> maintenance.ReindexStats:
+    """The lexical-only reindex every add ends in; it also refreshes the context store."""
+    return maintenance.reindex(kb_root, force=force, vectors=False)
