@@ -110,7 +110,7 @@ def spend_chart_svg(
         f'y2="{cy:.1f}" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4"/>'
     )
     parts.append(
-        f'<text class="cap-label" x="{left + plot_w - 4}" y="{cy - 4:.1f}" text-anchor="end" '
+        f'<text class="cap-label" x="{left + 4}" y="{cy - 4:.1f}" '
         f'font-size="11" fill="#c0392b">daily cap {cap}</text>'
     )
     if series:

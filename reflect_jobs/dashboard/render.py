@@ -171,7 +171,7 @@ def render_page(data: dict[str, Any], *, token: str) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="reflect-token" content="{_e(token)}">'
-        "<title>reflect-jobs</title>"
+        '<title>reflect-jobs</title><link rel="icon" href="data:,">'
         '<link rel="stylesheet" href="/static/page.css">'
         '<script src="/static/page.js" defer></script></head>'
         f'<body data-refresh-sec="{REFRESH_SEC}"><header><h1>reflect-jobs</h1>'
