@@ -184,3 +184,28 @@ def test_the_cli_and_status_never_import_the_web_stack():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_recent_notes_are_newest_first_and_an_edited_note_is_read_again(tmp_path):
+    import os
+
+    from reflect_jobs.dashboard.data import recent_notes
+
+    docs = tmp_path / "kb" / "documents"
+    docs.mkdir(parents=True)
+
+    def write(name, title, body, mtime):
+        path = docs / f"{name}.md"
+        path.write_text(
+            f"---\nid: {name}\ntitle: {title}\ncategory: C\nkey_insight: k\n---\n{body}\n"
+        )
+        os.utime(path, (mtime, mtime))
+
+    write("old", "Old", "old body", 1_000_000)
+    write("new", "New", "new body", 2_000_000)
+    (docs / "broken.md").write_text("no frontmatter")
+    assert [n["id"] for n in recent_notes(tmp_path / "kb")] == ["new", "old"]
+    assert [n["id"] for n in recent_notes(tmp_path / "kb", limit=1)] == ["new"]
+    write("old", "Old edited", "edited body", 3_000_000)
+    first = recent_notes(tmp_path / "kb")[0]
+    assert (first["id"], first["title"], first["text"]) == ("old", "Old edited", "edited body")

@@ -29,6 +29,8 @@ STUCK_STATES = tuple(s for s in JOB_STATES if s in NEEDS_PERSON_STATES)
 NOTE_TEXT_MAX = 1200
 #: Search modes the page accepts; lexical is the default (no model load on a keystroke).
 SEARCH_MODES = ("lexical", "hybrid")
+#: path → (mtime_ns, size, the note's entry or ``None`` when it did not parse).
+_NOTE_CACHE: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
 
 
 def spend_series(db_url: str, *, days: int = DAYS) -> list[dict[str, Any]]:
@@ -104,7 +106,9 @@ def recent_notes(kb_path: Path, *, limit: int = 10) -> list[dict[str, Any]]:
     Returns:
         Newest first: ``id``, ``title``, ``category``, ``status``, ``key_insight``, ``text``
         (the body, cut to :data:`NOTE_TEXT_MAX` characters), ``truncated`` and
-        ``modified_at`` (ISO 8601). Files that do not parse are skipped.
+        ``modified_at`` (ISO 8601). Files that do not parse are skipped. A file whose
+        mtime and size are unchanged since the last call is not parsed again (the page
+        refreshes every few seconds; YAML parsing was most of its render time).
     """
     from datetime import UTC, datetime
 
@@ -114,31 +118,42 @@ def recent_notes(kb_path: Path, *, limit: int = 10) -> list[dict[str, Any]]:
     stamped = []
     for path in store.iter_notes(kb_path):
         try:
-            stamped.append((os.stat(path).st_mtime, path))
+            st = os.stat(path)
         except OSError:
             continue  # removed between the listing and the stat
-    stamped.sort(key=lambda mp: (-mp[0], mp[1].name))
+        stamped.append((st.st_mtime_ns, st.st_size, path))
+    stamped.sort(key=lambda m: (-m[0], m[2].name))
     notes = []
-    for mtime, path in stamped:
+    keep: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
+    for mtime_ns, size, path in stamped:
         if len(notes) >= limit:
             break
-        try:
-            note = parse_note(path)
-        except NoteError:
-            continue
-        fm = note.frontmatter
-        notes.append(
-            {
-                "id": str(note.id),
-                "title": str(fm.get("title", "")),
-                "category": str(fm.get("category", "")),
-                "status": str(fm.get("status", "active")),
-                "key_insight": str(fm.get("key_insight", "")),
-                "text": note.body[:NOTE_TEXT_MAX],
-                "truncated": len(note.body) > NOTE_TEXT_MAX,
-                "modified_at": datetime.fromtimestamp(mtime, UTC).isoformat(),
-            }
-        )
+        key = str(path)
+        cached = _NOTE_CACHE.get(key)
+        if cached is not None and cached[:2] == (mtime_ns, size):
+            entry = cached[2]
+        else:
+            try:
+                note = parse_note(path)
+            except NoteError:
+                entry = None
+            else:
+                fm = note.frontmatter
+                entry = {
+                    "id": str(note.id),
+                    "title": str(fm.get("title", "")),
+                    "category": str(fm.get("category", "")),
+                    "status": str(fm.get("status", "active")),
+                    "key_insight": str(fm.get("key_insight", "")),
+                    "text": note.body[:NOTE_TEXT_MAX],
+                    "truncated": len(note.body) > NOTE_TEXT_MAX,
+                    "modified_at": datetime.fromtimestamp(mtime_ns / 1e9, UTC).isoformat(),
+                }
+        keep[key] = (mtime_ns, size, entry)
+        if entry is not None:
+            notes.append(dict(entry))
+    _NOTE_CACHE.clear()  # only what this listing showed: the cache stays `limit`-sized
+    _NOTE_CACHE.update(keep)
     return notes
 
 
