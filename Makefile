@@ -58,6 +58,7 @@ bench: install
 	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_index.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_cost_model.py --seed 20261101
+	$(BIN)/python bench/bench_dashboard.py --runs 5
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
