@@ -136,6 +136,7 @@ def main() -> None:
         sys.exit(f"needs {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
+    load_start = Path("/proc/loadavg").read_text().split()[0]
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
         env = build(Path(tmp), args.notes)
         proc = subprocess.Popen(
@@ -163,7 +164,11 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    print(f"Chromium {version}, {args.runs} cold-cache loads each, KB {args.notes} notes")
+    load_end = Path("/proc/loadavg").read_text().split()[0]
+    print(
+        f"Chromium {version}, {args.runs} cold-cache loads each, KB {args.notes} notes, "
+        f"load average {load_start} -> {load_end}"
+    )
     print(
         f"{'page':<24}{'bytes':>9}{'decoded':>9}{'reqs':>6}{'TTFB ms':>9}{'FCP ms':>9}{'DCL ms':>9}"
     )

@@ -209,3 +209,17 @@ def test_recent_notes_are_newest_first_and_an_edited_note_is_read_again(tmp_path
     write("old", "Old edited", "edited body", 3_000_000)
     first = recent_notes(tmp_path / "kb")[0]
     assert (first["id"], first["title"], first["text"]) == ("old", "Old edited", "edited body")
+
+
+def test_ui_on_a_busy_port_is_a_one_line_error(env):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        proc = env.cli("ui", "--port", str(port), check=False, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert env.cli("ui", "--port", "70000", check=False).returncode == 2
