@@ -90,10 +90,17 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
     calls_today = admin.cost_report(env.settings().db_url, by="day", since=None)["rows"][
         status["budget"]["day"]
     ]["entries"]
-    (note_file,) = (env.kb / "documents").glob("*.md")
+    (note_file,) = (env.kb / "documents").glob("*.md")  # the note the pipeline wrote
     from reflect_jobs.kb.parse import parse_note
 
     note = parse_note(note_file)
+
+    hostile_title = "<img src=x onerror=alert('title')>"
+    (env.kb / "documents" / "hostile.md").write_text(
+        f'---\nid: hostile\ntitle: "{hostile_title}"\ncategory: X\nkey_insight: k\n---\n'
+        "<script>alert('body')</script>\n",
+        encoding="utf-8",
+    )
 
     proc, url = start_ui(env)
     try:
@@ -102,6 +109,8 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             console_errors: list[str] = []
             page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.goto(url)
             for state, n in status["counts"].items():
                 shown_n = page.locator(f"#counts li[data-state='{state}'] .n").inner_text()
@@ -119,6 +128,9 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
             shown = page.locator(f"article.note[data-note='{note.id}']")
             assert shown.locator("h3").inner_text() == note.frontmatter["title"]
             assert "Use pnpm" in shown.locator(".note-text").inner_text()
+            hostile = page.locator("article.note[data-note='hostile']")
+            assert hostile.locator("h3").inner_text() == hostile_title, "shown as text"
+            assert "<script>" in hostile.locator(".note-text").inner_text()
             page.fill("#q", "pnpm")
             page.click("#search button")
             hit = page.locator("#search-results li.hit").first
@@ -137,6 +149,7 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
             assert page.locator("#counts li[data-state='queued'] .n").inner_text() == "1"
             page.screenshot(path=str(tmp_path / "dashboard-after-retry.png"), full_page=True)
             assert console_errors == [], console_errors
+            assert dialogs == [], "a note's text ran as script"
             browser.close()
     finally:
         proc.terminate()
