@@ -15,8 +15,18 @@
     flash.className = bad ? "bad" : "good";
   }
 
+  var loading = false;
+  var again = false;
+
   function refresh() {
+    // Not while a POST is in flight or a refresh still loads; not in a hidden tab (the
+    // server renders the whole snapshot for every refresh).
     if (busy) return Promise.resolve();
+    if (loading) {
+      again = true; // the snapshot in flight may predate a change: load once more after it
+      return Promise.resolve();
+    }
+    loading = true;
     return fetch("/fragment", { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
@@ -30,6 +40,13 @@
       .catch(function (err) {
         refreshed.textContent = "refresh failed: " + err.message;
         refreshed.className = "bad";
+      })
+      .finally(function () {
+        loading = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
       });
   }
 
@@ -109,5 +126,10 @@
   });
 
   refreshed.textContent = "updated " + new Date().toLocaleTimeString();
-  setInterval(refresh, every);
+  setInterval(function () {
+    if (!document.hidden) refresh();
+  }, every);
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden) refresh();
+  });
 })();
