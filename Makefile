@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[index,dev,mcp]'
+	$(BIN)/pip install -q -e '.[index,dev,mcp,ui]'
 	$(BIN)/pip install -q --no-deps nano-graphrag==0.0.8.2
 	touch $(STAMP)
 
@@ -62,6 +62,7 @@ bench: install
 	$(BIN)/python bench/report_transcripts.py
 	$(BIN)/python bench/bench_recall_hook.py --runs 25
 	$(BIN)/python bench/bench_recall_quality.py
+	$(BIN)/python bench/bench_dashboard.py --runs 5
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic

@@ -1,6 +1,6 @@
 """Commands for running and watching the system: the consumer, health, money, the schema.
 
-``worker``, ``drain``, ``status``, ``doctor``, ``cost`` and ``db upgrade``. Heavy modules
+``worker``, ``drain``, ``status``, ``doctor``, ``cost``, ``db upgrade`` and ``ui``. Heavy modules
 (Huey, the index) are imported inside the command that needs them, so ``status --line`` in a
 shell prompt does not pay for a model it never loads.
 """
@@ -303,5 +303,69 @@ def db_upgrade() -> None:
     click.echo(f"ledger {redact_url(s.db_url)} at revision {cur} (head {head})")
 
 
+#: ``reflect-jobs ui``'s port when ``--port`` is not given.
+UI_PORT = 8377
+
+
+@click.command()
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=UI_PORT,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port; the URL printed names it).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+def ui(port: int, open_browser: bool) -> None:
+    """Serve the dashboard on 127.0.0.1 until Ctrl-C (needs the ``ui`` extra).
+
+    \f
+    The socket is bound before the URL is printed, so a busy port is a one-line error and
+    ``--port 0`` prints the port it got. The web stack is imported here only.
+
+    Args:
+        port: The port; 0 picks a free one.
+        open_browser: Open the URL with Python's :mod:`webbrowser` once it is listening.
+
+    Raises:
+        click.ClickException: The ``ui`` extra is missing, or the port cannot be bound
+            (exit 1).
+    """
+    import socket
+
+    s = get_settings()
+    try:
+        import uvicorn
+
+        from ..dashboard.app import create_app
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the dashboard needs the ui extra ({exc.name} is missing): "
+            "pip install 'reflect-jobs[ui]'"
+        ) from None
+    from .. import tasks
+    from ..dashboard.token import new_token
+
+    quiet_libraries(s)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(64)
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    app = create_app(s, token=new_token(), schedule=tasks.HueyDispatcher().schedule)
+    click.echo(f"reflect-jobs ui: {url} (Ctrl-C stops it)")
+    sys.stdout.flush()
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (worker, drain, status, doctor, cost, db)
+COMMANDS = (worker, drain, status, doctor, cost, db, ui)

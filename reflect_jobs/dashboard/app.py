@@ -1,0 +1,217 @@
+"""The dashboard's web app (Starlette): the page, ``/api/status`` and the two POSTs.
+
+Only ``reflect-jobs ui`` imports this module (it needs the ``ui`` extra). Security, in the
+order a request meets it (:class:`LocalOnly`): the peer must be ``127.0.0.1`` (the server
+binds only there; this also holds behind an unexpected proxy), and the ``Host`` header must
+name ``127.0.0.1`` or ``localhost`` so a DNS-rebinding page cannot talk to it under its own
+name. ``POST /api/retry/<job>`` and ``POST /api/resume`` also need this run's token in the
+``X-Reflect-Token`` header (else 403): the page carries it, other sites cannot read it. Every
+response forbids framing and caching, and the Content-Security-Policy allows scripts and
+styles from this origin only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..config import Settings
+from . import data, render
+from .token import HEADER, token_ok
+
+#: Peers allowed to connect (the server binds 127.0.0.1 only).
+ALLOWED_CLIENTS = frozenset({"127.0.0.1"})
+#: Host names a request may address (anything else is a rebinding attempt or a mistake).
+ALLOWED_HOSTS = frozenset({"127.0.0.1", "localhost"})
+
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+
+class LocalOnly:
+    """ASGI middleware: 403 unless the peer is 127.0.0.1 and ``Host`` names loopback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        """Wrap an app.
+
+        Args:
+            app: The app requests go to once they pass.
+        """
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check an HTTP request's peer and Host, then pass it on or answer 403.
+
+        Args:
+            scope: The ASGI scope.
+            receive: The ASGI receive channel.
+            send: The ASGI send channel.
+        """
+        if scope["type"] == "http":
+            client = scope.get("client") or ("", 0)
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if client[0] not in ALLOWED_CLIENTS:
+                await _forbidden("only 127.0.0.1 may connect")(scope, receive, send)
+                return
+            if not host_allowed(host):
+                await _forbidden("Host must be 127.0.0.1 or localhost")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def host_allowed(host: str) -> bool:
+    """Whether a ``Host`` header names this machine's loopback by an allowed name.
+
+    Args:
+        host: The header's value, with or without a port (empty when absent).
+
+    Returns:
+        ``True`` for ``127.0.0.1``/``localhost`` with or without a numeric port.
+    """
+    name = host.strip().lower()
+    if not name or name.startswith("["):
+        return False  # absent, or an IPv6 literal: this server never binds one
+    if ":" in name:
+        name, port = name.rsplit(":", 1)
+        if not port.isdigit():
+            return False
+    return name in ALLOWED_HOSTS
+
+
+def _forbidden(message: str) -> Response:
+    return PlainTextResponse(message + "\n", status_code=403, headers=SECURITY_HEADERS)
+
+
+def _static(name: str) -> bytes:
+    return (resources.files(__package__) / "static" / name).read_bytes()
+
+
+def create_app(
+    settings: Settings, *, token: str, schedule: Callable[[str, str], None]
+) -> Starlette:
+    """Build the dashboard for one run of the server.
+
+    Args:
+        settings: The settings (ledger, queue, KB, caps).
+        token: This run's token (:func:`reflect_jobs.dashboard.token.new_token`).
+        schedule: ``schedule(stage, job_id)``, called for each job a retry or resume
+            re-queues, after the ledger commits (``HueyDispatcher.schedule``).
+
+    Returns:
+        The ASGI app, wrapped in :class:`LocalOnly`.
+    """
+    from ..ledger import admin
+    from ..ledger.jobs import IllegalTransition
+
+    statics = {
+        "page.js": (_static("page.js"), "text/javascript; charset=utf-8"),
+        "page.css": (_static("page.css"), "text/css; charset=utf-8"),
+    }
+
+    def html(content: str) -> HTMLResponse:
+        return HTMLResponse(content, headers=SECURITY_HEADERS)
+
+    def js(content: Any, status_code: int = 200) -> JSONResponse:
+        return JSONResponse(content, status_code=status_code, headers=SECURITY_HEADERS)
+
+    def page(request: Request) -> Response:
+        return html(render.render_page(data.overview(settings), token=token))
+
+    def fragment(request: Request) -> Response:
+        return html(render.render_sections(data.overview(settings)))
+
+    def static(request: Request) -> Response:
+        found = statics.get(request.path_params["name"])
+        if found is None:
+            return PlainTextResponse("not found\n", status_code=404, headers=SECURITY_HEADERS)
+        return Response(found[0], media_type=found[1], headers=SECURITY_HEADERS)
+
+    def api_status(request: Request) -> Response:
+        from ..status import collect_status
+
+        return js(collect_status(settings))
+
+    def api_overview(request: Request) -> Response:
+        return js(data.overview(settings))
+
+    def api_chart(request: Request) -> Response:
+        from .chart import spend_chart_svg
+
+        svg = spend_chart_svg(data.spend_series(settings.db_url), cap=settings.daily_max)
+        return Response(svg, media_type="image/svg+xml", headers=SECURITY_HEADERS)
+
+    def api_search(request: Request) -> Response:
+        query = request.query_params.get("q", "")
+        mode = request.query_params.get("mode", "lexical")
+        try:
+            return js(data.search_notes(settings, query, mode=mode))
+        except ValueError as exc:
+            return js({"error": str(exc)}, status_code=400)
+
+    def api_open_items(request: Request) -> Response:
+        return js(data.open_items_by_repository(settings))
+
+    def authorized(request: Request) -> bool:
+        return token_ok(token, request.headers.get(HEADER))
+
+    def api_retry(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        job_id = request.path_params["job_id"]
+        try:
+            done = admin.retry_jobs(settings.db_url, [job_id], schedule=schedule)
+        except admin.JobNotFound as exc:
+            return js({"error": str(exc)}, status_code=404)
+        except IllegalTransition as exc:
+            return js({"error": str(exc)}, status_code=409)
+        return js(
+            {
+                "retried": [{"id": j, "stage": st} for j, st in done],
+                "message": "; ".join(f"{j}: queued at {st}" for j, st in done),
+            }
+        )
+
+    def api_resume(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        done = admin.resume(settings.db_url, schedule=schedule)
+        return js(
+            {
+                "was_halted": done.reason,
+                "requeued": [{"id": j, "stage": st} for j, st in done.requeued],
+                "message": f"write stage resumed (was: {done.reason or 'not halted'}); "
+                f"{len(done.requeued)} job(s) re-queued",
+            }
+        )
+
+    routes = [
+        Route("/", page),
+        Route("/fragment", fragment),
+        Route("/static/{name}", static),
+        Route("/api/status", api_status),
+        Route("/api/overview", api_overview),
+        Route("/api/chart.svg", api_chart),
+        Route("/api/search", api_search),
+        Route("/api/open-items", api_open_items),
+        Route("/api/retry/{job_id:path}", api_retry, methods=["POST"]),
+        Route("/api/resume", api_resume, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.add_middleware(LocalOnly)
+    return app

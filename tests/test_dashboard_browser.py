@@ -1,0 +1,161 @@
+"""``reflect-jobs ui`` in a real browser: Debian's headless Chromium driven by Playwright.
+
+A real drained pipeline (the stub ``claude``: one job written, one poisoned by a timeout
+answer) behind the real server process, loaded in Chromium; the test reads the counts, the
+chart and a note off the rendered page, presses Retry on the poisoned job and waits for the
+ledger to show it queued again. Screenshots land in the test's tmp dir for a person to look
+at (the path is printed). Skipped only when /usr/bin/chromium is missing (.ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import BIN, wait_for, write_claude_transcript
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's chromium (/usr/bin/chromium): apt-get install chromium",
+    ),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs the dev extra (playwright)")
+
+
+def launch_chromium(playwright):  # type: ignore[no-untyped-def]
+    """The system Chromium, headless (root, as in CI, needs --no-sandbox)."""
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=args)
+
+
+def start_ui(env) -> tuple[subprocess.Popen[str], str]:  # type: ignore[no-untyped-def]
+    """Start ``reflect-jobs ui --port 0`` and return the process and the URL it printed."""
+    proc = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "ui", "--port", "0"],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    line = proc.stdout.readline() if ready else ""
+    if "http://127.0.0.1:" not in line:
+        proc.kill()
+        raise AssertionError(f"ui did not start: {line!r} {proc.stderr.read()}")
+    return proc, line.split()[2]
+
+
+def _jobs(env):
+    """The ledger's jobs by id, read in-process (a CLI call per poll costs seconds here)."""
+    from reflect_jobs.ledger import admin
+
+    return {j["id"]: j for j in admin.list_jobs(env.settings().db_url)}
+
+
+def _status(env):
+    from reflect_jobs.status import collect_status
+
+    return collect_status(env.settings())
+
+
+def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env, tmp_path):
+    # One drain, two jobs: the stub answers the first call ok and every later one with a
+    # timeout (poison_timeout_exit_124), whichever job calls first.
+    env.update(
+        STUB_CLAUDE_MODE="sequence",
+        STUB_CLAUDE_SEQUENCE="ok,exit124",
+        STUB_CLAUDE_STATE=str(tmp_path / "stub-state"),
+    )
+    for name, text in (
+        ("one", "No, use pnpm here, never npm: it breaks the lockfile."),
+        ("two", "Stop: the rule is to never log the session token."),
+    ):
+        t = write_claude_transcript(tmp_path / f"{name}.jsonl", [text], session=name)
+        env.cli("enqueue", str(t), "--session-id", name)
+    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env["STUB_CLAUDE_MODE"] = "ok"
+    by_state = {j["state"]: j for j in _jobs(env).values()}
+    assert set(by_state) == {"done", "poisoned"}, by_state
+    poisoned = by_state["poisoned"]["id"]
+    from reflect_jobs.ledger import admin
+
+    status = _status(env)
+    calls_today = admin.cost_report(env.settings().db_url, by="day", since=None)["rows"][
+        status["budget"]["day"]
+    ]["entries"]
+    (note_file,) = (env.kb / "documents").glob("*.md")  # the note the pipeline wrote
+    from reflect_jobs.kb.parse import parse_note
+
+    note = parse_note(note_file)
+
+    hostile_title = "<img src=x onerror=alert('title')>"
+    (env.kb / "documents" / "hostile.md").write_text(
+        f'---\nid: hostile\ntitle: "{hostile_title}"\ncategory: X\nkey_insight: k\n---\n'
+        "<script>alert('body')</script>\n",
+        encoding="utf-8",
+    )
+
+    proc, url = start_ui(env)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            console_errors: list[str] = []
+            page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(url)
+            for state, n in status["counts"].items():
+                shown_n = page.locator(f"#counts li[data-state='{state}'] .n").inner_text()
+                assert shown_n == str(n), state
+            assert page.locator("#counts li[data-state='done'] .n").inner_text() == "1"
+            assert page.locator("#counts li[data-state='poisoned'] .n").inner_text() == "1"
+            assert "poisoned in the last 24 h" in page.locator("#warnings").inner_text()
+            bars = page.locator("svg.spend-chart rect.bar")
+            assert bars.count() == 30
+            today = page.locator(f"svg.spend-chart rect[data-day='{status['budget']['day']}']")
+            assert today.get_attribute("data-calls") == str(calls_today) and calls_today >= 2
+            box = today.bounding_box()
+            assert box is not None and box["height"] > 0, "today's bar is drawn"
+            assert page.locator("svg.spend-chart line.cap").get_attribute("data-cap") == "20"
+            shown = page.locator(f"article.note[data-note='{note.id}']")
+            assert shown.locator("h3").inner_text() == note.frontmatter["title"]
+            assert "Use pnpm" in shown.locator(".note-text").inner_text()
+            hostile = page.locator("article.note[data-note='hostile']")
+            assert hostile.locator("h3").inner_text() == hostile_title, "shown as text"
+            assert "<script>" in hostile.locator(".note-text").inner_text()
+            page.fill("#q", "pnpm")
+            page.click("#search button")
+            hit = page.locator("#search-results li.hit").first
+            hit.wait_for()
+            assert note.frontmatter["title"] in hit.inner_text()
+            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+
+            row = page.locator(f"#stuck tr[data-job='{poisoned}']")
+            assert "poison_timeout_exit_124" in row.inner_text()
+            row.locator("button.retry").click()
+            wait_for(
+                lambda: _jobs(env)[poisoned]["state"] == "queued", what="the retried job requeued"
+            )
+            page.locator(f"#stuck tr[data-job='{poisoned}']").wait_for(state="detached")
+            assert "queued at" in page.locator("#flash").inner_text()
+            assert page.locator("#counts li[data-state='queued'] .n").inner_text() == "1"
+            page.screenshot(path=str(tmp_path / "dashboard-after-retry.png"), full_page=True)
+            assert console_errors == [], console_errors
+            assert dialogs == [], "a note's text ran as script"
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    after = _status(env)
+    assert after["counts"]["poisoned"] == 0 and after["queue"]["pending"] >= 1, (
+        "the retry handed the job to the queue"
+    )
+    print(f"screenshots: {tmp_path / 'dashboard.png'} {tmp_path / 'dashboard-after-retry.png'}")
