@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import click
 
+from ..reflections.cli import main as reflections_group
 from . import jobs, knowledge, operations, setup
 from .common import Main, known_failure
 
@@ -30,5 +31,7 @@ def main() -> None:
 for _command in (*jobs.COMMANDS, *operations.COMMANDS, *knowledge.COMMANDS, *setup.COMMANDS):
     main.add_command(_command)
 del _command
+# The reflection store's CLI, the same group as the `reflections` console script.
+main.add_command(reflections_group, name="items")
 
 __all__ = ["known_failure", "main"]
