@@ -2,7 +2,7 @@
 
 The events of one item may come from several host logs (each machine appends only to its
 own), so an item is the fold of its events in one total order: timestamp, then host, then
-the event id (:func:`sort_key`). Every machine folding the same logs gets the same items,
+the event id (:func:`sort_key`; an ``add`` first among events of one instant and host). Every machine folding the same logs gets the same items,
 whatever order the files were read in. An ``add`` sets the kind, title and body and puts the
 item back to its starting status (re-adding brings an item back); ``edit`` changes the title
 or body; ``done``, ``drop`` and ``reopen`` move the status and append their note to the
@@ -49,8 +49,11 @@ __all__ = [
 ]
 
 
-def sort_key(event: dict[str, Any]) -> tuple[str, str, str]:
+def sort_key(event: dict[str, Any]) -> tuple[str, str, int, str]:
     """The total order of events: timestamp, then host, then event id.
+
+    At one timestamp and host an ``add`` comes before the item's other events (a writer
+    that stamps a batch with one time still creates an item before it changes it).
 
     Args:
         event: A validated event (its ``ts`` in the canonical form, which sorts as text).
@@ -58,7 +61,7 @@ def sort_key(event: dict[str, Any]) -> tuple[str, str, str]:
     Returns:
         The key; equal only for the same event.
     """
-    return (event["ts"], event["host"], event["eid"])
+    return (event["ts"], event["host"], 0 if event["op"] == "add" else 1, event["eid"])
 
 
 def starting_status(kind: str) -> str:
