@@ -21,6 +21,7 @@ id still finds its item while it is unambiguous.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -91,8 +92,14 @@ def derived_status(base: str, by: str, updated_at: str, now: datetime) -> str:
     """
     if base != "open":
         return base
-    cutoff = format_ts(now - STALE_AFTER.get(by, STALE_AFTER["reflector"]))
-    return "stale" if updated_at < cutoff else base
+    cutoffs = _cutoffs(now)
+    return "stale" if updated_at < cutoffs.get(by, cutoffs["reflector"]) else base
+
+
+@functools.lru_cache(maxsize=16)
+def _cutoffs(now: datetime) -> dict[str, str]:
+    """Per author, the timestamp before which an open item is stale (one format per read)."""
+    return {by: format_ts(now - age) for by, age in STALE_AFTER.items()}
 
 
 @dataclass
