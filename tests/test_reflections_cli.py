@@ -178,3 +178,36 @@ def test_search_spans_items_and_the_repository_learnings(repo: Path, env: Env) -
         )
     out = js(env, repo, "search", "sqlite wal")
     assert [h["id"] for h in out["learnings"]] == ["l-1"] and len(out["items"]) == 1
+
+
+def test_concurrent_writers_on_one_host_lose_no_line(repo: Path, env: Env) -> None:
+    procs = [
+        subprocess.Popen(
+            [
+                str(BIN / "reflections"),
+                "add",
+                "--kind",
+                "action",
+                "--title",
+                f"parallel {n}",
+                "--body",
+                "x" * 5000,
+            ],
+            cwd=repo,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(6)
+    ]
+    ids = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        ids.append(out.strip())
+    lines = "".join(p.read_text() for p in log_dir(env).iterdir()).splitlines()
+    assert len(lines) == 6 and all(json.loads(line)["op"] == "add" for line in lines)
+    listed = js(env, repo, "list")
+    assert sorted(i["title"] for i in listed) == [f"parallel {n}" for n in range(6)]
+    assert {i["id"] for i in listed} == set(ids)

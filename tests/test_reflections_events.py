@@ -130,3 +130,23 @@ def test_host_name_is_file_safe() -> None:
     assert host_name({"REFLECT_HOST": "my laptop/../x"}) == "my-laptop-..-x"
     assert host_name({"REFLECT_HOST": "beta"}) == "beta"
     assert host_name({"REFLECT_HOST": "///"}) == "host"
+
+
+def test_a_reader_keeps_long_lines_another_tool_wrote() -> None:
+    line = json.dumps(
+        {
+            "v": 1,
+            "eid": "00000000000000ff",
+            "ts": "2026-12-01T10:00:00Z",
+            "host": "x",
+            "op": "add",
+            "uid": UID,
+            "kind": "note",
+            "title": "t" * 400,
+            "body": "b" * 70_000,
+        }
+    )
+    event = parse_line(line)
+    assert len(event["title"]) == 300 and len(event["body"]) == 70_000
+    with pytest.raises(EventError, match="longer than"):
+        validate(json.loads(line))

@@ -130,26 +130,29 @@ def _redacted(value: str) -> str:
     return redact_secrets(value)[0]
 
 
-def _text(obj: dict[str, Any], key: str, *, limit: int = MAX_TEXT) -> str | None:
+def _text(obj: dict[str, Any], key: str, *, limit: int | None = MAX_TEXT) -> str | None:
     value = obj.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
         raise EventError(f"{key} must be a string")
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise EventError(f"{key} is longer than {limit} characters")
     return value
 
 
-def validate(obj: Any) -> dict[str, Any]:
+def validate(obj: Any, *, strict: bool = True) -> dict[str, Any]:
     """Check one event against the schema and return its normalised form.
 
     Unknown keys are dropped (a newer writer may add some); a missing ``by`` reads as
-    ``person``. The checks are the same for a line read from a log and for an event about
-    to be written, so nothing the CLI writes can be refused by a reader.
+    ``person``. A reader is lenient about sizes only (``strict=False``: a long title is cut,
+    a long text kept), so a line another tool wrote is not lost for being long; everything
+    else is checked alike on both sides, so nothing the CLI writes can be refused by a reader.
 
     Args:
         obj: The decoded JSON object.
+        strict: Refuse titles over :data:`MAX_TITLE` and texts over :data:`MAX_TEXT`
+            characters (writing); ``False`` when reading a log.
 
     Returns:
         A new dict with ``v``, ``eid``, ``ts`` (canonical form), ``host``, ``op``, ``uid``,
@@ -181,14 +184,14 @@ def validate(obj: Any) -> dict[str, Any]:
     if by not in AUTHORS:
         raise EventError(f"by must be one of {', '.join(AUTHORS)}")
     out["by"] = by
-    title = _text(obj, "title", limit=MAX_TITLE)
+    title = _text(obj, "title", limit=MAX_TITLE if strict else None)
     if title is not None:
-        title = " ".join(title.split())
+        title = " ".join(title.split())[:MAX_TITLE]
         if not title:
             raise EventError("title must not be empty")
         out["title"] = title
     for key in ("body", "note", "session", "id"):
-        value = _text(obj, key)
+        value = _text(obj, key, limit=MAX_TEXT if strict else None)
         if value is not None:
             out[key] = value
     if op == "add":
@@ -220,7 +223,7 @@ def parse_line(line: str) -> dict[str, Any]:
         obj = json.loads(line)
     except ValueError:
         raise EventError("not a JSON line") from None
-    return validate(obj)
+    return validate(obj, strict=False)
 
 
 def make_event(
