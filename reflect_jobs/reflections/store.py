@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reflect_jobs.envpaths import home_dir_str
 
@@ -24,6 +25,7 @@ from .fold import Item, derived_status, now_utc
 from .home import Repo, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
 
+T = TypeVar("T")
 _ID = re.compile(r"^#?([0-9a-fA-F]{4,16})$")
 CONTEXT_BUDGET = 4000
 _EXCERPT = 160
@@ -77,8 +79,17 @@ class Store:
             self.index.reset()
             return self.index.refresh(self.repo.key, self.repo.log_dir)
 
+    def _read(self, query: Callable[[], T]) -> T:
+        """Run an index query; a damaged index is rebuilt from the logs and asked again."""
+        try:
+            return query()
+        except sqlite3.DatabaseError:
+            self.index.reset()
+            self.index.refresh(self.repo.key, self.repo.log_dir)
+            return query()
+
     def _uid_item(self, uid: str) -> Item:
-        found = self.index.by_prefix(self.repo.key, uid)
+        found = self._read(lambda: self.index.by_prefix(self.repo.key, uid))
         if len(found) != 1:
             raise StoreError(f"the event was written to {self.log} but its item is not readable")
         return found[0]
@@ -111,7 +122,9 @@ class Store:
         """
         self.refresh()
         norm = " ".join(title.split())
-        existing = self.index.by_title(self.repo.key, kind, norm) if norm else None
+        existing = (
+            self._read(lambda: self.index.by_title(self.repo.key, kind, norm)) if norm else None
+        )
         uid = existing.uid if existing else new_hex(self.host, str(now_utc()), norm)
         event = make_event(
             "add",
@@ -143,7 +156,8 @@ class Store:
         m = _ID.match(ident.strip())
         if not m:
             raise BadIdError(f"{ident!r} is not an item id (# and 4 or more hex digits)")
-        found = self.index.by_prefix(self.repo.key, m.group(1).lower())
+        prefix = m.group(1).lower()
+        found = self._read(lambda: self.index.by_prefix(self.repo.key, prefix))
         if not found:
             raise StoreError(f"no item #{m.group(1).lower()} in {self.repo.key}")
         if len(found) > 1:
@@ -208,7 +222,7 @@ class Store:
         self.refresh()
         when = now or now_utc()
         bases, keep = _statuses(status)
-        found = self.index.items(self.repo.key, bases)
+        found = self._read(lambda: self.index.items(self.repo.key, bases))
         if keep is None:
             return found
         return [i for i in found if derived_status(i.base, i.by, i.updated_at, when) in keep]
@@ -224,7 +238,7 @@ class Store:
             ``(item, score)`` pairs.
         """
         self.refresh()
-        return self.index.search(self.repo.key, query, k)
+        return self._read(lambda: self.index.search(self.repo.key, query, k))
 
     def context(
         self, budget: int = CONTEXT_BUDGET, now: datetime | None = None
