@@ -14,13 +14,13 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from reflect_jobs.envpaths import home_dir_str
 
-from .events import append_event, host_name, make_event, new_hex
+from .events import append_event, host_name, make_event, new_hex, parse_ts
 from .fold import Item, derived_status, now_utc
 from .home import Repo, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
@@ -131,7 +131,7 @@ class Store:
             uid,
             host=self.host,
             by=by,
-            now=now,
+            now=_after(existing, now),
             kind=kind,
             title=title,
             body=body,
@@ -203,7 +203,14 @@ class Store:
         if op == "reopen" and status in ("open", "note"):
             raise StoreError(f"{item.id} is already {status}")
         event = make_event(
-            op, item.uid, host=self.host, by=by, now=now, note=note, title=title, body=body
+            op,
+            item.uid,
+            host=self.host,
+            by=by,
+            now=_after(item, now),
+            note=note,
+            title=title,
+            body=body,
         )
         append_event(self.log, event)
         self.refresh()
@@ -274,6 +281,19 @@ class Store:
             shown.append(item)
             used += len(line) + 1
         return "\n".join(lines), shown, len(items)
+
+
+def _after(item: Item | None, now: datetime | None) -> datetime:
+    """The time of a new event about ``item``: now, but never before the item's last event.
+
+    A change is written after its writer read the item, so it must sort after every event
+    that writer saw — also when this machine's clock is behind the one that wrote them (or
+    went back): otherwise a ``done`` written here could fold *before* the ``add`` it closes.
+    """
+    when = now or now_utc()
+    if item is None:
+        return when
+    return max(when, parse_ts(item.updated_at) + timedelta(microseconds=1))
 
 
 def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None = None) -> Store:
