@@ -12,7 +12,9 @@ load change on the shared machine hits every row alike:
 * ``open + refresh, nothing changed`` — what one CLI command pays before it answers;
 * ``append 1 event + refresh`` — the event appended (one fsynced write) and read back
   incrementally, the item folded again;
-* ``list open`` and ``context`` at N items, for scale.
+* ``list open`` and ``context`` at N items, for scale;
+* ``reflections context`` as a whole process (what a session start pays), against a bare
+  ``python -c pass`` of the same interpreter.
 
 Every figure is a median (and p95) in milliseconds with its ratio to the stat-only baseline.
 """
@@ -23,6 +25,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +40,7 @@ from reflect_jobs.reflections.home import Repo  # noqa: E402
 from reflect_jobs.reflections.index import ReflectionIndex  # noqa: E402
 from reflect_jobs.reflections.store import Store  # noqa: E402
 
+KEY = "bench-00000000"
 KINDS = ("action", "question", "handoff", "learning", "gotcha", "note")
 
 
@@ -116,7 +120,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "kb" / "repos" / "bench-00000000"
+        home = Path(tmp) / "kb" / "repos" / KEY
         log_dir = home / "reflections"
         t = time.perf_counter()
         uids = write_logs(log_dir, args.items)
@@ -124,7 +128,7 @@ def main() -> None:
         db = Path(tmp) / "state" / "reflections-index.db"
         index = ReflectionIndex(db)
         t = time.perf_counter()
-        stats = index.refresh("bench", log_dir)
+        stats = index.refresh(KEY, log_dir)
         build = time.perf_counter() - t
         size = sum(p.stat().st_size for p in log_dir.iterdir())
         print(
@@ -132,15 +136,15 @@ def main() -> None:
             f"(generated in {gen:.1f} s)"
         )
         print(f"full build from nothing: {build * 1e3:.0f} ms")
-        store = Store(Repo("bench", None, home), "alpha", index)
+        store = Store(Repo(KEY, None, home), "alpha", index)
 
         def refresh_unchanged() -> None:
-            assert not index.refresh("bench", log_dir).changed
+            assert not index.refresh(KEY, log_dir).changed
 
         def open_refresh() -> None:
             other = ReflectionIndex(db)
             try:
-                assert not other.refresh("bench", log_dir).changed
+                assert not other.refresh(KEY, log_dir).changed
             finally:
                 other.close()
 
@@ -153,7 +157,7 @@ def main() -> None:
                 make_event("edit", uid, host="alpha", by="person", body="touched"),
             )
             t = time.perf_counter()
-            got = index.refresh("bench", log_dir)
+            got = index.refresh(KEY, log_dir)
             samples["refresh after 1 new event"].append(time.perf_counter() - t)
             assert got.events == 1 and got.items == 1, got
 
@@ -172,11 +176,32 @@ def main() -> None:
                 t = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - t)
+        env = {
+            **os.environ,
+            "REFLECT_HOME": str(db.parent),
+            "GLOBAL_LEARNINGS_PATH": str(Path(tmp) / "kb"),
+        }
+        procs: dict[str, list[float]] = {"python -c pass": [], "reflections context (process)": []}
+        for _ in range(max(3, args.runs // 6)):
+            for name, argv in (
+                ("python -c pass", [sys.executable, "-c", "pass"]),
+                (
+                    "reflections context (process)",
+                    [str(Path(sys.executable).parent / "reflections"), "context", "--repo", KEY],
+                ),
+            ):
+                t = time.perf_counter()
+                subprocess.run(argv, env=env, check=True, capture_output=True)
+                procs[name].append(time.perf_counter() - t)
         base, _ = ms(samples["stat only (baseline)"])
         print(f"{'measure':38} {'median ms':>10} {'p95 ms':>8} {'x stat-only':>12}")
         for name, values in samples.items():
             med, p95 = ms(values)
             print(f"{name:38} {med:10.3f} {p95:8.3f} {med / base:12.1f}")
+        pbase, _ = ms(procs["python -c pass"])
+        for name, values in procs.items():
+            med, p95 = ms(values)
+            print(f"{name:38} {med:10.3f} {p95:8.3f} {med / pbase:9.1f} x python -c pass")
         index.close()
 
 

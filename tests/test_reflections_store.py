@@ -65,3 +65,25 @@ def test_a_stale_item_can_be_reopened(two) -> None:  # type: ignore[no-untyped-d
     assert [i.title for i in alpha.items("stale")] == ["Old"] and alpha.items("open") == []
     alpha.change("reopen", item.id, note="still wanted")
     assert [i.title for i in alpha.items("open")] == ["Old"]
+
+
+def test_context_shows_exactly_the_fresh_open_items_that_list_open_shows(two) -> None:  # type: ignore[no-untyped-def]
+    alpha, beta = two
+    now = datetime.now(UTC)
+    for n, (by, age, kind) in enumerate(
+        [
+            ("reflector", 6, "action"),
+            ("reflector", 8, "handoff"),
+            ("person", 29, "question"),
+            ("person", 31, "action"),
+            ("skill", 10, "handoff"),
+            ("skill", 40, "question"),
+            ("reflector", 1, "learning"),
+        ]
+    ):
+        alpha.add(kind, f"item {n}", by=by, now=now - timedelta(days=age, minutes=n))
+    listed = alpha.items("open", now)
+    text, shown, total = beta.context(now=now)
+    assert {i.title for i in listed} == {"item 0", "item 2", "item 4"}
+    assert [i.title for i in shown] == ["item 4", "item 0", "item 2"]  # handoffs, then newest
+    assert total == 3 and text.count("\n- #") == 3

@@ -26,8 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reflect_jobs.cascade.secrets import redact_secrets
-
 VERSION = 1
 ACTIONABLE = ("action", "question", "handoff")
 KNOWLEDGE = ("learning", "decision", "gotcha", "idea", "note")
@@ -127,6 +125,10 @@ def new_hex(*parts: str) -> str:
 
 
 def _redacted(value: str) -> str:
+    # Imported here: loading the cascade package costs ~40 ms, and only writes need it
+    # (``reflections context`` at a session start reads).
+    from reflect_jobs.cascade.secrets import redact_secrets
+
     return redact_secrets(value)[0]
 
 

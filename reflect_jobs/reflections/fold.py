@@ -46,6 +46,7 @@ __all__ = [
     "fold",
     "fold_item",
     "sort_key",
+    "stale_cutoffs",
     "starting_status",
 ]
 
@@ -94,6 +95,19 @@ def derived_status(base: str, by: str, updated_at: str, now: datetime) -> str:
         return base
     cutoffs = _cutoffs(now)
     return "stale" if updated_at < cutoffs.get(by, cutoffs["reflector"]) else base
+
+
+def stale_cutoffs(now: datetime) -> dict[str, str]:
+    """Per author, the timestamp before which an open item reads stale at ``now``.
+
+    Args:
+        now: The reading time.
+
+    Returns:
+        ``{"reflector": ts, "person": ts, "skill": ts}`` in the canonical form, so an SQL
+        query can apply exactly the rule of :func:`derived_status`.
+    """
+    return dict(_cutoffs(now))
 
 
 @functools.lru_cache(maxsize=16)

@@ -367,6 +367,40 @@ class ReflectionIndex:
         sql += " ORDER BY created_at DESC, uid DESC"
         return [_row_item(r) for r in self._conn.execute(sql, args)]
 
+    def fresh_open(self, repo: str, cutoffs: dict[str, str], limit: int) -> tuple[list[Item], int]:
+        """Open items that are not stale, handoffs first then newest, and how many there are.
+
+        What ``context`` needs at a session start, without reading every item: its cost
+        follows ``limit``, not the size of the store.
+
+        Args:
+            repo: The repo key.
+            cutoffs: Per author (``reflector``, ``person``, ``skill``), the timestamp before
+                which an open item is stale (:func:`reflect_jobs.reflections.fold.stale_cutoffs`).
+            limit: At most this many items.
+
+        Returns:
+            The first ``limit`` items in that order, and the number of open, fresh items.
+        """
+        where = (
+            "repo = ? AND base = 'open' AND updated_at >= "
+            "CASE by WHEN 'person' THEN ? WHEN 'skill' THEN ? ELSE ? END"
+        )
+        args = (repo, cutoffs["person"], cutoffs["skill"], cutoffs["reflector"])
+        total = self._conn.execute(f"SELECT count(*) FROM items WHERE {where}", args).fetchone()[0]
+        out: list[Item] = []
+        for handoffs in (True, False):  # two index walks (newest first) instead of one sort
+            if len(out) >= limit:
+                break
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE {where}"
+                f" AND kind {'=' if handoffs else '!='} 'handoff'"
+                " ORDER BY created_at DESC, uid DESC LIMIT ?",
+                (*args, int(limit) - len(out)),
+            )
+            out += [_row_item(r) for r in rows]
+        return out, int(total)
+
     def search(self, repo: str, query: str, k: int = 20) -> list[tuple[Item, float]]:
         """Items of ``repo`` matching ``query`` (title, body and notes; BM25), best first.
 

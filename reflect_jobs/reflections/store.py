@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from reflect_jobs.envpaths import home_dir_str
 
 from .events import append_event, host_name, make_event, new_hex, parse_ts
-from .fold import Item, derived_status, now_utc
+from .fold import Item, derived_status, now_utc, stale_cutoffs
 from .home import Repo, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
 
@@ -257,14 +257,18 @@ class Store:
 
         Args:
             budget: At most this many characters of text (the last line says how many
-                items did not fit).
+                items did not fit); the first item is shown even when it alone is longer.
             now: The reading time.
 
         Returns:
             The text (empty when nothing is open), the items shown, and how many are open.
         """
-        items = self.items("open", now)
-        items.sort(key=lambda i: i.kind != "handoff")  # stable: newest first within each group
+        self.refresh()
+        cutoffs = stale_cutoffs(now or now_utc())
+        # an item's line is at least 19 characters with its newline, so no more can fit
+        items, total = self._read(
+            lambda: self.index.fresh_open(self.repo.key, cutoffs, budget // 19 + 1)
+        )
         if not items:
             return "", [], 0
         head = f"Open reflection items for {self.repo.key} (close with `reflections done ID --note EVIDENCE`):"
@@ -273,14 +277,17 @@ class Store:
             excerpt = " ".join(item.body.split())
             excerpt = excerpt[:_EXCERPT] + ("…" if len(excerpt) > _EXCERPT else "")
             line = f"- {item.id} [{item.kind}] {item.title}" + (f" — {excerpt}" if excerpt else "")
-            more = f"… and {len(items) - len(shown)} more: `reflections list`"
+            more = f"… and {total - len(shown)} more: `reflections list`"
             if used + len(line) + 1 + len(more) > budget and shown:
                 lines.append(more)
                 break
             lines.append(line)
             shown.append(item)
             used += len(line) + 1
-        return "\n".join(lines), shown, len(items)
+        else:
+            if len(shown) < total:  # not reached with the limit above; kept for safety
+                lines.append(f"… and {total - len(shown)} more: `reflections list`")
+        return "\n".join(lines), shown, total
 
 
 def _after(item: Item | None, now: datetime | None) -> datetime:
