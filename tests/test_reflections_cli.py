@@ -132,8 +132,17 @@ def test_an_untouched_open_item_reads_stale_until_it_is_edited(repo: Path, env: 
         "kind": "action",
         "title": "Old one",
     }
-    (log_dir(env) / "gamma.jsonl").write_text(json.dumps(line) + "\n")
-    assert [i["id"] for i in js(env, repo, "list")] == [fresh]
+    (log_dir(env) / "gamma.jsonl").write_text(json.dumps(line) + "\nnot an event\n")
+    proc = subprocess.run(
+        [str(BIN / "reflections"), "list", "--json"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and [i["id"] for i in json.loads(proc.stdout)] == [fresh]
+    assert "skipped 1 invalid line(s) in" in proc.stderr and "gamma.jsonl" in proc.stderr
     assert [i["title"] for i in js(env, repo, "list", "--status", "stale")] == ["Old one"]
     assert "Old one" not in run(env, repo, "context")
     run(env, repo, "edit", "#cccc", "--body", "still needed")

@@ -77,6 +77,8 @@ def _store(repo: str | None) -> Iterator[Store]:
         where = f" {exc.filename}" if exc.filename else ""
         raise click.ClickException(f"cannot write the log{where}: {exc.strerror or exc}") from None
     finally:
+        for warning in store.warnings:
+            click.echo(f"warning: {warning}", err=True)
         store.close()
 
 

@@ -282,6 +282,8 @@ class ReflectionIndex:
         stats.logs_read += 1
         stats.events += len(rows)
         stats.bad_lines += bad
+        if bad:
+            stats.warnings.append(f"skipped {bad} invalid line(s) in {path}")
         return touched
 
     def _bad(self, repo: str, path: str) -> int:

@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,11 +52,16 @@ def _statuses(status: str) -> tuple[list[str] | None, set[str] | None]:
 
 @dataclass
 class Store:
-    """One repository's reflection store on this machine: its logs, this host, the index."""
+    """One repository's reflection store on this machine: its logs, this host, the index.
+
+    ``warnings`` collects what refreshes noticed (invalid lines skipped, an unreadable log)
+    for the command to print on stderr.
+    """
 
     repo: Repo
     host: str
     index: ReflectionIndex
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def log(self) -> Path:
@@ -74,10 +79,12 @@ class Store:
             What the refresh read.
         """
         try:
-            return self.index.refresh(self.repo.key, self.repo.log_dir)
+            stats = self.index.refresh(self.repo.key, self.repo.log_dir)
         except sqlite3.DatabaseError:
             self.index.reset()
-            return self.index.refresh(self.repo.key, self.repo.log_dir)
+            stats = self.index.refresh(self.repo.key, self.repo.log_dir)
+        self.warnings += [w for w in stats.warnings if w not in self.warnings]
+        return stats
 
     def _read(self, query: Callable[[], T]) -> T:
         """Run an index query; a damaged index is rebuilt from the logs and asked again."""
