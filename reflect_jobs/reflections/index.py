@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -460,14 +460,6 @@ class ReflectionIndex:
         ).fetchone()
         return None if row is None else _row_item(row)
 
-    def repos(self) -> list[str]:
-        """Every repo key the index has seen logs for.
-
-        Returns:
-            Sorted keys.
-        """
-        return [r[0] for r in self._conn.execute("SELECT DISTINCT repo FROM logs ORDER BY repo")]
-
     def log_dirs(self) -> dict[str, Path]:
         """Every repo key the index has read logs for, with the directory of those logs.
 
@@ -492,20 +484,3 @@ class ReflectionIndex:
             "SELECT coalesce(sum(bad), 0) FROM logs WHERE repo = ?", (repo,)
         ).fetchone()
         return int(row[0])
-
-
-@contextlib.contextmanager
-def opened(path: Path) -> Iterator[ReflectionIndex]:
-    """Open the index for one command and close it after.
-
-    Args:
-        path: The database file.
-
-    Yields:
-        The open index.
-    """
-    index = ReflectionIndex(path)
-    try:
-        yield index
-    finally:
-        index.close()
