@@ -87,3 +87,12 @@ def test_context_shows_exactly_the_fresh_open_items_that_list_open_shows(two) ->
     assert {i.title for i in listed} == {"item 0", "item 2", "item 4"}
     assert [i.title for i in shown] == ["item 4", "item 0", "item 2"]  # handoffs, then newest
     assert total == 3 and text.count("\n- #") == 3
+
+
+def test_re_adding_a_title_that_held_a_secret_finds_the_redacted_item(two) -> None:  # type: ignore[no-untyped-def]
+    alpha, _ = two
+    title = "rotate ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    first, _ = alpha.add("action", title)
+    assert "REDACTED" in first.title
+    again, new = alpha.add("action", title)
+    assert (again.uid, new) == (first.uid, False)

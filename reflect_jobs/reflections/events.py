@@ -51,6 +51,7 @@ __all__ = [
     "new_hex",
     "parse_line",
     "parse_ts",
+    "redact_text",
     "validate",
 ]
 
@@ -124,12 +125,23 @@ def new_hex(*parts: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _redacted(value: str) -> str:
+def redact_text(value: str) -> str:
+    """``value`` with every credential replaced, as it will be stored.
+
+    Args:
+        value: Any text of an event.
+
+    Returns:
+        The text after :func:`reflect_jobs.cascade.secrets.redact_secrets`.
+    """
     # Imported here: loading the cascade package costs ~40 ms, and only writes need it
     # (``reflections context`` at a session start reads).
     from reflect_jobs.cascade.secrets import redact_secrets
 
     return redact_secrets(value)[0]
+
+
+_redacted = redact_text
 
 
 def _text(obj: dict[str, Any], key: str, *, limit: int | None = MAX_TEXT) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from reflect_jobs.envpaths import home_dir_str
 
-from .events import append_event, host_name, make_event, new_hex, parse_ts
+from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
 from .home import Repo, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
@@ -128,7 +128,7 @@ class Store:
             EventError: The item breaks the schema (nothing is written).
         """
         self.refresh()
-        norm = " ".join(title.split())
+        norm = " ".join(redact_text(title).split())  # as the stored title reads
         existing = (
             self._read(lambda: self.index.by_title(self.repo.key, kind, norm)) if norm else None
         )
