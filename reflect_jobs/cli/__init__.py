@@ -20,6 +20,7 @@ import os
 import click
 
 from ..perms import restrict_umask
+from ..reflections.cli import main as reflections_group
 from . import jobs, knowledge, operations, recall, setup
 from .common import Main, known_failure
 
@@ -43,5 +44,7 @@ for _command in (
 ):
     main.add_command(_command)
 del _command
+# The reflection store's CLI, the same group as the `reflections` console script.
+main.add_command(reflections_group, name="items")
 
 __all__ = ["known_failure", "main"]

@@ -1,0 +1,349 @@
+"""``reflections``: add, list, search, close and show a repository's reflection items.
+
+The same click group is the ``reflections`` console script and ``reflect-jobs items``. The
+repository is the current directory's git root, or ``--repo`` (a directory or a repo key).
+Exit codes follow ARCHITECTURE §9: 0 success, 1 a handled failure (unknown id, a log that
+cannot be written), 2 bad usage (malformed id, an empty title, not in a repository); errors
+are one line on stderr. ``--json`` shapes are stable (docs/REFLECTIONS.md): keys are added,
+never renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from reflect_jobs.envpaths import home_dir_str
+
+from .events import AUTHORS, KINDS, EventError, host_name
+from .fold import STATUSES, Item, now_utc
+from .home import HomeError, Repo, is_repo_key
+from .index import ReflectionIndex, index_path
+from .store import CONTEXT_BUDGET, BadIdError, Store, StoreError, learnings_search, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["main"]
+
+
+def _repo_option(func: F) -> F:
+    return click.option(
+        "--repo",
+        "repo",
+        default=None,
+        metavar="DIR|KEY",
+        help="The repository: a directory in it, or its repo key (default: the cwd's git root).",
+    )(func)
+
+
+def _json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")(func)
+
+
+def _by_option(func: F) -> F:
+    return click.option(
+        "--by",
+        type=click.Choice(AUTHORS),
+        default="person",
+        show_default=True,
+        help="Who writes it (sets when an open item goes stale: 7 days reflector, else 30).",
+    )(func)
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@contextmanager
+def _store(repo: str | None) -> Iterator[Store]:
+    """Open the store, turning every known failure into one line and the right exit code."""
+    try:
+        store = open_store(repo, Path.cwd())
+    except HomeError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        yield store
+    except (EventError, BadIdError) as exc:
+        raise click.UsageError(str(exc)) from None
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        raise click.ClickException(f"cannot write the log{where}: {exc.strerror or exc}") from None
+    finally:
+        for warning in store.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        store.close()
+
+
+def _rows(items: list[tuple[Item, str]]) -> str:
+    headers = ["ID", "KIND", "STATUS", "UPDATED", "TITLE"]
+    cells = [[i.id, i.kind, status, i.updated_at[:10], i.title] for i, status in items]
+    widths = [max(len(h), *(len(r[n]) for r in cells)) for n, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(out)
+
+
+@click.group(name="reflections", context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """What the agents learned and left open in this repository: add, list, search, close."""
+
+
+@main.command()
+@click.option("--kind", type=click.Choice(KINDS), required=True)
+@click.option("--title", required=True)
+@click.option("--body", default=None)
+@click.option("--session", default=None, help="The source session's id.")
+@_by_option
+@_repo_option
+@_json_option
+def add(
+    kind: str,
+    title: str,
+    body: str | None,
+    session: str | None,
+    by: str,
+    repo: str | None,
+    as_json: bool,
+) -> None:
+    """Add an item and print its id (an open item with the same kind and title is reused).
+
+    \f
+    Args:
+        kind: The item kind.
+        title: One line.
+        body: The text.
+        session: The source session.
+        by: The author.
+        repo: ``--repo``.
+        as_json: Print the item as JSON (with ``new``: whether it was created).
+    """
+    with _store(repo) as store:
+        item, new = store.add(kind, title, body, by=by, session=session)
+        if as_json:
+            _emit({**item.to_json(now_utc()), "new": new})
+        else:
+            click.echo(item.id)
+
+
+@main.command(name="list")
+@click.option("--all", "all_repos", is_flag=True, help="Every repository this machine knows.")
+@click.option("--status", type=click.Choice([*STATUSES, "all"]), default="open", show_default=True)
+@_repo_option
+@_json_option
+def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) -> None:
+    """List items (default: the open ones; stale ones are listed with --status stale).
+
+    \f
+    Args:
+        all_repos: List every repository known to this machine, not only this one.
+        status: The derived status to list, or ``all``.
+        repo: ``--repo``.
+        as_json: Print a JSON list of items (each with ``repo`` when ``--all``).
+    """
+    now = now_utc()
+    if not all_repos:
+        with _store(repo) as store:
+            found = store.items(status, now)
+            if as_json:
+                _emit([i.to_json(now) for i in found])
+            elif found:
+                click.echo(_rows([(i, i.to_json(now)["status"]) for i in found]))
+        return
+    out: list[dict[str, Any]] = []
+    env = dict(os.environ)
+    index = ReflectionIndex(index_path(Path(home_dir_str(env))))
+    try:
+        for key, log_dir in _known_repos(index, env).items():
+            other = Store(Repo(key, None, log_dir.parent), host_name(env), index)
+            out += [i.to_json(now, repo=key) for i in other.items(status, now)]
+    finally:
+        index.close()
+    if as_json:
+        _emit(out)
+    else:
+        for row in out:
+            click.echo(
+                f"{row['repo']}  {row['id']}  {row['kind']}  {row['status']}  {row['title']}"
+            )
+
+
+def _known_repos(index: ReflectionIndex, env: dict[str, str]) -> dict[str, Path]:
+    """Every repository with logs: the default homes, and any the index has read before."""
+    known = index.log_dirs()
+    kb_raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
+    kb = Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings"
+    repos_dir = kb / "repos"
+    if repos_dir.is_dir():
+        for d in sorted(repos_dir.iterdir()):
+            if (d / "reflections").is_dir() and is_repo_key(d.name):
+                known.setdefault(d.name, d / "reflections")
+    return dict(sorted(known.items()))
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", "k", type=int, default=20, show_default=True)
+@_repo_option
+@_json_option
+def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
+    """Search this repository's items (any status), plus the knowledge base's learnings.
+
+    \f
+    Args:
+        query: Free text.
+        k: At most this many items (and at most 5 learnings).
+        repo: ``--repo``.
+        as_json: Print ``{"items": [...], "learnings": [...]}``.
+    """
+    now = now_utc()
+    with _store(repo) as store:
+        found = store.search(query, k)
+    learnings, warnings = learnings_search(query, 5)
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+    if as_json:
+        _emit(
+            {
+                "items": [{**i.to_json(now), "score": s} for i, s in found],
+                "learnings": learnings,
+            }
+        )
+        return
+    if found:
+        click.echo(_rows([(i, i.to_json(now)["status"]) for i, _ in found]))
+    if learnings:
+        click.echo("learnings:")
+        for hit in learnings:
+            click.echo(f"  {hit['id']}  {hit['title']}")
+
+
+def _change(op: str, ident: str, repo: str | None, as_json: bool, **kw: Any) -> None:
+    with _store(repo) as store:
+        item = store.change(op, ident, **kw)
+        if as_json:
+            _emit(item.to_json(now_utc()))
+        else:
+            click.echo(f"{item.id} {item.to_json(now_utc())['status']}")
+
+
+@main.command()
+@click.argument("ident", metavar="ID")
+@click.option("--note", required=True, help="The evidence: what shows it is done.")
+@_by_option
+@_repo_option
+@_json_option
+def done(ident: str, note: str, by: str, repo: str | None, as_json: bool) -> None:
+    """Mark an item done, with the evidence.
+
+    \f
+    Args:
+        ident: The id (``#a1b2`` or ``a1b2``).
+        note: The evidence.
+        by: The author.
+        repo: ``--repo``.
+        as_json: Print the item as JSON.
+    """
+    _change("done", ident, repo, as_json, note=note, by=by)
+
+
+@main.command()
+@click.argument("ident", metavar="ID")
+@click.option("--note", required=True, help="Why it is dropped.")
+@_by_option
+@_repo_option
+@_json_option
+def drop(ident: str, note: str, by: str, repo: str | None, as_json: bool) -> None:
+    """Drop an item (not worth doing, a duplicate…), with the reason.
+
+    \f
+    Args:
+        ident: The id.
+        note: The reason.
+        by: The author.
+        repo: ``--repo``.
+        as_json: Print the item as JSON.
+    """
+    _change("drop", ident, repo, as_json, note=note, by=by)
+
+
+@main.command()
+@click.argument("ident", metavar="ID")
+@click.option("--note", default=None)
+@_by_option
+@_repo_option
+@_json_option
+def reopen(ident: str, note: str | None, by: str, repo: str | None, as_json: bool) -> None:
+    """Reopen a done, dropped or stale item.
+
+    \f
+    Args:
+        ident: The id.
+        note: Why (optional).
+        by: The author.
+        repo: ``--repo``.
+        as_json: Print the item as JSON.
+    """
+    _change("reopen", ident, repo, as_json, note=note, by=by)
+
+
+@main.command()
+@click.argument("ident", metavar="ID")
+@click.option("--title", default=None)
+@click.option("--body", default=None)
+@_by_option
+@_repo_option
+@_json_option
+def edit(
+    ident: str, title: str | None, body: str | None, by: str, repo: str | None, as_json: bool
+) -> None:
+    """Change an item's title or body (an edit also makes a stale item fresh again).
+
+    \f
+    Args:
+        ident: The id.
+        title: The new title.
+        body: The new body.
+        by: The author.
+        repo: ``--repo``.
+        as_json: Print the item as JSON.
+    """
+    if title is None and body is None:
+        raise click.UsageError("edit needs --title or --body")
+    _change("edit", ident, repo, as_json, title=title, body=body, by=by)
+
+
+@main.command()
+@click.option(
+    "--budget",
+    type=click.IntRange(min=200),
+    default=CONTEXT_BUDGET,
+    show_default=True,
+    help="At most this many characters.",
+)
+@_repo_option
+@_json_option
+def context(budget: int, repo: str | None, as_json: bool) -> None:
+    """What a new session is shown: the open items with ids, handoffs first, newest first.
+
+    \f
+    Args:
+        budget: The character budget.
+        repo: ``--repo``.
+        as_json: Print ``{"repo", "text", "items", "open"}``.
+    """
+    now = now_utc()
+    with _store(repo) as store:
+        text, shown, total = store.context(budget, now)
+        key = store.repo.key
+    if as_json:
+        _emit({"repo": key, "text": text, "items": [i.to_json(now) for i in shown], "open": total})
+    elif text:
+        click.echo(text)
