@@ -51,11 +51,16 @@ OPENAI_ROWS = [
         ("fail_backend_auth", 0, "halt"),
     ),
     (
-        openai_error(404, "The model `nope` does not exist", "invalid_request_error", "model_not_found"),
+        openai_error(
+            404, "The model `nope` does not exist", "invalid_request_error", "model_not_found"
+        ),
         ("fail_unknown_model", 0, "halt"),
     ),
     (openai_error(500, "internal error", "server_error"), ("fail_server_error", 1, "retry")),
-    (openai_error(422, "messages: field required", "invalid_request_error"), ("fail_is_error", 1, "retry")),
+    (
+        openai_error(422, "messages: field required", "invalid_request_error"),
+        ("fail_is_error", 1, "retry"),
+    ),
     (openai_completion("Sure! Here are my thoughts."), ("fail_unparseable", 1, "retry")),
     (openai_completion(json.dumps(ONE_CREATE)), ("ok", 1, "ok")),
 ]
@@ -115,7 +120,11 @@ def test_openai_refused_connection_is_a_free_retry():
         PROMPT
     )
     outcome = classify_attempt(result, CTX)
-    assert (outcome.outcome, outcome.entries, outcome.disposition) == ("fail_connection", 0, "retry")
+    assert (outcome.outcome, outcome.entries, outcome.disposition) == (
+        "fail_connection",
+        0,
+        "retry",
+    )
     exhausted = AttemptContext(prior_failures=2, prior_timeouts=0, invalid_streak=0)
     assert classify_attempt(result, exhausted).disposition == "poison"
 
@@ -124,17 +133,33 @@ ANTHROPIC_ROWS = [
     (anthropic_error(529, "overloaded_error", "Overloaded"), ("defer_rate_limited", 0, "defer")),
     (
         anthropic_error(
-            429, "rate_limit_error", "Number of request tokens has exceeded your rate limit", retry_after="3"
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your rate limit",
+            retry_after="3",
         ),
         ("defer_rate_limited", 0, "defer"),
     ),
     (
-        anthropic_error(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
+        anthropic_error(
+            400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"
+        ),
         ("quarantine_oversized", 0, "quarantine"),
     ),
-    (anthropic_error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes"), ("quarantine_oversized", 0, "quarantine")),
-    (anthropic_error(401, "authentication_error", "invalid x-api-key"), ("fail_backend_auth", 0, "halt")),
-    (anthropic_error(404, "not_found_error", "model: claude-nope"), ("fail_unknown_model", 0, "halt")),
+    (
+        anthropic_error(
+            413, "request_too_large", "Request exceeds the maximum allowed number of bytes"
+        ),
+        ("quarantine_oversized", 0, "quarantine"),
+    ),
+    (
+        anthropic_error(401, "authentication_error", "invalid x-api-key"),
+        ("fail_backend_auth", 0, "halt"),
+    ),
+    (
+        anthropic_error(404, "not_found_error", "model: claude-nope"),
+        ("fail_unknown_model", 0, "halt"),
+    ),
     (anthropic_error(500, "api_error", "Internal server error"), ("fail_server_error", 1, "retry")),
     (anthropic_message(json.dumps(ONE_CREATE)), ("ok", 1, "ok")),
 ]

@@ -103,9 +103,7 @@ def classify_http_error(status: int | None, error_type: str, message: str) -> st
     if status in (429, 529) or any(word in text for word in _OVERLOAD):
         return "rate_limited"
     if 400 <= status < 500 and (
-        status == 413
-        or find_marker(text, SIZE_MARKERS)
-        or find_marker(text, EXTRA_SIZE_MARKERS)
+        status == 413 or find_marker(text, SIZE_MARKERS) or find_marker(text, EXTRA_SIZE_MARKERS)
     ):
         return "too_long"
     if status in (401, 403) or any(t in text for t in _AUTH_TYPES):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -34,6 +35,10 @@ from reflect_jobs.writer.prices import cost_usd
 from reflect_jobs.writer.result import BackendMissing, ModelResult
 
 _REAP_SEC = 5.0
+_TRY_AGAIN = re.compile(r"try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)", re.I)
+_UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|second|m|min|minute|h|hr|hour|d|day)s?\b", re.I)
+_UNIT_SEC = {"ms": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60}
+_UNIT_SEC.update({"h": 3600, "hr": 3600, "hour": 3600, "d": 86400, "day": 86400})
 _RATE_WORDS = ("rate limit", "rate_limit", "429", "usage limit", "too many requests")
 _AUTH_WORDS = ("401", "unauthorized", "not logged in", "login", "invalid api key", "403")
 _MODEL_WORDS = ("model_not_found", "unknown model", "unsupported model", "does not exist")
@@ -85,6 +90,21 @@ def _error_text(event: dict) -> str:
     if isinstance(err, dict):
         return str(err.get("message") or "")
     return str(event.get("message") or err or "")
+
+
+def try_again_sec(message: str) -> float:
+    """The wait a Codex rate-limit message names ("... try again in 4 days 5 hours", "in 20s").
+
+    Args:
+        message: The ``turn.failed`` / ``error`` message.
+
+    Returns:
+        Seconds, or 0.0 when the message names no wait.
+    """
+    match = _TRY_AGAIN.search(message or "")
+    if not match:
+        return 0.0
+    return float(sum(float(n) * _UNIT_SEC[u.lower()] for n, u in _UNIT.findall(match.group(1))))
 
 
 def _kind_of(message: str) -> str:
@@ -165,6 +185,7 @@ def result_from_codex(
     reason = "; ".join(e for e in errors if e) or (stderr or "").strip()[-500:]
     reason = reason or f"codex exited {exit_code} without a completed turn"
     kind = _kind_of(reason)
+    wait = try_again_sec(reason) if kind == "rate_limited" else 0.0
     result = error_result(
         backend="codex",
         model=model,
@@ -173,7 +194,8 @@ def result_from_codex(
         status=None,
         response=events,
         duration_ms=duration_ms,
-        rate_limits=[rejected_snapshot(0, "codex")] if kind == "rate_limited" else [],
+        retry_after=wait,
+        rate_limits=[rejected_snapshot(wait, "codex")] if kind == "rate_limited" else [],
         usage=usage,
         cost_usd=cost,
     )
@@ -263,7 +285,9 @@ class CodexCliBackend:
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise BackendMissing(f"cannot start {binary}: {exc}") from exc
-        out, err, timed_out = _communicate(proc, prompt.encode("utf-8", "replace"), self.timeout_sec)
+        out, err, timed_out = _communicate(
+            proc, prompt.encode("utf-8", "replace"), self.timeout_sec
+        )
         return result_from_codex(
             out.decode("utf-8", "replace"),
             err.decode("utf-8", "replace"),

@@ -135,7 +135,9 @@ def _api_error_outcome(result: ModelResult, ctx: AttemptContext) -> AttemptOutco
         after = f"retry after {wait:g}s" if wait > 0 else "no retry-after"
         return AttemptOutcome("defer_rate_limited", 0, "defer", "", f"{after}: {what}")
     if kind == "too_long":
-        return AttemptOutcome("quarantine_oversized", 0, "quarantine", "", f"size rejection: {what}")
+        return AttemptOutcome(
+            "quarantine_oversized", 0, "quarantine", "", f"size rejection: {what}"
+        )
     if kind == "auth":
         return AttemptOutcome("fail_backend_auth", 0, "halt", "", f"key refused: {what}")
     if kind == "unknown_model":

@@ -100,9 +100,7 @@ def probe_anthropic(settings: Any) -> dict[str, Any]:
         return _check(False, "ANTHROPIC_API_KEY is not set", "export ANTHROPIC_API_KEY=sk-ant-…")
     where = os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
     try:
-        anthropic, client = AnthropicBackend(
-            settings.model, timeout_sec=PROBE_TIMEOUT_SEC
-        ).client()
+        anthropic, client = AnthropicBackend(settings.model, timeout_sec=PROBE_TIMEOUT_SEC).client()
     except Exception as exc:  # BackendMissing
         return _check(False, str(exc), "pip install 'reflect-jobs[writers]'")
     try:

@@ -62,7 +62,13 @@ DEFAULT_TTL_SEC = 3600
 # API rate-limit windows (the anthropic/openai writers): read from response headers or a
 # 429/529. They reset within minutes, so a snapshot only counts until its ``resetsAt``, and
 # they apply with API-key auth too (where the subscription windows above do not).
-API_WINDOWS = ("api_rejected", "api_requests", "api_tokens", "api_input_tokens", "api_output_tokens")
+API_WINDOWS = (
+    "api_rejected",
+    "api_requests",
+    "api_tokens",
+    "api_input_tokens",
+    "api_output_tokens",
+)
 API_UTIL_LIMIT = 0.95
 
 # stderr fallback (only used when the envelope carried no telemetry at all).
