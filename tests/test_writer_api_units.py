@@ -226,3 +226,43 @@ def test_hook_status_and_backend_selection_never_import_an_sdk(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# --- the codex process and backend selection ---------------------------------------------
+
+
+def test_codex_timeout_kills_the_run_and_takes_the_cli_timeout_row(tmp_path, monkeypatch):
+    from api_support import STUB_CODEX
+
+    from reflect_jobs.writer.codex_backend import CodexCliBackend
+
+    monkeypatch.setenv("STUB_CODEX_MODE", "sleep")
+    monkeypatch.setenv("STUB_CODEX_SLEEP", "30")
+    result = CodexCliBackend(str(STUB_CODEX), "gpt-5", str(tmp_path), timeout_sec=1).call("hi")
+    assert result.timed_out and result.exit_code == 124
+    assert classify_attempt(result, CTX).outcome == "poison_timeout_exit_124"
+
+
+def test_missing_codex_or_agentic_api_writer_is_an_install_fault(tmp_path):
+    from reflect_jobs.writer.backends import make_backend
+    from reflect_jobs.writer.result import BackendMissing
+
+    backend = make_backend(
+        "codex",
+        claude_bin="claude",
+        model="m",
+        cwd=str(tmp_path),
+        drain_timeout=300,
+        options={"codex_bin": str(tmp_path / "no-codex")},
+    )
+    with pytest.raises(BackendMissing):
+        backend.call("hi")
+    with pytest.raises(BackendMissing, match="extract-only"):
+        make_backend(
+            "openai",
+            claude_bin="claude",
+            model="m",
+            cwd=".",
+            drain_timeout=300,
+            writer_mode="agentic",
+        )
