@@ -26,8 +26,9 @@ from support import job_due, wait_for, write_claude_transcript
 TITLE = ONE_CREATE["actions"][0]["learning"]["title"]
 
 
-def _enqueue(env, tmp_path, name="t") -> str:
-    text = "No, that's wrong: never mutate the shared config at import time."
+def _enqueue(
+    env, tmp_path, name="t", text="No, that's wrong: never mutate the shared config at import time."
+) -> str:
     t = write_claude_transcript(tmp_path / f"{name}.jsonl", [text])
     return env.cli("enqueue", str(t), "--session-id", name).stdout.strip()
 
@@ -170,3 +171,26 @@ def test_codex_writer_rate_limited_then_writes_a_note(env, tmp_path):
     assert "never mutate the shared config" not in calls[1]["prompt_head"]  # prompt on stdin
     assert calls[1]["prompt_chars"] > 1000
     assert rows["cache_read"] == 24448 and rows["cost_usd"] > 0, "gpt-5 is in the price table"
+
+
+def test_anthropic_rate_limit_headers_close_the_gate_for_the_next_job(env, tmp_path):
+    answer = anthropic_message(json.dumps(ONE_CREATE))
+    answer["headers"]["anthropic-ratelimit-requests-remaining"] = "0"
+    answer["headers"]["anthropic-ratelimit-requests-reset"] = "2099-01-01T00:00:00Z"
+    with api_server(tmp_path / "srv", {"POST /v1/messages": [answer]}) as srv:
+        env.update(
+            REFLECT_WRITER_BACKEND="anthropic",
+            ANTHROPIC_API_KEY="sk-ant-test",  # API-key auth: only the API windows apply
+            ANTHROPIC_BASE_URL=srv.url,
+        )
+        _enqueue(env, tmp_path, "h1")
+        _drain(env)
+        _enqueue(env, tmp_path, "h2", "Stop: always pin the node version in .nvmrc.")
+        _drain(env)
+        assert len(srv.requests("/v1/messages")) == 1, "the second job never called"
+    states = sorted(
+        (j["session_id"], j["state"]) for j in json.loads(env.cli("jobs", "--json").stdout)
+    )
+    assert states == [("h1", "done"), ("h2", "deferred")]
+    quota = json.loads(env.cli("status", "--json").stdout)["quota"]
+    assert quota["gate"] == "closed" and "api_requests" in quota["reason"]

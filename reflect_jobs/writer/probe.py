@@ -11,6 +11,7 @@ import os
 import subprocess
 from typing import Any
 
+from reflect_jobs.config import redact_url
 from reflect_jobs.markers import CHILD_ENV
 
 PROBE_TIMEOUT_SEC = 10.0
@@ -56,7 +57,10 @@ def probe_openai(settings: Any) -> dict[str, Any]:
         api_key=settings.openai_api_key,
         timeout_sec=PROBE_TIMEOUT_SEC,
     )
-    where = settings.openai_base_url or "the SDK default (OPENAI_BASE_URL or api.openai.com)"
+    where = (
+        redact_url(settings.openai_base_url)
+        or "the SDK default (OPENAI_BASE_URL or api.openai.com)"
+    )
     try:
         openai, client = backend.client()
     except Exception as exc:  # BackendMissing: the SDK is not installed
@@ -98,7 +102,7 @@ def probe_anthropic(settings: Any) -> dict[str, Any]:
 
     if not os.environ.get("ANTHROPIC_API_KEY"):
         return _check(False, "ANTHROPIC_API_KEY is not set", "export ANTHROPIC_API_KEY=sk-ant-…")
-    where = os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+    where = redact_url(os.environ.get("ANTHROPIC_BASE_URL") or "") or "api.anthropic.com"
     try:
         anthropic, client = AnthropicBackend(settings.model, timeout_sec=PROBE_TIMEOUT_SEC).client()
     except Exception as exc:  # BackendMissing
