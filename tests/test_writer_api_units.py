@@ -266,3 +266,13 @@ def test_missing_codex_or_agentic_api_writer_is_an_install_fault(tmp_path):
             drain_timeout=300,
             writer_mode="agentic",
         )
+
+
+def test_anthropic_without_a_key_is_an_install_fault_not_a_crash(monkeypatch):
+    from reflect_jobs.writer.anthropic_backend import AnthropicBackend
+    from reflect_jobs.writer.result import BackendMissing
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with pytest.raises(BackendMissing, match="ANTHROPIC_API_KEY"):
+        AnthropicBackend("sonnet", timeout_sec=1).call("hi")

@@ -12,6 +12,7 @@ decides retries, not the SDK.
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -136,6 +137,8 @@ class AnthropicBackend:
             import anthropic
         except ImportError as exc:
             raise BackendMissing(f"the anthropic writer needs its SDK: {SDK_HINT}") from exc
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            raise BackendMissing("the anthropic writer needs ANTHROPIC_API_KEY (not set)")
         try:
             return anthropic, anthropic.Anthropic(max_retries=0, timeout=self.timeout_sec)
         except anthropic.AnthropicError as exc:
@@ -152,7 +155,8 @@ class AnthropicBackend:
             result with its ``error_kind``, or a timeout result.
 
         Raises:
-            BackendMissing: The SDK is not installed or no key is configured.
+            BackendMissing: The SDK is not installed, no key is configured, or the SDK
+                refuses to build the request (a configuration fault: halt, free).
         """
         anthropic, client = self.client()
         started = time.monotonic()
@@ -170,6 +174,8 @@ class AnthropicBackend:
             return self._error(exc.status_code, exc.response.headers, exc.response.text, started)
         except anthropic.APIConnectionError as exc:
             return self._error(None, {}, f"{type(exc).__name__}: {exc}", started)
+        except (TypeError, ValueError, anthropic.AnthropicError) as exc:  # SDK refused to send
+            raise BackendMissing(f"anthropic SDK refused the request: {exc}") from exc
         return self._success(raw.headers, raw.http_response.text, started)
 
     def _success(self, headers: Any, text: str, started: float) -> ModelResult:

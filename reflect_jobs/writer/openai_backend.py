@@ -163,7 +163,8 @@ class OpenAIBackend:
             A success result, an error result with its ``error_kind``, or a timeout result.
 
         Raises:
-            BackendMissing: The SDK is not installed.
+            BackendMissing: The SDK is not installed, or refuses to build the request (a
+                configuration fault: halt, free).
         """
         openai, client = self.client()
         started = time.monotonic()
@@ -188,6 +189,8 @@ class OpenAIBackend:
                 return self._error(exc.status_code, exc.response.headers, text, started)
             except openai.APIConnectionError as exc:
                 return self._error(None, {}, f"{type(exc).__name__}: {exc}", started)
+            except (TypeError, ValueError, openai.OpenAIError) as exc:  # SDK refused to send
+                raise BackendMissing(f"openai SDK refused the request: {exc}") from exc
             return self._success(raw.headers, raw.http_response.text, started)
 
     def _success(self, headers: Any, text: str, started: float) -> ModelResult:
