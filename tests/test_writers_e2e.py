@@ -194,3 +194,28 @@ def test_anthropic_rate_limit_headers_close_the_gate_for_the_next_job(env, tmp_p
     assert states == [("h1", "done"), ("h2", "deferred")]
     quota = json.loads(env.cli("status", "--json").stdout)["quota"]
     assert quota["gate"] == "closed" and "api_requests" in quota["reason"]
+
+
+def test_openai_5xx_is_retried_with_backoff_then_writes(env, tmp_path):
+    routes = {
+        "POST /v1/chat/completions": [
+            openai_error(502, "upstream connect error", "server_error"),
+            openai_completion(json.dumps(ONE_CREATE)),
+        ]
+    }
+    with api_server(tmp_path / "srv", routes) as srv:
+        env.update(
+            REFLECT_WRITER_BACKEND="openai",
+            REFLECT_OPENAI_BASE_URL=srv.url + "/v1",
+            REFLECT_DRAIN_MODEL="m",
+            REFLECT_RETRY_BASE_SEC="0",
+        )
+        job_id = _enqueue(env, tmp_path)
+        _drain(env)
+        assert len(srv.requests("/v1/chat/completions")) == 2
+    job = _job(env)
+    assert (job["state"], job["outcome"]) == ("done", "ok") and TITLE in _notes(env)[0]
+    events = json.loads(env.cli("show", job_id, "--json").stdout)["events"]
+    assert [e["to"] for e in events].count("retrying") == 1
+    by_outcome = _cost(env)["rows"]
+    assert by_outcome["fail_server_error"]["entries"] == 1, "a 5xx is an attempted call"
