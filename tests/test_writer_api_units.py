@@ -84,6 +84,8 @@ def test_settings_for_the_api_writers(tmp_path):
         (400, "invalid_request_error", "prompt is too long: 3 > 2", "too_long"),
         (400, "", "the request exceeds the available context size", "too_long"),
         (401, "authentication_error", "invalid x-api-key", "auth"),
+        (429, "insufficient_quota", "You exceeded your current quota", "auth"),
+        (400, "invalid_request_error", "Your credit balance is too low", "auth"),
         (404, "not_found_error", "model: x", "unknown_model"),
         (502, "", "bad gateway", "server"),
         (None, "", "Connection refused", "connection"),

@@ -29,7 +29,7 @@ from reflect_jobs.writer.result import ModelResult, coerce_usage
 ERROR_KINDS: dict[str, str] = {
     "rate_limited": "HTTP 429/529 or overloaded: defer at $0 until retry-after",
     "too_long": "the prompt is larger than the model accepts: free quarantine",
-    "auth": "the key was refused (401/403): halt, an install fault",
+    "auth": "the key or the account was refused (401/403, no credit): halt, an install fault",
     "unknown_model": "the model does not exist on that endpoint (404): halt",
     "server": "5xx: a paid failure, retried with backoff",
     "timeout": "our HTTP timeout fired: a paid failure, retried with backoff",
@@ -51,6 +51,8 @@ EXTRA_SIZE_MARKERS: tuple[str, ...] = (
 )
 _OVERLOAD = ("overloaded", "overloaded_error", "server is busy", "at capacity")
 _AUTH_TYPES = ("authentication_error", "permission_error", "invalid_api_key")
+#: The account cannot pay: waiting does not help, a person must act (halt like a bad key).
+_BILLING = ("insufficient_quota", "credit balance", "billing_error", "billing details")
 _MODEL_WORDS = ("model", "not_found_error", "model_not_found")
 #: A 429 / 529 without a retry-after waits this long (seconds).
 DEFAULT_RETRY_AFTER_SEC = 60.0
@@ -93,13 +95,16 @@ def classify_http_error(status: int | None, error_type: str, message: str) -> st
         message: The body's error message.
 
     Returns:
-        The kind: ``connection`` without a status; ``rate_limited`` for 429, 529 or an
-        overload; ``too_long`` for a 4xx naming an oversized prompt; ``auth`` for 401/403;
+        The kind: ``connection`` without a status; ``auth`` for a 4xx saying the account
+        cannot pay (OpenAI's ``insufficient_quota`` 429, Anthropic's "credit balance is too
+        low"): waiting cannot fix that; ``rate_limited`` for 429, 529 or an overload; ``too_long`` for a 4xx naming an oversized prompt; ``auth`` for 401/403;
         ``unknown_model`` for 404; ``server`` for 408 and 5xx; else ``bad_request``.
     """
     text = f"{error_type} {message}".lower()
     if status is None:
         return "connection"
+    if 400 <= status < 500 and any(word in text for word in _BILLING):
+        return "auth"
     if status in (429, 529) or any(word in text for word in _OVERLOAD):
         return "rate_limited"
     if 400 <= status < 500 and (

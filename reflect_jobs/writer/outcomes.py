@@ -139,7 +139,7 @@ def _api_error_outcome(result: ModelResult, ctx: AttemptContext) -> AttemptOutco
             "quarantine_oversized", 0, "quarantine", "", f"size rejection: {what}"
         )
     if kind == "auth":
-        return AttemptOutcome("fail_backend_auth", 0, "halt", "", f"key refused: {what}")
+        return AttemptOutcome("fail_backend_auth", 0, "halt", "", f"key or account refused: {what}")
     if kind == "unknown_model":
         return AttemptOutcome(
             "fail_unknown_model", 0, "halt", "", f"model {result.model!r} unknown: {what}"
