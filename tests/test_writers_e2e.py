@@ -219,3 +219,30 @@ def test_openai_5xx_is_retried_with_backoff_then_writes(env, tmp_path):
     assert [e["to"] for e in events].count("retrying") == 1
     by_outcome = _cost(env)["rows"]
     assert by_outcome["fail_server_error"]["entries"] == 1, "a 5xx is an attempted call"
+
+
+def test_openai_prompt_too_long_is_a_free_quarantine_and_unknown_model_halts(env, tmp_path):
+    too_long = openai_error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, you requested 9100.",
+        "invalid_request_error",
+        "context_length_exceeded",
+    )
+    unknown = openai_error(404, "model 'nope' not found", "not_found_error")
+    routes = {"POST /a/v1/chat/completions": [too_long], "POST /b/v1/chat/completions": [unknown]}
+    with api_server(tmp_path / "srv", routes) as srv:
+        env.update(REFLECT_WRITER_BACKEND="openai", REFLECT_DRAIN_MODEL="nope")
+        env["REFLECT_OPENAI_BASE_URL"] = srv.url + "/a/v1"
+        _enqueue(env, tmp_path, "a")
+        _drain(env)
+        job = _job(env)
+        assert (job["state"], job["outcome"]) == ("quarantined", "quarantine_oversized")
+        env["REFLECT_OPENAI_BASE_URL"] = srv.url + "/b/v1"
+        _enqueue(env, tmp_path, "b", "Never commit .env files; the rule is a template only.")
+        _drain(env)
+    states = {
+        j["session_id"]: (j["state"], j["outcome"])
+        for j in json.loads(env.cli("jobs", "--json").stdout)
+    }
+    assert states["b"] == ("halted", "fail_unknown_model")
+    assert _cost(env)["total"]["entries"] == 0, "neither cost a budget unit"
