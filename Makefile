@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[index,dev,mcp,ui]'
+	$(BIN)/pip install -q -e '.[index,writers,dev,mcp,ui]'
 	$(BIN)/pip install -q --no-deps nano-graphrag==0.0.8.2
 	touch $(STAMP)
 

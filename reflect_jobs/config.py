@@ -104,7 +104,7 @@ def _choice(environ: dict[str, str], name: str, default: str, choices: tuple[str
     return raw
 
 
-WRITER_BACKENDS = ("auto", "claude", "heuristic")
+WRITER_BACKENDS = ("auto", "claude", "heuristic", "openai", "anthropic", "codex")
 #: A hub model id as sentence-transformers resolves it: ``name`` or ``owner/name``.
 _HUB_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
@@ -186,6 +186,11 @@ class Settings:
     writer_cwd: Path = field(default_factory=Path.home)
     max_turns: int = 16
     max_input_chars: int = 60_000
+    # the API writers (README "Writers"): openai-compatible endpoint, codex CLI, prices
+    openai_base_url: str = ""
+    openai_api_key: str = field(default="", repr=False)  # a secret: never printed
+    codex_bin: str = "codex"
+    prices_path: str = ""
     cascade: bool = True
     dry_run: bool = False
     skip_reindex: bool = False
@@ -306,6 +311,19 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     util = _float(env, "REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)
     if util is not None and util <= 0:
         raise SettingsError(f"REFLECT_QUOTA_UTIL_THRESHOLD must be in (0, 1], got {util}")
+    base_url = _env("REFLECT_OPENAI_BASE_URL", env) or ""
+    if base_url and not base_url.startswith(("http://", "https://")):
+        raise SettingsError(
+            f"REFLECT_OPENAI_BASE_URL must be an http:// or https:// URL, got {base_url!r}"
+        )
+    prices = _env("REFLECT_PRICES", env) or ""
+    if prices:
+        from .writer.prices import PricesError, load_prices_file
+
+        try:
+            load_prices_file(prices)
+        except PricesError as exc:
+            raise SettingsError(str(exc)) from None
     # An empty REFLECT_INDEX_VECTORS has always meant "on" (only 0/false/no/off turned it off).
     vectors = _bool(env, "REFLECT_INDEX_VECTORS", True, empty_is_default=True)
     return Settings(
@@ -337,6 +355,10 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         writer_cwd=Path(cwd_raw).expanduser() if cwd_raw else Path.home(),
         max_turns=_int(env, "REFLECT_DRAIN_MAX_TURNS", 16, minimum=1),
         max_input_chars=_int(env, "REFLECT_DRAIN_MAX_INPUT_CHARS", 60_000, minimum=1000),
+        openai_base_url=base_url,
+        openai_api_key=_env("REFLECT_OPENAI_API_KEY", env) or _env("OPENAI_API_KEY", env) or "",
+        codex_bin=_env("REFLECT_CODEX_BIN", env) or "codex",
+        prices_path=prices,
         cascade=_bool(env, "REFLECT_DRAIN_CASCADE", True),
         dry_run=_bool(env, "REFLECT_DRAIN_DRY_RUN", False),
         skip_reindex=_bool(env, "REFLECT_DRAIN_SKIP_REINDEX", False),

@@ -7,7 +7,8 @@ two ways an install goes quietly wrong: hooks that were never wired (or point at
 moved, so every session ends with nothing captured) and an embedding model that only loads
 with network access (a hub-name lookup hangs for over a minute offline).
 
-Every check is free: the writer is probed with ``--version`` only, never a model call.
+Every check is free: the writer is probed with ``--version`` (or, for an API writer, a model
+listing) only, never a model call.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
 def check_backend(s: Settings) -> dict[str, Any]:
     """The writer CLI is on PATH and answers ``--version`` (within 20 s, with no stdin).
 
-    The heuristic writer needs nothing and always passes.
+    The heuristic writer needs nothing and always passes. The API writers (openai,
+    anthropic, codex) are probed for real by ``writer.probe``: endpoint reachable, key
+    accepted, model listed (a free model listing, never a completion).
 
     Args:
         s: The settings (``writer_backend``, ``claude_bin``).
@@ -42,6 +45,12 @@ def check_backend(s: Settings) -> dict[str, Any]:
         A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
     """
     backend = s.resolved_writer_backend()
+    if backend in ("openai", "anthropic", "codex"):
+        from .writer.probe import probe_backend  # imports the SDK only for its backend
+
+        probed = probe_backend(s)
+        if probed is not None:
+            return probed
     if backend == "heuristic":
         return _check(
             "writer backend", True, "heuristic writer (no model; low-confidence learnings)"

@@ -326,6 +326,7 @@ def test_timeout_with_partial_fragment_is_the_timeout_path(tmp_path: Path) -> No
         ("ok", "queued", "add", "now", "add", False),
         ("retry", "retrying", None, "backoff", "write", False),
         ("halt", "halted", None, None, None, False),
+        ("defer", "deferred", None, "retry_after", "write", False),
         ("done", "done", None, None, None, True),
         ("quarantine", "quarantined", None, None, None, True),
         ("poison", "poisoned", None, None, None, True),
@@ -348,7 +349,15 @@ def test_each_disposition_moves_the_job_to_one_state(
 
 
 def test_the_move_table_covers_every_disposition_an_attempt_can_have() -> None:
-    assert set(DISPOSITION_MOVES) == {"ok", "done", "retry", "poison", "quarantine", "halt"}
+    assert set(DISPOSITION_MOVES) == {
+        "ok",
+        "done",
+        "retry",
+        "poison",
+        "quarantine",
+        "halt",
+        "defer",  # an API writer's 429/529: free, until retry-after
+    }
 
 
 def test_error_kinds_report_halts_poisons_and_paid_partials_but_not_success() -> None:

@@ -18,21 +18,19 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reflect_jobs.redaction import redact_structured
+from reflect_jobs.writer.prices import BUILTIN_PRICES as PRICES  # noqa: F401  (kept for callers)
+from reflect_jobs.writer.prices import cost_usd
 
 from .models import CostRow, Job, utcnow
 
-# USD per 1M tokens: input, output, cache read, cache write (SPEC-drain §6.2).
-PRICES = {
-    "opus": (15.0, 75.0, 1.5, 18.75),
-    "sonnet": (3.0, 15.0, 0.3, 3.75),
-    "haiku": (0.8, 4.0, 0.08, 1.0),
-}
 
+def estimate_cost(
+    model: str, inp: int, out: int, cache_read: int, cache_write: int, backend: str = ""
+) -> float:
+    """Price tokens from the price table (``writer.prices``, extended by ``REFLECT_PRICES``).
 
-def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: int) -> float:
-    """Price by model-name substring; unknown models are priced as sonnet.
-
-    Used only when the CLI reported no cost of its own.
+    Used only when the writer reported no cost of its own. An unknown model is priced as
+    sonnet for the Claude backends and costs $0 for the others (a local model is free).
 
     Args:
         model: The model's name (``claude-opus-4…`` matches ``opus``); case is ignored.
@@ -40,13 +38,18 @@ def estimate_cost(model: str, inp: int, out: int, cache_read: int, cache_write: 
         out: Output tokens.
         cache_read: Cache-read input tokens.
         cache_write: Cache-creation input tokens.
+        backend: The row's writer backend (``""`` = unknown, priced like Claude).
 
     Returns:
-        The estimated cost in USD, from the per-1M-token :data:`PRICES`.
+        The estimated cost in USD.
     """
-    key = next((k for k in PRICES if k in (model or "").lower()), "sonnet")
-    p = PRICES[key]
-    return (inp * p[0] + out * p[1] + cache_read * p[2] + cache_write * p[3]) / 1_000_000
+    usage = {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write,
+    }
+    return cost_usd(model, backend or "", usage)
 
 
 #: The most characters of a model answer the ledger keeps (text + raw stdout + stderr). A
@@ -259,7 +262,14 @@ def cost_report(
             row.cost_usd
             if row.cost_usd and row.cost_usd > 0
             else (
-                estimate_cost(row.model, row.input, row.output, row.cache_read, row.cache_creation)
+                estimate_cost(
+                    row.model,
+                    row.input,
+                    row.output,
+                    row.cache_read,
+                    row.cache_creation,
+                    row.backend or "",
+                )
                 if row.tokens
                 else 0.0
             )

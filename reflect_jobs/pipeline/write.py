@@ -14,7 +14,7 @@ import dataclasses
 import os
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, utcnow
 from reflect_jobs.limits import Deferral
 from reflect_jobs.writer.actions import ActionPlan, UnparseableOutput, parse_actions, plan_actions
+from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.backends import make_backend
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
@@ -184,6 +185,8 @@ def _quota_held(rt: Runtime, job_id: str, worker: str) -> bool:
         if decision.open:
             return False
         until = utcnow() + timedelta(seconds=min(s.quota_ttl_sec, 900))
+        if decision.until is not None:  # the provider said when the window resets
+            until = min(until, datetime.fromtimestamp(decision.until, UTC))
         defer(session, job, until, f"quota gate closed: {decision.reason}", worker)
         control.record_error(
             session, kind="drain_quota_deferred", severity="warn", message=decision.reason
@@ -269,6 +272,7 @@ def _call_model(
             drain_timeout=s.timeout_sec,
             writer_mode=s.writer_mode,
             max_turns=s.max_turns,
+            options=writer_options(s),
         )
         log.info("model call", job_id=job_id, backend=backend_name, prompt_chars=len(prompt))
         # Redact before anything records or parses it: a secret the model echoes must not
@@ -385,6 +389,10 @@ def _record_outcome(
                 next_run_at = utcnow()
             elif move.run_at == "backoff":
                 next_run_at = utcnow() + backoff(rt, job.failures)
+            elif move.run_at == "retry_after":  # a 429/529: free, due when the provider says
+                wait = result.retry_after_sec if result is not None else 0.0
+                wait = wait if wait > 0 else 60.0
+                next_run_at = utcnow() + timedelta(seconds=min(wait, rt.settings.quota_ttl_sec))
             transition(
                 session,
                 job,
@@ -395,7 +403,7 @@ def _record_outcome(
                 next_run_at=next_run_at,
                 worker=worker,
             )
-            if move.run_at == "backoff" and next_run_at is not None:
+            if move.run_at in ("backoff", "retry_after") and next_run_at is not None:
                 log_transition(job, retry_at=next_run_at.isoformat())
             else:
                 log_transition(job)

@@ -432,6 +432,7 @@ def make_backend(
     drain_timeout: int,
     writer_mode: str = "extract",
     max_turns: int = 16,
+    options: dict | None = None,
 ) -> Backend:
     """Build the configured backend.
 
@@ -448,13 +449,16 @@ def make_backend(
             :func:`timeout_for` of it, an agentic run all of it.
         writer_mode: ``"extract"`` (one tool-free turn) or ``"agentic"``.
         max_turns: ``--max-turns`` of an agentic run; extract always uses 1.
+        options: For ``openai``/``anthropic``/``codex``: ``api_backends.writer_options``
+            of the settings (base URL, key, binary).
 
     Returns:
-        A ``HeuristicBackend`` (every other argument ignored) or a configured
-        ``ClaudeCliBackend``.
+        A ``HeuristicBackend`` (every other argument ignored), a configured
+        ``ClaudeCliBackend``, or an API backend from ``api_backends.make_api_backend``.
 
     Raises:
         ValueError: An unknown ``name``, or an unknown ``writer_mode`` for ``claude``.
+        BackendMissing: An API backend in agentic mode, or without its SDK installed.
     """
     if name == "heuristic":
         return HeuristicBackend()
@@ -464,4 +468,17 @@ def make_backend(
         if writer_mode != "extract":
             raise ValueError(f"unknown writer mode: {writer_mode!r}")
         return ClaudeCliBackend(claude_bin, model, cwd, timeout_for(drain_timeout), max_turns=1)
-    raise ValueError(f"unknown backend: {name!r} (expected 'claude' or 'heuristic')")
+    if name in ("openai", "anthropic", "codex"):
+        from reflect_jobs.writer.api_backends import make_api_backend  # SDKs load lazily
+
+        return make_api_backend(
+            name,
+            model=model,
+            cwd=cwd,
+            timeout_sec=timeout_for(drain_timeout),
+            writer_mode=writer_mode,
+            options=options or {},
+        )
+    raise ValueError(
+        f"unknown backend: {name!r} (expected claude, heuristic, openai, anthropic or codex)"
+    )

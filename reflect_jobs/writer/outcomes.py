@@ -2,6 +2,11 @@
 
 Pure: the caller persists the outcome, the counters and the job transition. First match wins:
 
+0. API errors (``ModelResult.error_kind``, set by the openai/anthropic/codex writers):
+             ``defer_rate_limited`` (free, until retry-after), ``quarantine_oversized``,
+             ``fail_backend_auth`` / ``fail_unknown_model`` (halt, free),
+             ``fail_server_error`` / ``fail_timeout`` (paid retry), ``fail_connection``
+             (free retry).
 1. halt      ``fail_unknown_command`` — a clean zero-turn answer or "Unknown command" text: an
              install fault (the 5.2.1 outage). Free, no retry charged, the job keeps its place.
 2. quarantine ``quarantine_oversized`` — a size-rejection marker. Free (5.2.4; in 5.2.3 this
@@ -115,6 +120,40 @@ def _exit_label(code: int | None) -> str:
     return "none" if code is None else str(code)
 
 
+def _api_error_outcome(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome | None:
+    """Row 0: the API backends' error kinds (``writer.api_result.ERROR_KINDS``).
+
+    429/529/overload defer at $0 until ``retry-after``; an oversized prompt is the free
+    quarantine; a refused key or an unknown model halts like a missing binary; 5xx and our
+    HTTP timeout are paid retries and a refused connection a free one (all bounded by
+    ``max_retries``);
+    ``bad_request`` falls through to the ordinary table (``fail_is_error``).
+    """
+    kind, what = result.error_kind, result.text.strip()[:200]
+    if kind == "rate_limited":
+        wait = result.retry_after_sec
+        after = f"retry after {wait:g}s" if wait > 0 else "no retry-after"
+        return AttemptOutcome("defer_rate_limited", 0, "defer", "", f"{after}: {what}")
+    if kind == "too_long":
+        return AttemptOutcome(
+            "quarantine_oversized", 0, "quarantine", "", f"size rejection: {what}"
+        )
+    if kind == "auth":
+        return AttemptOutcome("fail_backend_auth", 0, "halt", "", f"key or account refused: {what}")
+    if kind == "unknown_model":
+        return AttemptOutcome(
+            "fail_unknown_model", 0, "halt", "", f"model {result.model!r} unknown: {what}"
+        )
+    if kind == "server":
+        return _paid_failure("fail_server_error", ctx, "", f"server error: {what}")
+    if kind == "timeout":
+        return _paid_failure("fail_timeout", ctx, "", f"no answer in time: {result.stderr[:200]}")
+    if kind == "connection":
+        failed = _paid_failure("fail_connection", ctx, "", f"no connection: {what}")
+        return AttemptOutcome(failed.outcome, 0, failed.disposition, "", failed.detail)
+    return None
+
+
 def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome:
     """Score one attempt; see the module docstring for the order and the rationale.
 
@@ -142,6 +181,12 @@ def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome
     cls = classify_output(result.raw_stdout)
     if cls == "valid" and actions_error and not result.is_error:
         cls = "prose"
+
+    # 0. what an API backend (openai, anthropic, codex) already knows went wrong.
+    if result.error_kind:
+        api = _api_error_outcome(result, ctx)
+        if api is not None:
+            return api
 
     # 1. install fault: halt, free, no retry charged.
     if _is_unknown_command(result):
@@ -240,6 +285,9 @@ ERROR_KINDS: dict[str, tuple[str, str]] = {
     # An exception inside a stage (pipeline/runtime.py:stage_failed); free either way.
     "fail_stage_error": ("stage_error", "warn"),
     "poison_stage_error": ("stage_error", "error"),
+    "defer_rate_limited": ("drain_quota_deferred", "warn"),
+    "fail_backend_auth": ("drain_backend_auth", "error"),
+    "fail_unknown_model": ("drain_unknown_model", "error"),
 }
 
 
@@ -249,7 +297,8 @@ class JobMove:
 
     ``state``/``stage`` are the target (``stage`` None keeps the job's stage; a terminal
     move goes through ``finish``, which sets stage ``done`` for state ``done``).
-    ``run_at``: ``"now"`` (due at once), ``"backoff"`` (due after the retry backoff) or None.
+    ``run_at``: ``"now"`` (due at once), ``"backoff"`` (due after the retry backoff),
+    ``"retry_after"`` (due when the provider's ``retry-after`` has passed) or None.
     ``dispatch``: the stage message to send after the commit, if any.
     """
 
@@ -266,6 +315,7 @@ DISPOSITION_MOVES: dict[str, JobMove] = {
     "ok": JobMove("queued", stage="add", run_at="now", dispatch="add"),
     "retry": JobMove("retrying", run_at="backoff", dispatch="write", counts_failure=True),
     "halt": JobMove("halted", sets_halt=True),
+    "defer": JobMove("deferred", run_at="retry_after", dispatch="write"),
     "done": JobMove("done", terminal=True),
     "quarantine": JobMove("quarantined", terminal=True),
     "poison": JobMove("poisoned", terminal=True),

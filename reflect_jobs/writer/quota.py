@@ -59,6 +59,17 @@ WINDOW_LIMITS: dict[str, float] = {
     "default": 0.95,
 }
 DEFAULT_TTL_SEC = 3600
+# API rate-limit windows (the anthropic/openai writers): read from response headers or a
+# 429/529. They reset within minutes, so a snapshot only counts until its ``resetsAt``, and
+# they apply with API-key auth too (where the subscription windows above do not).
+API_WINDOWS = (
+    "api_rejected",
+    "api_requests",
+    "api_tokens",
+    "api_input_tokens",
+    "api_output_tokens",
+)
+API_UTIL_LIMIT = 0.95
 
 # stderr fallback (only used when the envelope carried no telemetry at all).
 STDERR_MARKERS = re.compile(
@@ -204,6 +215,7 @@ class QuotaDecision:
     open: bool
     reason: str
     window: str
+    until: float | None = None  # unix time the window resets, when the provider said so
 
 
 def _number(value: Any) -> float | None:
@@ -231,7 +243,8 @@ def quota_gate(
     """SPEC-drain §5.5 ``check``: same window order, same three rules, same thresholds.
 
     Snapshots without ``observed_at`` or older than the TTL are ignored (fail open). API-key
-    auth has no subscription windows, so it is always open.
+    auth has no subscription windows, so only the ``API_WINDOWS`` apply to it; those are
+    checked first and only until their ``resetsAt``.
 
     Args:
         snapshots: Bucket name -> latest snapshot, with ``observed_at`` in Unix seconds; a
@@ -244,13 +257,13 @@ def quota_gate(
         api_key_auth: Whether the CLI authenticates with an API key.
 
     Returns:
-        Closed (``open=False``, with the reason and the window) at the first window in
+        Closed at the first of the ``API_WINDOWS`` that is fresh, not yet reset and rejected
+        (or at/above ``API_UTIL_LIMIT``), with ``until`` its ``resetsAt``; else closed
+        (``open=False``, with the reason and the window) at the first window in
         ``WINDOW_ORDER`` whose fresh snapshot is ``rejected`` (for ``overage`` also its
         ``overageStatus``), has ``surpassedThreshold`` without overage in use, or has a
         utilization at or above the limit; otherwise open.
     """
-    if api_key_auth:
-        return QuotaDecision(True, "api key auth: quota windows do not apply", "")
     ttl_num = _number(ttl_sec)
     ttl = int(ttl_num) if ttl_num is not None and ttl_num > 0 else DEFAULT_TTL_SEC
     override = _number(util_threshold)
@@ -258,6 +271,11 @@ def quota_gate(
         override = None
     if not isinstance(snapshots, dict):
         snapshots = {}
+    api = _api_gate(snapshots, now, ttl, override)
+    if api is not None:
+        return api
+    if api_key_auth:
+        return QuotaDecision(True, "api key auth: quota windows do not apply", "")
     for window in WINDOW_ORDER:
         snap = snapshots.get(window)
         if not _fresh(snap, now, ttl):
@@ -278,3 +296,36 @@ def quota_gate(
                 False, f"quota:{window} utilization {util * 100:.1f}% >= {limit * 100:g}%", window
             )
     return QuotaDecision(True, "", "")
+
+
+def _resets_at(snap: dict) -> float | None:
+    value = snap.get("resetsAt")
+    num = _number(value)
+    if num is not None:
+        return num / 1000 if num > 1e12 else num  # milliseconds from some providers
+    return None
+
+
+def _api_gate(
+    snapshots: dict, now: float, ttl: int, override: float | None
+) -> QuotaDecision | None:
+    """The API windows: closed until ``resetsAt`` when rejected or nearly used up."""
+    for window in API_WINDOWS:
+        snap = snapshots.get(window)
+        if not _fresh(snap, now, ttl):
+            continue
+        until = _resets_at(snap)
+        if until is None or until <= now:
+            continue  # an API window without a reset time, or already reset: not binding
+        limit = override if override is not None else API_UTIL_LIMIT
+        util = _number(snap.get("utilization"))
+        if snap.get("status") == "rejected":
+            return QuotaDecision(False, f"quota:{window} rejected by provider", window, until)
+        if util is not None and util >= limit:
+            return QuotaDecision(
+                False,
+                f"quota:{window} utilization {util * 100:.1f}% >= {limit * 100:g}%",
+                window,
+                until,
+            )
+    return None

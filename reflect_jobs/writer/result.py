@@ -118,6 +118,10 @@ class ModelResult:
     rate_limit_info: list[dict] = field(default_factory=list)
     envelope_ok: bool = False
     duration_ms: int = 0
+    # Set by the API backends (openai, anthropic, codex) from the HTTP status / error event,
+    # one of ``writer.api_result.ERROR_KINDS`` ("" = none); the outcome table maps it.
+    error_kind: str = ""
+    retry_after_sec: float = 0.0  # the provider's ``retry-after`` for a rate-limited call
 
     @property
     def tokens(self) -> int:

@@ -1,0 +1,181 @@
+"""``doctor`` for the API writers: is the configured backend really usable, and if not, how to fix it.
+
+Every probe is free — a model listing, never a completion: the endpoint is reachable, the
+key is accepted, and the model is one the endpoint serves. Each returns the same check dict
+as ``doctor._check``. The SDKs are imported here only when the backend is selected.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+from reflect_jobs.config import redact_url
+from reflect_jobs.markers import CHILD_ENV
+
+PROBE_TIMEOUT_SEC = 10.0
+NAME = "writer backend"
+SONNET_HINT = (
+    "REFLECT_DRAIN_MODEL defaults to 'sonnet', a Claude alias: set it to a model this "
+    "endpoint serves"
+)
+
+
+def _check(ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
+    return {"name": NAME, "ok": ok, "detail": detail, "fix": fix if not ok else ""}
+
+
+def _listed(model: str, ids: list[str]) -> bool:
+    return model in ids or any(i.startswith(model) for i in ids)
+
+
+def _models_check(backend: str, model: str, ids: list[str], where: str) -> dict[str, Any]:
+    if _listed(model, ids):
+        return _check(True, f"{backend} at {where}: key accepted, model {model!r} listed")
+    shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
+    fix = f"export REFLECT_DRAIN_MODEL=<one of: {shown or 'none listed'}>"
+    if model == "sonnet" and backend != "anthropic":
+        fix = f"{SONNET_HINT}; {fix}"
+    return _check(False, f"{backend} at {where}: model {model!r} is not listed", fix)
+
+
+def probe_openai(settings: Any) -> dict[str, Any]:
+    """GET ``{base_url}/models`` with the configured key.
+
+    Args:
+        settings: ``config.Settings`` (``openai_base_url``, ``openai_api_key``, ``model``).
+
+    Returns:
+        A check: unreachable, key refused, model not listed (each with its fix), or ok.
+    """
+    from reflect_jobs.writer.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend(
+        settings.model,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key,
+        timeout_sec=PROBE_TIMEOUT_SEC,
+    )
+    where = (
+        redact_url(settings.openai_base_url)
+        or "the SDK default (OPENAI_BASE_URL or api.openai.com)"
+    )
+    try:
+        openai, client = backend.client()
+    except Exception as exc:  # BackendMissing: the SDK is not installed
+        return _check(False, str(exc), "pip install 'reflect-jobs[writers]'")
+    try:
+        ids = [m.id for m in client.models.list()]
+    except openai.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            return _check(
+                False,
+                f"openai at {where}: key refused (HTTP {exc.status_code})",
+                "export REFLECT_OPENAI_API_KEY=<a valid key> (or OPENAI_API_KEY)",
+            )
+        if exc.status_code == 404:  # some servers do not list models
+            return _check(True, f"openai at {where}: reachable; it does not list models")
+        return _check(
+            False, f"openai at {where}: HTTP {exc.status_code}", "check the server's logs"
+        )
+    except openai.APIConnectionError as exc:
+        return _check(
+            False,
+            f"openai endpoint unreachable at {where}: {type(exc).__name__}",
+            "start the server (llama-server / ollama serve / vllm serve) or fix "
+            "REFLECT_OPENAI_BASE_URL (it ends in /v1)",
+        )
+    return _models_check("openai", settings.model, ids, where)
+
+
+def probe_anthropic(settings: Any) -> dict[str, Any]:
+    """GET ``/v1/models`` with ``ANTHROPIC_API_KEY`` (``ANTHROPIC_BASE_URL`` honoured).
+
+    Args:
+        settings: ``config.Settings`` (``model``).
+
+    Returns:
+        A check: no key, unreachable, key refused, model not listed, or ok.
+    """
+    from reflect_jobs.writer.anthropic_backend import AnthropicBackend, api_model
+
+    if not os.environ.get("ANTHROPIC_API_KEY"):
+        return _check(False, "ANTHROPIC_API_KEY is not set", "export ANTHROPIC_API_KEY=sk-ant-…")
+    where = redact_url(os.environ.get("ANTHROPIC_BASE_URL") or "") or "api.anthropic.com"
+    try:
+        anthropic, client = AnthropicBackend(settings.model, timeout_sec=PROBE_TIMEOUT_SEC).client()
+    except Exception as exc:  # BackendMissing
+        return _check(False, str(exc), "pip install 'reflect-jobs[writers]'")
+    try:
+        ids = [m.id for m in client.models.list()]
+    except anthropic.APIStatusError as exc:
+        if exc.status_code in (401, 403):
+            return _check(
+                False,
+                f"anthropic at {where}: key refused (HTTP {exc.status_code})",
+                "export ANTHROPIC_API_KEY=<a valid key>",
+            )
+        return _check(
+            False, f"anthropic at {where}: HTTP {exc.status_code}", "retry later; check status"
+        )
+    except anthropic.APIConnectionError as exc:
+        return _check(
+            False,
+            f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
+            "check the network or ANTHROPIC_BASE_URL",
+        )
+    return _models_check("anthropic", api_model(settings.model), ids, where)
+
+
+def probe_codex(settings: Any) -> dict[str, Any]:
+    """``codex --version`` answers and the model is not the Claude default.
+
+    Args:
+        settings: ``config.Settings`` (``codex_bin``, ``model``).
+
+    Returns:
+        A check: binary missing or broken, model left at ``sonnet``, or ok.
+    """
+    from reflect_jobs.writer.backends import resolve_binary
+    from reflect_jobs.writer.result import BackendMissing
+
+    try:
+        path = resolve_binary(settings.codex_bin)
+    except BackendMissing as exc:
+        return _check(
+            False, str(exc), "npm i -g @openai/codex, or export REFLECT_CODEX_BIN=/path/to/codex"
+        )
+    try:
+        out = subprocess.run(
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={**os.environ, CHILD_ENV: "1"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _check(False, f"{path} --version failed: {exc}", f"check that {path} runs")
+    if out.returncode != 0:
+        return _check(False, f"{path} --version exits {out.returncode}", "reinstall codex")
+    version = (out.stdout or out.stderr).strip().splitlines()[:1]
+    if settings.model == "sonnet":
+        return _check(False, f"{path} {version[0] if version else ''}".strip(), SONNET_HINT)
+    return _check(True, f"{path} {version[0] if version else ''}; model {settings.model!r}")
+
+
+PROBES = {"openai": probe_openai, "anthropic": probe_anthropic, "codex": probe_codex}
+
+
+def probe_backend(settings: Any) -> dict[str, Any] | None:
+    """The probe of the configured API writer.
+
+    Args:
+        settings: ``config.Settings``.
+
+    Returns:
+        Its check, or None when the backend is not an API writer (claude, heuristic).
+    """
+    probe = PROBES.get(settings.resolved_writer_backend())
+    return probe(settings) if probe else None
