@@ -33,8 +33,9 @@ class ReindexStats:
     ``notes`` counts the note files seen; ``inserted`` the active notes (re)indexed;
     ``removed`` the retired notes whose bytes changed plus the notes gone from disk;
     ``unchanged`` the notes skipped because their bytes did not change; ``unreadable`` those
-    that could not be read or parsed; ``graph`` is ``skipped``, ``updated`` or
-    ``failed: …``; ``errors`` one line per problem.
+    that could not be read or parsed; ``graph`` is ``skipped`` (vectors off), ``updated``,
+    ``unchanged`` (nothing to do, decided without loading the model) or ``failed: …``;
+    ``errors`` one line per problem.
     """
 
     notes: int = 0
@@ -110,7 +111,12 @@ class FileManifest:
         }
 
     def save(
-        self, upserts: list[tuple[str, int, int, str]], deletes: list[str], docs_mtime_ns: int
+        self,
+        upserts: list[tuple[str, int, int, str]],
+        deletes: list[str],
+        docs_mtime_ns: int,
+        *,
+        graph_owed: bool = False,
     ) -> None:
         """Record one reindex's changes in one transaction.
 
@@ -118,6 +124,9 @@ class FileManifest:
             upserts: ``(path, size, mtime_ns, sha256)`` of each note that was read.
             deletes: Paths no longer on disk.
             docs_mtime_ns: The documents folder's mtime when the reindex started.
+            graph_owed: This pass changed what the graph/vector index must hold: it is
+                marked out of step in the same transaction, so a crash before the graph
+                update can never leave a "nothing changed" verdict behind.
         """
         with self.conn:
             self.conn.execute("BEGIN")
@@ -127,6 +136,38 @@ class FileManifest:
                 "INSERT OR REPLACE INTO meta VALUES ('documents_mtime_ns', ?)",
                 (str(docs_mtime_ns),),
             )
+            if graph_owed:
+                self.conn.execute(
+                    "INSERT INTO meta VALUES ('graph_gen', '1') ON CONFLICT(key) DO UPDATE"
+                    " SET value = CAST(value AS INTEGER) + 1"
+                )
+
+    def graph_generation(self) -> tuple[str, bool]:
+        """The manifest's change generation, and whether the graph/vector index holds it.
+
+        Every pass that changes what the graph must hold bumps the generation; a graph
+        update that succeeds records the generation it started from. Two reindexes that
+        overlap (the CLI and a worker) therefore cannot mark each other's change as done.
+
+        Returns:
+            ``(generation, in_step)``; ``in_step`` is ``False`` before any graph update,
+            after a failed one, or after a lexical-only pass that changed notes.
+        """
+        rows = dict(
+            self.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('graph_gen', 'graph_done_gen')"
+            ).fetchall()
+        )
+        gen = rows.get("graph_gen", "0")
+        return gen, rows.get("graph_done_gen") == gen
+
+    def set_graph_done(self, generation: str) -> None:
+        """Record that the graph/vector index holds every change up to ``generation``.
+
+        Args:
+            generation: What :meth:`graph_generation` returned before the graph update.
+        """
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('graph_done_gen', ?)", (generation,))
 
     def clear(self) -> None:
         """Forget every note and the folder's mtime (a forced reindex starts from nothing)."""
@@ -294,12 +335,20 @@ def reindex(
             lex.remove(doc_id)
         stats.removed += len(gone)
         drop_from_graph += gone
-        files.save(upserts, [p for p in known if p not in seen_paths], docs_mtime)
+        graph_owed = force or bool(changed or drop_from_graph)
+        files.save(
+            upserts, [p for p in known if p not in seen_paths], docs_mtime, graph_owed=graph_owed
+        )
+        graph_gen, graph_in_step = files.graph_generation()
     finally:
         lex.close()
         files.close()
 
-    if vectors:
+    if vectors and graph_in_step:
+        # Nothing changed and the graph holds it all: decided from stats and two SQLite
+        # files, without importing torch or nano-graphrag (a no-op reindex stays light).
+        stats.graph = "unchanged"
+    elif vectors:
         try:
             try:
                 _update_graph(kb_path, changed, drop_from_graph, force=force, model=embed_model)
@@ -310,6 +359,11 @@ def reindex(
                 _update_graph(kb_path, [], [], force=True, model=embed_model)
                 stats.errors.append(f"graph index rebuilt from the notes: {exc}")
             stats.graph = "updated"
+            files = manifest(kb_path)
+            try:
+                files.set_graph_done(graph_gen)
+            finally:
+                files.close()
         except Exception as exc:  # noqa: BLE001 - the lexical index still serves search
             stats.graph = f"failed: {type(exc).__name__}: {exc}"
             stats.errors.append(stats.graph)

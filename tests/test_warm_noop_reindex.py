@@ -1,0 +1,97 @@
+"""A no-op reindex decides "nothing changed" without importing the model stack (issue item 6).
+
+The verdict comes from the stat manifest and a generation counter in ``index/files.db``:
+every pass that changes what the graph must hold bumps the generation in the same
+transaction as the manifest; only a graph update that succeeded records it as done.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reflect_jobs import kb
+from reflect_jobs.index import maintenance
+
+NOW = "2026-11-30T00:00:00Z"
+
+NOOP_REINDEX_IN_A_FRESH_PROCESS = """
+import json, sys
+from reflect_jobs.cli import main
+try:
+    main(["reindex", "--json"], standalone_mode=False)
+finally:
+    heavy = [m for m in ("torch", "sentence_transformers", "transformers", "nano_graphrag")
+             if m in sys.modules]
+    print(json.dumps({"heavy": heavy}), file=sys.stderr)
+"""
+
+
+def _note(root, title, insight):
+    return kb.write_learning(
+        root,
+        {"title": title, "category": "Tools", "key_insight": insight, "rule": title},
+        created=NOW,
+        updated=NOW,
+        source_path="t",
+        session_id="s",
+    )
+
+
+def _reindex_in_subprocess(env) -> tuple[dict, list[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", NOOP_REINDEX_IN_A_FRESH_PROCESS],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    heavy = json.loads(proc.stderr.strip().splitlines()[-1])["heavy"]
+    return json.loads(proc.stdout), heavy
+
+
+def test_lexical_only_change_leaves_the_graph_owed(tmp_path):
+    """A vectors-off pass that changed notes must not let a later vectors-on pass skip."""
+    _note(tmp_path, "Pin the docker digest", "floating tags broke the build")
+    maintenance.reindex(tmp_path, vectors=False)
+    m = maintenance.manifest(tmp_path)
+    try:
+        gen, in_step = m.graph_generation()
+        assert (gen, in_step) == ("1", False)
+        m.set_graph_done(gen)
+        assert m.graph_generation() == ("1", True)
+    finally:
+        m.close()
+    assert maintenance.reindex(tmp_path, vectors=False).unchanged == 1
+    m = maintenance.manifest(tmp_path)
+    try:
+        assert m.graph_generation() == ("1", True), "a no-change pass owes the graph nothing"
+    finally:
+        m.close()
+    _note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    maintenance.reindex(tmp_path, vectors=False)
+    m = maintenance.manifest(tmp_path)
+    try:
+        assert m.graph_generation() == ("2", False)
+    finally:
+        m.close()
+
+
+@pytest.mark.slow
+def test_noop_reindex_imports_no_torch_and_a_change_still_reaches_the_graph(env):
+    """With vectors on: the no-op pass loads nothing heavy; a real change still does."""
+    env.update(REFLECT_INDEX_VECTORS="1")
+    _note(env.kb, "Pin the docker digest", "floating tags broke the build")
+    first, _ = _reindex_in_subprocess(env)
+    assert first["graph"] == "updated", first
+    noop, heavy = _reindex_in_subprocess(env)
+    assert (noop["graph"], noop["inserted"], noop["unchanged"]) == ("unchanged", 0, 1), noop
+    assert heavy == [], f"a no-op reindex imported {heavy}"
+    _note(env.kb, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    changed, heavy = _reindex_in_subprocess(env)
+    assert (changed["graph"], changed["inserted"]) == ("updated", 1), changed
+    assert "torch" in heavy, "the check above would not see an import"
