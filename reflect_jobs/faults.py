@@ -21,7 +21,8 @@ proof/retirement rewrites have not run — recovery applies them, see ``pipeline
 (pipeline); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
 (``fsio``, before each step); ``graphml:check`` (reading the graph back to validate it);
 ``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
-``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows).
+``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows);
+``model_child:request`` (``warm.child``, a request received, before it is served).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
+from typing import Any
 
 import structlog
 from huey import crontab
@@ -38,6 +39,7 @@ from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime
 from .pipeline.write import run_write
 from .queue import make_huey
+from .warm import supervisor
 
 settings = load_settings()
 huey = make_huey(settings)
@@ -210,6 +212,9 @@ def reindex_task(force: bool = False) -> dict | None:
         The last pass's :meth:`~reflect_jobs.index.maintenance.ReindexStats.to_dict`, or
         ``None`` when another graph writer held the lock.
     """
+    service = supervisor.current()
+    if service is not None:  # a consumer: the model child runs this same body (ARCHITECTURE §8.1)
+        return _in_child(service, "reindex_task", force=force)
     rt = runtime()
     last: dict | None = None
     try:
@@ -262,6 +267,9 @@ def communities() -> bool | None:
         ``True`` when it rebuilt, ``False`` when there was nothing to do, ``None`` when a
         reindex held the graph.
     """
+    service = supervisor.current()
+    if service is not None:
+        return _in_child(service, "communities")
     try:
         with graph_writer():
             return maintenance.rebuild_communities(
@@ -269,6 +277,14 @@ def communities() -> bool | None:
             )
     except TaskLockedException:
         return None  # a reindex holds the graph; the next run catches up
+
+
+def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
+    """Run a KB-wide task's body in the model child; its failure fails this task as before."""
+    answer = service.call(op, **args)
+    if not answer.get("ok"):
+        raise RuntimeError(f"model service {op}: {answer.get('kind')}: {answer.get('error')}")
+    return answer.get("result")
 
 
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}

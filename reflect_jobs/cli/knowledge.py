@@ -8,10 +8,16 @@ so library logging is routed to drain.log first: a model's load banner in the mi
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+import structlog
 
+from ..config import Settings
 from .common import emit, get_settings, quiet_libraries
+
+if TYPE_CHECKING:
+    from ..index.search import SearchResult
 
 
 @click.command()
@@ -37,11 +43,7 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
     """
     s = get_settings()
     quiet_libraries(s)
-    from ..index.search import search as do_search
-
-    result = do_search(
-        s.kb_path, query, mode=mode, k=k, vectors=s.index_vectors, embed_model=s.embed_model
-    )
+    result = _search(s, query, mode, k)
     if as_json:
         emit(result.hits)
     else:
@@ -51,6 +53,28 @@ def search(query: str, mode: str, k: int, as_json: bool) -> None:
             click.echo(f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}\n   {h['path']}")
     for w in result.warnings:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _search(s: Settings, query: str, mode: str, k: int) -> SearchResult:
+    """The running worker's answer when one is up, else in-process (ARCHITECTURE §8.1).
+
+    Lexical search is as fast in-process as through a worker, so only the modes that need
+    the model ask the worker. Which path answered is logged (``search_answered``, ``via``)
+    to drain.log; the output is the same either way.
+    """
+    from ..index.search import search as do_search
+    from ..warm.client import search_via_worker
+
+    result = None if mode == "lexical" else search_via_worker(query, k, mode, settings=s)
+    via = "worker" if result is not None else "in_process"
+    if result is None:
+        result = do_search(
+            s.kb_path, query, mode=mode, k=k, vectors=s.index_vectors, embed_model=s.embed_model
+        )
+    structlog.get_logger("reflect_jobs.cli").info(
+        "search_answered", via=via, mode=mode, hits=len(result.hits)
+    )
+    return result
 
 
 @click.command()
