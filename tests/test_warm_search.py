@@ -7,8 +7,10 @@ from timing. The model child's idle exit is observed in the process table.
 
 from __future__ import annotations
 
+import json
 import socket
 import stat
+from pathlib import Path
 
 import pytest
 from support import wait_for
@@ -86,3 +88,24 @@ def test_one_socket_per_home_and_oversized_requests_are_refused(env, monkeypatch
         assert first is not None
         first.close()
         service.close()
+
+
+def _maps_torch(pid: int) -> bool:
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.slow
+def test_with_vectors_the_model_lives_in_the_child_never_in_the_consumer(env):
+    env.update(REFLECT_INDEX_VECTORS="1", REFLECT_MODEL_IDLE_SEC="2")
+    notes(env.kb)
+    env.cli("reindex")
+    with worker(env) as proc:
+        warm = env.cli("search", "floating tags", "--json")
+        assert vias(env) == ["worker"]
+        assert json.loads(warm.stdout)[0]["title"] == "Pin the docker digest"
+        assert "vector index unavailable" not in warm.stderr, "it answered without vectors"
+        (child,) = wait_for(lambda: children(proc.pid), what="the model child")
+        assert _maps_torch(child), "the check below would not see torch"
+        assert not _maps_torch(proc.pid), "the consumer itself loaded torch"
+        wait_for(lambda: not children(proc.pid), timeout=60, what="the idle child exiting")
+        assert not _maps_torch(proc.pid)
