@@ -213,7 +213,9 @@ def reindex_task(force: bool = False) -> dict | None:
         ``None`` when another graph writer held the lock.
     """
     service = supervisor.current()
-    if service is not None:  # a consumer: the model child runs this same body (ARCHITECTURE §8.1)
+    if service is not None and settings.index_vectors:
+        # A consumer: the model child runs this same body (ARCHITECTURE §8.1). With vectors
+        # off there is no model, and the body is as light here.
         return _in_child(service, "reindex_task", force=force)
     rt = runtime()
     last: dict | None = None
@@ -268,7 +270,9 @@ def communities() -> bool | None:
         reindex held the graph.
     """
     service = supervisor.current()
-    if service is not None:
+    if service is not None and settings.index_vectors:
+        if not maintenance.communities_owed(settings.kb_path):
+            return False  # decided from one SQLite row: no child started every 30 minutes
         return _in_child(service, "communities")
     try:
         with graph_writer():

@@ -92,3 +92,26 @@ def test_noop_reindex_imports_no_torch(env):
     noop, heavy = _reindex_in_subprocess(env)
     assert (noop["graph"], noop["inserted"], noop["unchanged"]) == ("unchanged", 0, 1), noop
     assert heavy == [], f"a no-op reindex imported {heavy}"
+
+
+def test_communities_owed_reads_the_graph_store_row_without_loading_it(tmp_path):
+    """The periodic task's pre-check: no graph, current, stale, never built, unreadable."""
+    import sqlite3
+
+    assert maintenance.communities_owed(tmp_path) is False  # no graph directory
+    graph = kb.kb_paths(tmp_path).graph
+    graph.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(graph / "reflect_index.db")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # the store's shape
+    conn.commit()
+    assert maintenance.communities_owed(tmp_path) is True  # never built
+    for state, owed in (
+        ({"built": True, "stale": False}, False),
+        ({"built": True, "stale": True}, True),
+    ):
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('communities', ?)", (json.dumps(state),))
+        conn.commit()
+        assert maintenance.communities_owed(tmp_path) is owed, state
+    conn.close()
+    (graph / "reflect_index.db").write_bytes(b"not a database" * 100)
+    assert maintenance.communities_owed(tmp_path) is True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import sys
@@ -528,6 +529,36 @@ def repair(
     elif maintain and path.exists():
         report.maintained = asdict(graphml_repair.maintain(path))
     return report
+
+
+def communities_owed(kb_path: Path) -> bool:
+    """Whether :func:`rebuild_communities` may have work, read without loading the index.
+
+    One read-only query of the graph store's ``meta`` row, so the periodic task does not
+    start the model stack every 30 minutes only to learn that nothing changed.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        ``False`` when there is no graph directory or the store says its communities are
+        built and current; ``True`` otherwise, including whenever the store cannot be read
+        (the full check then decides).
+    """
+    graph_dir = kb.kb_paths(kb_path, create=False).graph
+    store = graph_dir / "reflect_index.db"
+    if not store.exists():
+        return graph_dir.is_dir() and any(graph_dir.iterdir())
+    try:
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'communities'").fetchone()
+        finally:
+            conn.close()
+        state = json.loads(row[0]) if row else {}
+    except (sqlite3.Error, ValueError):
+        return True
+    return bool(state.get("stale")) or not state.get("built")
 
 
 def rebuild_communities(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> bool:
