@@ -27,6 +27,8 @@ from .supervisor import ModelService, ServiceError
 log = structlog.get_logger("reflect_jobs.warm")
 
 SOCKET_OPS = ("ping", "search")
+#: The request fields passed on to the child; anything else a client sends is dropped.
+SEARCH_FIELDS = ("query", "k", "mode", "repo", "kb_path", "vectors", "embed_model")
 #: A client must send its request within this long (it is local: a slow one is stuck).
 READ_TIMEOUT_SEC = 10
 #: How long a search may take, the child's cold start included.
@@ -97,7 +99,7 @@ def _answer(conn: socket.socket, service: ModelService) -> None:
             if op not in SOCKET_OPS:
                 answer = {"ok": False, "kind": "bad_request", "error": f"unknown op {op!r}"}
             else:
-                fields = {k: v for k, v in request.items() if k not in ("op", "id")}
+                fields = {k: v for k, v in request.items() if k in SEARCH_FIELDS}
                 try:
                     answer = service.call(str(op), timeout=SEARCH_TIMEOUT_SEC, **fields)
                 except ServiceError as exc:
