@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import socket
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from support import wait_for
 from warm_support import answers, children, notes, vias, worker
 
+from reflect_jobs import kb
 from reflect_jobs.config import load_settings
+from reflect_jobs.index import maintenance
 from reflect_jobs.warm import protocol, server, supervisor
 
 
@@ -108,4 +112,29 @@ def test_with_vectors_the_model_lives_in_the_child_never_in_the_consumer(env):
         assert _maps_torch(child), "the check below would not see torch"
         assert not _maps_torch(proc.pid), "the consumer itself loaded torch"
         wait_for(lambda: not children(proc.pid), timeout=60, what="the idle child exiting")
-        assert not _maps_torch(proc.pid)
+        # A reindex through the queue (what a committed add asks for) runs in a new child.
+        kb.write_learning(
+            env.kb,
+            {
+                "title": "Bound the socket line",
+                "category": "Tools",
+                "key_insight": "x",
+                "rule": "y",
+            },
+            created="2026-11-30T00:00:00Z",
+            updated="2026-11-30T00:00:00Z",
+            source_path="t",
+            session_id="s",
+        )
+        code = "from reflect_jobs import tasks\ntasks.HueyDispatcher().kb_changed()"
+        subprocess.run([sys.executable, "-c", code], env=dict(env), check=True, timeout=60)
+        wait_for(lambda: _graph_current(env.kb), timeout=120, what="the reindex in the child")
+        assert not _maps_torch(proc.pid), "the consumer loaded torch for the reindex"
+
+
+def _graph_current(kb_path: Path) -> bool:
+    m = maintenance.manifest(kb_path)
+    try:
+        return not maintenance.index_lags(kb_path) and m.graph_generation() == ("2", True)
+    finally:
+        m.close()
