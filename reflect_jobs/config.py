@@ -208,6 +208,13 @@ class Settings:
     log_max_bytes: int = 10 * 1024 * 1024
     workers: int = 2
     stall_warn_sec: int = 6 * 3600
+    # the warm model service (ARCHITECTURE §8.1): seconds without search/reindex before it exits
+    model_idle_sec: int = 600
+
+    @property
+    def model_socket(self) -> Path:
+        """``$REFLECT_HOME/run/model.sock``: the running worker's search socket (0600, dir 0700)."""
+        return self.home / "run" / "model.sock"
 
     @property
     def queue_is_redis(self) -> bool:
@@ -373,4 +380,5 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         log_max_bytes=_int(env, "REFLECT_DRAIN_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1024),
         workers=_int(env, "REFLECT_WORKERS", 2, minimum=1),
         stall_warn_sec=_int(env, "REFLECT_STALL_WARN_SEC", 6 * 3600, minimum=1),
+        model_idle_sec=_int(env, "REFLECT_MODEL_IDLE_SEC", 600, minimum=1),
     )

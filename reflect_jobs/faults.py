@@ -26,7 +26,8 @@ gate; a kill there proves a dead holder frees its slot); ``atomic_write:write``,
 ``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
 ``mid:reindex`` (``index.maintenance.reindex``, the lexical index and manifest saved, the
 graph/vector step not yet run);
-``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows).
+``kv_upsert:<namespace>`` (the graph index's SQLite KV store, after a namespace's rows);
+``model_child:request`` (``warm.child``, a request received, before it is served).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
+from typing import Any
 
 import structlog
 from huey import crontab
@@ -39,6 +40,7 @@ from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime, run_guarded, stage_failed
 from .pipeline.write import run_write
 from .queue import make_huey
+from .warm import supervisor
 from .write_lease import make_write_lease
 
 settings = load_settings()
@@ -251,6 +253,11 @@ def reindex_task(force: bool = False) -> dict | None:
         The last pass's :meth:`~reflect_jobs.index.maintenance.ReindexStats.to_dict`, or
         ``None`` when another graph writer held the lock.
     """
+    service = supervisor.current()
+    if service is not None and settings.index_vectors:
+        # A consumer: the model child runs this same body (ARCHITECTURE §8.1). With vectors
+        # off there is no model, and the body is as light here.
+        return _in_child(service, "reindex_task", force=force)
     rt = runtime()
     last: dict | None = None
     try:
@@ -310,6 +317,11 @@ def communities() -> bool | None:
         ``True`` when it rebuilt, ``False`` when there was nothing to do, ``None`` when a
         reindex held the graph.
     """
+    service = supervisor.current()
+    if service is not None and settings.index_vectors:
+        if not maintenance.communities_owed(settings.kb_path):
+            return False  # decided from one SQLite row: no child started every 30 minutes
+        return _in_child(service, "communities")
     try:
         with graph_writer():
             return maintenance.rebuild_communities(
@@ -317,6 +329,14 @@ def communities() -> bool | None:
             )
     except TaskLockedException:
         return None  # a reindex holds the graph; the next run catches up
+
+
+def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
+    """Run a KB-wide task's body in the model child; its failure fails this task as before."""
+    answer = service.call(op, **args)
+    if not answer.get("ok"):
+        raise RuntimeError(f"model service {op}: {answer.get('kind')}: {answer.get('error')}")
+    return answer.get("result")
 
 
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}

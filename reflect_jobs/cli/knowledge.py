@@ -9,10 +9,16 @@ so library logging is routed to drain.log first: a model's load banner in the mi
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+import structlog
 
+from ..config import Settings
 from .common import emit, get_settings, quiet_libraries, table
+
+if TYPE_CHECKING:
+    from ..index.search import SearchResult
 
 
 @click.command()
@@ -62,18 +68,7 @@ def search(
             raise click.UsageError(f"--repo {repo_dir}: no such directory")
         repo_key = ref.key
     quiet_libraries(s)
-    from ..index.search import search as do_search
-
-    result = do_search(
-        s.kb_path,
-        query,
-        mode=mode,
-        k=k,
-        vectors=s.index_vectors,
-        embed_model=s.embed_model,
-        repo_key=repo_key,
-        only_global=only_global,
-    )
+    result = _search(s, query, mode, k, repo_key=repo_key, only_global=only_global)
     if as_json:
         emit(result.hits)
     else:
@@ -83,6 +78,57 @@ def search(
             click.echo(f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}\n   {h['path']}")
     for w in result.warnings:
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+def _search(
+    s: Settings,
+    query: str,
+    mode: str,
+    k: int,
+    *,
+    repo_key: str | None = None,
+    only_global: bool = False,
+) -> SearchResult:
+    """The running worker's answer when one is up, else in-process (ARCHITECTURE §8.1).
+
+    Lexical search is as fast in-process as through a worker, so only the modes that need
+    the model ask the worker; a search scoped with ``--repo``/``--global`` is answered
+    in-process (the worker's protocol carries no scope). Which path answered is logged
+    (``search_answered``, ``via``) to drain.log; the output is the same either way.
+
+    Args:
+        s: The settings.
+        query: The search text.
+        mode: ``lexical``, ``semantic`` or ``hybrid``.
+        k: How many hits.
+        repo_key: Keep this repository's and the global learnings only.
+        only_global: Keep the global learnings only.
+
+    Returns:
+        The search result.
+    """
+    from ..index.search import search as do_search
+    from ..warm.client import search_via_worker
+
+    scoped = repo_key is not None or only_global
+    use_worker = mode != "lexical" and not scoped
+    result = search_via_worker(query, k, mode, settings=s) if use_worker else None
+    via = "worker" if result is not None else "in_process"
+    if result is None:
+        result = do_search(
+            s.kb_path,
+            query,
+            mode=mode,
+            k=k,
+            vectors=s.index_vectors,
+            embed_model=s.embed_model,
+            repo_key=repo_key,
+            only_global=only_global,
+        )
+    structlog.get_logger("reflect_jobs.cli").info(
+        "search_answered", via=via, mode=mode, hits=len(result.hits)
+    )
+    return result
 
 
 @click.command()

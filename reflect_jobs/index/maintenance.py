@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import sys
@@ -49,8 +50,9 @@ class ReindexStats:
     ``notes`` counts the note files seen; ``inserted`` the active notes (re)indexed;
     ``removed`` the retired notes whose bytes changed plus the notes gone from disk;
     ``unchanged`` the notes skipped because their bytes did not change; ``unreadable`` those
-    that could not be read or parsed; ``graph`` is ``skipped``, ``updated`` or
-    ``failed: …``; ``errors`` one line per problem.
+    that could not be read or parsed; ``graph`` is ``skipped`` (vectors off), ``updated``,
+    ``unchanged`` (nothing to do, decided without loading the model) or ``failed: …``;
+    ``errors`` one line per problem.
     """
 
     notes: int = 0
@@ -196,17 +198,23 @@ def reindex(
         gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
         stats.removed += len(gone)
         drop_from_graph += gone
+        graph_force = False
         if vectors:
             # The graph's debt goes on record before the lexical index and the manifest
             # move on: once they have, this pass's notes look "unchanged" to the next.
             graph_force = _take_owed(files.graph_owed(), changed, drop_from_graph) or force
-            files.set_graph_owed(
-                {
-                    "force": graph_force,
-                    "paths": [str(n.path) for n, _ in changed],
-                    "drop": drop_from_graph,
-                }
-            )
+            if graph_force or changed or drop_from_graph:
+                files.set_graph_owed(
+                    {
+                        "force": graph_force,
+                        "paths": [str(n.path) for n, _ in changed],
+                        "drop": drop_from_graph,
+                    }
+                )
+        elif force or changed or drop_from_graph:
+            # This process keeps no graph: whoever keeps it next rebuilds it from the notes
+            # (one flag, not a list of paths that would be re-read on every pass).
+            files.set_graph_owed({"force": True, "paths": [], "drop": []})
         for note, digest, status in lex_upserts:
             _lex_upsert(lex, note, digest, status)
         for doc_id in gone:
@@ -226,7 +234,11 @@ def reindex(
         stats.errors.append(f"context store: {type(exc).__name__}: {exc}")
 
     failpoint("mid:reindex")  # lexical index and manifest saved, graph/vector step not run
-    if vectors:
+    if vectors and not (graph_force or changed or drop_from_graph):
+        # Nothing changed and nothing is owed: decided from stats and two SQLite files,
+        # without importing torch or nano-graphrag (a no-op reindex stays light).
+        stats.graph = "unchanged"
+    elif vectors:
         try:
             try:
                 _update_graph(
@@ -460,6 +472,36 @@ def repair(
     elif maintain and path.exists():
         report.maintained = asdict(graphml_repair.maintain(path))
     return report
+
+
+def communities_owed(kb_path: Path) -> bool:
+    """Whether :func:`rebuild_communities` may have work, read without loading the index.
+
+    One read-only query of the graph store's ``meta`` row, so the periodic task does not
+    start the model stack every 30 minutes only to learn that nothing changed.
+
+    Args:
+        kb_path: The KB root.
+
+    Returns:
+        ``False`` when there is no graph directory or the store says its communities are
+        built and current; ``True`` otherwise, including whenever the store cannot be read
+        (the full check then decides).
+    """
+    graph_dir = kb.kb_paths(kb_path, create=False).graph
+    store = graph_dir / "reflect_index.db"
+    if not store.exists():
+        return graph_dir.is_dir() and any(graph_dir.iterdir())
+    try:
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'communities'").fetchone()
+        finally:
+            conn.close()
+        state = json.loads(row[0]) if row else {}
+    except (sqlite3.Error, ValueError):
+        return True
+    return bool(state.get("stale")) or not state.get("built")
 
 
 def rebuild_communities(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> bool:

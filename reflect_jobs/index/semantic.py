@@ -68,6 +68,22 @@ def similar(
     """
     if not text.strip():
         return []
+    from reflect_jobs.warm import supervisor
+
+    service = supervisor.current()
+    if service is not None and vectors:  # a consumer: the model lives in its child (§8.1)
+        try:
+            answer = service.call(
+                "similar",
+                text=text,
+                k=k,
+                kb_path=str(kb_path),
+                vectors=vectors,
+                embed_model=embed_model,
+            )
+        except Exception:  # noqa: BLE001 - fail open (see module docstring)
+            return []
+        return [(d, float(sc)) for d, sc in answer.get("hits") or []] if answer.get("ok") else []
     try:
         index = graph_index(kb_path, vectors=vectors, embed_model=embed_model)
         return [] if index is None else index.query(text, mode="naive", k=k)

@@ -1,0 +1,87 @@
+"""Helpers for the warm-search tests: a real worker, its model child, the answer path."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from support import BIN, wait_for
+
+from reflect_jobs import kb
+
+NOW = "2026-11-30T00:00:00Z"
+CHILD_MARK = "reflect_jobs.warm.child"
+
+
+def notes(root: Path) -> None:
+    for title, insight in (
+        ("Pin the docker digest", "floating tags broke the build"),
+        ("Quote FTS5 queries", "a hyphen in a docker tag raised a syntax error"),
+    ):
+        kb.write_learning(
+            root,
+            {"title": title, "category": "Tools", "key_insight": insight, "rule": title},
+            created=NOW,
+            updated=NOW,
+            source_path="t",
+            session_id="s",
+        )
+
+
+def answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(path))
+            return True
+        except OSError:
+            return False
+
+
+def children(pid: int) -> list[int]:
+    """Live processes whose parent is ``pid`` and that run the model child."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if int(fields[1]) == pid and fields[0] != "Z" and CHILD_MARK in cmd:
+                out.append(int(d))
+    return out
+
+
+def vias(env) -> list[str]:
+    log = env.home / "drain.log"
+    return [
+        rec["via"]
+        for rec in map(json.loads, log.read_text().splitlines())
+        if rec.get("event") == "search_answered"
+    ]
+
+
+@contextlib.contextmanager
+def worker(env) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        sock = env.home / "run" / "model.sock"
+        wait_for(lambda: answers(sock), timeout=60, what="the worker's socket")
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
