@@ -32,6 +32,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
 
 
+# Keys set once per process by an import, not by a test: pytest's own, torch's at import
+# (OpenMP and inductor defaults) and the tokenizers default our embedder sets before loading
+# the model. Whichever test first imports torch would otherwise be blamed for them.
+IMPORT_SET_ENV = frozenset(
+    {
+        "PYTEST_CURRENT_TEST",
+        "KMP_DUPLICATE_LIB_OK",
+        "KMP_INIT_AT_FORK",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "TOKENIZERS_PARALLELISM",
+    }
+)
+
+
 @pytest.fixture(autouse=True)
 def _restores_process_state() -> Iterator[None]:
     """Fail a test that leaves ``os.environ`` or the working directory changed (use
@@ -53,7 +67,7 @@ def _restores_process_state() -> Iterator[None]:
     changed = sorted(
         k
         for k in environ.keys() | os.environ.keys()
-        if environ.get(k) != os.environ.get(k) and k != "PYTEST_CURRENT_TEST"  # pytest's own
+        if environ.get(k) != os.environ.get(k) and k not in IMPORT_SET_ENV
     )
     now_cwd = os.getcwd()
     for k in changed:  # put it back either way, so one leak cannot spread
