@@ -277,7 +277,7 @@ def main() -> None:
             # The manifest is written before the graph: wait for the graph's verdict too.
             m = maintenance.manifest(kb_path)
             try:
-                while not m.graph_generation()[1] and time.perf_counter() - t0 < 300:
+                while m.graph_owed() is not None and time.perf_counter() - t0 < 300:
                     time.sleep(0.2)
             finally:
                 m.close()

@@ -37,7 +37,7 @@ from .pipeline.add import run_add
 from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
-from .pipeline.runtime import Runtime, run_guarded, stage_failed
+from .pipeline.runtime import Runtime, run_guarded, stage_failed, transient_error
 from .pipeline.write import run_write
 from .queue import make_huey
 from .warm import supervisor
@@ -162,7 +162,7 @@ def capture(
 ) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``.
 
-    A ledger error propagates: Huey retries the task as often as the message asks (the
+    A transient error (a ledger that is down or locked) propagates: Huey retries the task as often as the message asks (the
     hook asks for a few retries) and the hook's spool entry stays until the job row
     commits, so a ledger that is down loses no capture (ARCHITECTURE §2.3).
 
@@ -194,6 +194,8 @@ def capture(
             spool_id=spool_id,
         )
     except Exception as exc:  # noqa: BLE001 - no job yet: the error goes to the errors ledger
+        if transient_error(exc):
+            raise  # Huey retries it as the message asks; the spool entry keeps it meanwhile
         stage_failed(rt, "capture", None, exc)
         return None
 

@@ -21,8 +21,9 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from reflect_jobs.dashboard.app import create_app  # noqa: E402
 from reflect_jobs.ledger import control  # noqa: E402
+from reflect_jobs.ledger.captures import record_capture  # noqa: E402
 from reflect_jobs.ledger.db import session_scope  # noqa: E402
-from reflect_jobs.ledger.jobs import record_capture, transition  # noqa: E402
+from reflect_jobs.ledger.jobs import transition  # noqa: E402
 from reflect_jobs.ledger.models import CostRow, Job, utcnow  # noqa: E402
 from reflect_jobs.status import collect_status  # noqa: E402
 

@@ -143,9 +143,9 @@ def test_the_registry_is_the_contract_docs_harnesses_md_states():
     }
     assert got == {
         "claude": {"PreCompact": (5, None, "capture"), "Stop": (5, None, "capture"),
-                   "SessionEnd": (3, 60, "capture")},
+                   "SessionEnd": (3, 60, "capture"), "SessionStart": (5, None, "context")},
         "codex": {"PreCompact": (5, None, "capture"), "Stop": (5, None, "capture"),
-                  "SessionEnd": (3, 3, "capture")},
+                  "SessionEnd": (3, 3, "capture"), "SessionStart": (5, None, "context")},
         "copilot": {"preCompact": (5, None, "capture"), "agentStop": (5, None, "capture"),
                     "sessionEnd": (3, None, "capture")},
     }  # fmt: skip

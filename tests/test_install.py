@@ -133,7 +133,7 @@ def test_an_older_install_is_brought_to_the_contract_and_back():
         }
     }
     plan = inst.merge_hooks(doc, "codex", f"{HOOK} codex")
-    assert plan.removed == ["SubagentStop"] and plan.added == []
+    assert plan.removed == ["SubagentStop"] and plan.added == ["SessionStart"]  # recall
     assert plan.updated == ["PreCompact", "Stop", "SessionEnd"]
     hooks = plan.doc["hooks"]
     assert hooks["SubagentStop"] == [group("other-tool sub", 30)], "not ours: kept"

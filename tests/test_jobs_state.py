@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
+from reflect_jobs.ledger.captures import record_capture
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import (
     ALLOWED,
@@ -15,7 +16,6 @@ from reflect_jobs.ledger.jobs import (
     IllegalTransition,
     claim,
     due_jobs,
-    record_capture,
     recover_expired,
     retry_job,
     transition,

@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import select
 
 from reflect_jobs.ledger import admin, control
+from reflect_jobs.ledger.captures import record_capture
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import IllegalTransition, record_capture, transition
+from reflect_jobs.ledger.jobs import IllegalTransition, transition
 from reflect_jobs.ledger.models import CostRow, Job, JobEvent, utcnow
 
 

@@ -24,16 +24,13 @@ from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.lifecycle import ACTIVE, is_retired
 
-from . import graphml_repair
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
 
 __all__ = [  # FileManifest, manifest and index_lags live in file_manifest; re-exported
     "FileManifest",
-    "RepairReport",
     "ReindexStats",
     "doc_text",
-    "graphml_path",
     "index_lags",
     "lexical_index",
     "manifest",
@@ -422,58 +419,6 @@ def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
     return out
 
 
-def graphml_path(kb_path: Path) -> Path:
-    """The one graph this KB uses (never a shard found by globbing: B18).
-
-    Args:
-        kb_path: The KB root (its directories are created when missing).
-
-    Returns:
-        ``index/graph/graph_chunk_entity_relation.graphml`` under it (it may not exist).
-    """
-    return kb.kb_paths(kb_path).graph / "graph_chunk_entity_relation.graphml"
-
-
-@dataclass
-class RepairReport:
-    """What :func:`repair` did: the graphml action and detail, maintenance counts, a rebuild."""
-
-    action: str
-    detail: str
-    maintained: dict[str, int] | None = None
-    rebuilt: bool = False
-
-
-def repair(
-    kb_path: Path, *, maintain: bool = False, vectors: bool, embed_model: str | None = None
-) -> RepairReport:
-    """Validate/repair the KB's graphml; a graph beyond repair is rebuilt from the notes.
-
-    Args:
-        kb_path: The KB root.
-        maintain: When the graph is valid or was repaired, also prune orphans and dangling
-            edges and relink isolated nodes (:func:`graphml_repair.maintain`).
-        vectors: ``Settings.index_vectors``: whether this process keeps a vector/graph index
-            (a rebuild of an unrepairable graph needs it).
-        embed_model: ``Settings.embed_model`` for that rebuild; ``None`` for the default.
-
-    Returns:
-        The :func:`graphml_repair.repair` action (``valid``, ``repaired``, ``unrepairable``
-        or ``missing``) and detail; ``rebuilt`` when an unrepairable graph was rebuilt by a
-        forced :func:`reindex`; ``maintained`` with the maintenance counts when it ran.
-    """
-    path = graphml_path(kb_path)
-    result = graphml_repair.repair(path)
-    report = RepairReport(action=result.action, detail=result.detail)
-    if not result.ok and result.action != "missing":
-        stats = reindex(kb_path, force=True, vectors=vectors, embed_model=embed_model)
-        report.rebuilt = True
-        report.detail += f"; rebuilt from notes ({stats.inserted} notes, graph {stats.graph})"
-    elif maintain and path.exists():
-        report.maintained = asdict(graphml_repair.maintain(path))
-    return report
-
-
 def communities_owed(kb_path: Path) -> bool:
     """Whether :func:`rebuild_communities` may have work, read without loading the index.
 
@@ -527,3 +472,23 @@ def rebuild_communities(kb_path: Path, *, vectors: bool, embed_model: str | None
     with contextlib.redirect_stdout(sys.stderr):
         index.rebuild_communities()
     return True
+
+
+def repair(kb_path: Path, *, maintain: bool = False, vectors: bool, embed_model: str | None = None):  # type: ignore[no-untyped-def]
+    """Validate/repair the KB's graphml (:func:`reflect_jobs.index.repair.repair`).
+
+    Kept here so ``maintenance.repair`` callers keep working; the logic lives in
+    :mod:`reflect_jobs.index.repair`.
+
+    Args:
+        kb_path: The KB root.
+        maintain: Also prune and relink after a valid or repaired graph.
+        vectors: ``Settings.index_vectors``.
+        embed_model: ``Settings.embed_model``; ``None`` for the default.
+
+    Returns:
+        The :class:`reflect_jobs.index.repair.RepairReport`.
+    """
+    from .repair import repair as do_repair
+
+    return do_repair(kb_path, maintain=maintain, vectors=vectors, embed_model=embed_model)

@@ -15,11 +15,8 @@ them from here).
 
 from __future__ import annotations
 
-from .hooks import (
+from .hook_paths import (
     HOOK_MARKER,
-    FileChange,
-    HookPlan,
-    apply_hooks,
     default_settings_path,
     event_command,
     harness_home,
@@ -27,6 +24,11 @@ from .hooks import (
     harness_present,
     hook_command,
     hook_script,
+)
+from .hooks import (
+    FileChange,
+    HookPlan,
+    apply_hooks,
     installed_events,
     is_ours,
     merge_hooks,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .hooks import harness_home
+from .hook_paths import harness_home
 from .jsonfile import SettingsFileError, dump_like, parse_json, read_settings, replace_settings
 
 SERVER_NAME = "reflect-jobs"

@@ -109,7 +109,7 @@ def default_service_path(manager: str) -> Path:
 def venv_dir() -> Path:
     """The environment whose ``bin/`` holds ``reflect-jobs``.
 
-    Not resolved, like :func:`reflect_jobs.install.hooks.hook_script`: a venv's python is a
+    Not resolved, like :func:`reflect_jobs.install.hook_paths.hook_script`: a venv's python is a
     symlink to the system one.
 
     Returns:

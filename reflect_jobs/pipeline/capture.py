@@ -15,8 +15,8 @@ import time
 from reflect_jobs import spool
 from reflect_jobs.faults import failpoint
 from reflect_jobs.ledger import control
+from reflect_jobs.ledger.captures import capture_recorded, record_capture
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import capture_recorded, record_capture
 from reflect_jobs.sanitize import bounded, clean_text
 
 from .runtime import Runtime, log

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TextIO
+from io import TextIOBase  # not typing: the hook path never imports it (startup cost)
 
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
 #: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
@@ -125,7 +125,7 @@ def prompt_context(
     )
 
 
-def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
+def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> bool:
     """Answer a recall event; tell the caller whether the payload was one.
 
     Args:
