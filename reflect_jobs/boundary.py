@@ -19,6 +19,7 @@ directory may read the transcript it is given (it is the user's command, not our
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -65,14 +66,10 @@ def request(harness: str, session_id: str, transcript_path: str) -> dict[str, st
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill the command's whole process group (it was started as a session leader)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL is not ignorable
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
-        pass
 
 
 def check(command: str, payload: dict[str, str], *, timeout_sec: float = 5.0) -> Verdict:

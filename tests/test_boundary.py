@@ -49,9 +49,7 @@ def _assert_nothing_written(env, job) -> None:  # type: ignore[no-untyped-def]
     with session_scope(env.settings().db_url) as s:
         rows = s.scalars(select(CostRow)).all()
         # The $0 row every free outcome gets (so `cost` shows every run); nothing paid.
-        assert [(r.outcome, r.entries, r.tokens or 0) for r in rows] == [
-            ("skip_restricted", 0, 0)
-        ]
+        assert [(r.outcome, r.entries, r.tokens or 0) for r in rows] == [("skip_restricted", 0, 0)]
         row = s.get(Job, job["id"])
         assert row is not None and not row.prepare_stats, "the cascade never read the transcript"
         assert row.slice_path is None
@@ -63,7 +61,11 @@ def test_restricted_session_ends_skip_restricted_and_writes_nothing(env, tmp_pat
     seen = tmp_path / "stdin.json"
     child_pid = tmp_path / "child.pid"
     if case == "restricts":
-        cmd = str(_script(tmp_path / "b", f"open({str(seen)!r}, 'w').write(sys.stdin.read())\nsys.exit(1)"))
+        cmd = str(
+            _script(
+                tmp_path / "b", f"open({str(seen)!r}, 'w').write(sys.stdin.read())\nsys.exit(1)"
+            )
+        )
     elif case == "missing":
         cmd = str(tmp_path / "no-such-boundary")
     elif case == "fails":
