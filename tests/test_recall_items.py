@@ -157,3 +157,33 @@ def test_a_bad_mapping_file_costs_the_items_not_the_learnings(env, tmp_path, mon
     assert proc.returncode == 0
     assert "pnpm workspace" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "open items" in (env.home / "hook-errors.log").read_text()
+
+
+def _status_line(env, cwd: Path) -> str:  # type: ignore[no-untyped-def]
+    proc = subprocess.run(
+        [str(BIN / "reflect-jobs"), "status", "--line"],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_status_line_counts_the_current_repositorys_open_items(env, tmp_path, monkeypatch):
+    repo = _setup(env, tmp_path, monkeypatch)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert " open:0" in _status_line(env, repo), "a repository with nothing open"
+    _add(env, repo, "action", "One")
+    closed = _add(env, repo, "question", "Two")
+    _add(env, repo, "handoff", "Three")
+    st = open_store(str(repo), repo, dict(env))
+    st.change("drop", closed, note="answered in the README")
+    st.close()
+    (repo / "src").mkdir()
+    line = _status_line(env, repo / "src")
+    assert line.startswith("reflect ") and " open:2" in line and "\n" not in line
+    assert "open:" not in _status_line(env, outside), "nothing outside a repository"
