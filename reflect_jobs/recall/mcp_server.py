@@ -74,8 +74,8 @@ def build_server(kb_path: Path, *, vectors: bool, embed_model: str | None) -> An
 
     @server.tool()
     def context(cwd: str | None = None, max_chars: int = 6000) -> str:
-        """What a new session in cwd is told: the repository's strongest and the top global
-        learnings."""
+        """What a new session in cwd is told: the repository's open reflection items, its
+        strongest and the top global learnings."""
         return _safe(tools.context_tool, kb_path, cwd or os.getcwd(), max_chars=max_chars)
 
     @server.tool()
