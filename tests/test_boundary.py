@@ -119,3 +119,18 @@ def test_check_reasons_fail_closed(tmp_path):
     # exits 0 without reading stdin: still allowed (a broken pipe is not a verdict)
     ok = _script(tmp_path / "ok", "sys.exit(0)")
     assert boundary.check(str(ok), payload).allowed is True
+
+
+def test_a_dry_run_asks_the_boundary_too_and_moves_nothing(env, tmp_path):
+    t = write_claude_transcript(tmp_path / "t.jsonl", [CORRECTION])
+    asked = tmp_path / "asked"
+    cmd = _script(tmp_path / "b", f"open({str(asked)!r}, 'w').write('1')\nsys.exit(1)")
+    env.update(REFLECT_BOUNDARY_CMD=str(cmd), REFLECT_DRAIN_DRY_RUN="1")
+    env.cli("enqueue", str(t), "--session-id", "dry")
+    env.cli("drain", "--until-idle", "--max-seconds", "30")
+    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    assert job["state"] == "queued" and job["outcome"] is None and asked.exists()
+    lines = [json.loads(x) for x in (env.home / "drain.log").read_text().splitlines() if x]
+    dry = [x for x in lines if x.get("event") == "dry run: prepare"]
+    assert dry and all(x.get("reason") == "restricted" for x in dry)
+    assert _calls(env) == 0
