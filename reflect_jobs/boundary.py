@@ -72,6 +72,29 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
+#: Our own secrets the boundary command has no use for (the writer's API key).
+_WITHHELD = ("REFLECT_OPENAI_API_KEY",)
+
+
+def command_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The boundary command's environment: ours, as a drain child, without our API key.
+
+    ``REFLECT_DRAIN_CHILD=1`` is the child guard (ARCHITECTURE §2.2): an agent the command
+    might start to decide does not capture its own session back into the queue.
+
+    Args:
+        environ: The environment to start from; ``None`` means ``os.environ``.
+
+    Returns:
+        A new mapping.
+    """
+    env = {k: v for k, v in (os.environ if environ is None else environ).items()}
+    for name in _WITHHELD:
+        env.pop(name, None)
+    env["REFLECT_DRAIN_CHILD"] = "1"
+    return env
+
+
 def check(command: str, payload: dict[str, str], *, timeout_sec: float = 5.0) -> Verdict:
     """Run the boundary command on one session and read its verdict, failing closed.
 
@@ -96,6 +119,7 @@ def check(command: str, payload: dict[str, str], *, timeout_sec: float = 5.0) ->
     try:
         proc = subprocess.Popen(
             argv,
+            env=command_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

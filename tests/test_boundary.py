@@ -67,7 +67,10 @@ def test_restricted_session_ends_skip_restricted_and_writes_nothing(env, tmp_pat
     if case == "restricts":
         cmd = str(
             _script(
-                tmp_path / "b", f"open({str(seen)!r}, 'w').write(sys.stdin.read())\nsys.exit(1)"
+                tmp_path / "b",
+                f"open({str(seen)!r}, 'w').write(sys.stdin.read())\n"
+                f"open({str(seen)!r} + '.env', 'w').write(json.dumps(dict(os.environ)))\n"
+                "sys.exit(1)",
             )
         )
     elif case == "missing":
@@ -81,7 +84,11 @@ def test_restricted_session_ends_skip_restricted_and_writes_nothing(env, tmp_pat
             "time.sleep(60)"
         )
         cmd = str(_script(tmp_path / "b", body))
-    env.update(REFLECT_BOUNDARY_CMD=cmd, REFLECT_BOUNDARY_TIMEOUT_SEC="1")
+    env.update(
+        REFLECT_BOUNDARY_CMD=cmd,
+        REFLECT_BOUNDARY_TIMEOUT_SEC="1",
+        REFLECT_OPENAI_API_KEY="sk-test-not-for-the-boundary",
+    )
     job = _run_one(env, t)
     _assert_nothing_written(env, job)
     if case == "restricts":
@@ -91,6 +98,9 @@ def test_restricted_session_ends_skip_restricted_and_writes_nothing(env, tmp_pat
             "transcript_path": str(t),
             "cwd": str(tmp_path),
         }
+        child_env = json.loads(Path(f"{seen}.env").read_text())
+        assert child_env["REFLECT_DRAIN_CHILD"] == "1", "the child guard is set"
+        assert "REFLECT_OPENAI_API_KEY" not in child_env, "our API key is withheld"
     if case == "hangs":
         pid = int(child_pid.read_text())
         try:
