@@ -8,7 +8,9 @@ repeated with distinct ids, half of them scoped to one of six repositories — a
 ``reflect-jobs-hook claude`` is run on a SessionStart payload whose ``cwd`` is inside one of
 those repositories (so the repository section and the global section are both queried, and
 the git root and origin are found by reading ``.git``), and on a UserPromptSubmit payload with
-``REFLECT_RECALL_ON_PROMPT=1``. Runs are interleaved with ``python -c pass`` of the same venv
+``REFLECT_RECALL_ON_PROMPT=1``. At 5,000 notes the repository then gets ``--items`` open
+reflection items (default 200; their index already refreshed, as after any ``reflections``
+command) and SessionStart is timed again, the block now listing them. Runs are interleaved with ``python -c pass`` of the same venv
 so a load change on the shared machine hits all alike: compare the ratios. The bound is a
 median of at most 3x the bare interpreter at 5,000 notes.
 """
@@ -72,6 +74,7 @@ def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=25)
+    ap.add_argument("--items", type=int, default=200)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "r1"
@@ -115,6 +118,32 @@ def main() -> None:
                 f"({med['start'] / med['bare']:.2f}x, {chars} chars)  "
                 f"UserPromptSubmit {med['prompt']:.1f} ({med['prompt'] / med['bare']:.2f}x)"
             )
+        add_items(repo, env, args.items)
+        out = subprocess.run(hook, input=start.encode(), env=env, capture_output=True, check=True)
+        ctx = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+        times = {"bare": [], "start": []}
+        for _ in range(args.runs):
+            times["bare"].append(timed(bare, b"", env))
+            times["start"].append(timed(hook, start.encode(), env))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(
+            f"5000 notes + {args.items} open items: bare {med['bare']:.1f}  SessionStart "
+            f"{med['start']:.1f} ({med['start'] / med['bare']:.2f}x, {len(ctx)} chars, "
+            f"{ctx.count(chr(10) + '- #')} items shown)"
+        )
+
+
+def add_items(repo: Path, env: dict[str, str], n: int) -> None:
+    """``n`` open items in the repository's memory home, written through the store."""
+    from reflect_jobs.reflections.store import open_store
+
+    st = open_store(str(repo), repo, env)
+    try:
+        kinds = ("action", "question", "handoff")
+        for i in range(n):
+            st.add(kinds[i % 3], f"Open item {i}: finish the part of the port it names")
+    finally:
+        st.close()
 
 
 if __name__ == "__main__":

@@ -155,6 +155,11 @@ class Settings:
     db_url: str
     queue_url: str
     disabled: bool = False
+    #: ``REFLECT_BOUNDARY_CMD``: the data-boundary command asked before prepare reads a
+    #: transcript (``boundary.py``, ARCHITECTURE §2.2); empty = no boundary.
+    boundary_cmd: str = ""
+    #: ``REFLECT_BOUNDARY_TIMEOUT_SEC``: after this long the command counts as restricted.
+    boundary_timeout_sec: int = 5
     #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads the
     #: variable itself (stdlib path); this field is for ``doctor``/``install`` and validation.
     recall_on_prompt: bool = False
@@ -339,6 +344,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         db_url=db_url,
         queue_url=qurl,
         disabled=_bool(env, "REFLECT_DISABLED", False),
+        boundary_cmd=_env("REFLECT_BOUNDARY_CMD", env) or "",
+        boundary_timeout_sec=_int(env, "REFLECT_BOUNDARY_TIMEOUT_SEC", 5, minimum=1),
         recall_on_prompt=_bool(env, "REFLECT_RECALL_ON_PROMPT", False),
         daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
         run_max=_int(env, "REFLECT_DRAIN_MAX", 3),

@@ -106,7 +106,7 @@ def test_page_shows_counts_chart_stuck_job_and_escaped_notes(dash):
     assert HOSTILE_TITLE not in page and "<img src=x" not in page and "<b>bold" not in page
     assert "&lt;script&gt;alert(&#x27;title&#x27;)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(&#x27;body&#x27;)&gt; &amp; more" in page
-    assert "The Reflection Store is not available yet" in page
+    assert "No open items." in page
     assert "1 job(s) poisoned in the last 24 h" in page, "status's warnings are shown"
     assert client.get("/fragment").text.startswith('<section id="counts">')
     assert client.get("/static/page.js").headers["content-type"].startswith("text/javascript")
@@ -172,7 +172,7 @@ def test_search_is_lexical_by_default_and_rejects_unknown_modes(dash):
     body = client.get("/api/search", params={"q": "anything"}).json()
     assert body["hits"] == [] and body["error"] is None
     assert client.get("/api/search", params={"q": "x", "mode": "global"}).status_code == 400
-    assert client.get("/api/open-items").json() == {"available": False, "repositories": []}
+    assert client.get("/api/open-items").json() == {"available": True, "repositories": []}
 
 
 def test_the_cli_and_status_never_import_the_web_stack():

@@ -59,7 +59,9 @@ def test_the_four_tools_answer_with_ids_paths_and_markers_within_bounds(env, tmp
             timeout=90,
         )
     )
-    assert names == ["context", "get", "recent", "search"]
+    assert names == [
+        "add_item", "close_item", "context", "get", "list_items", "recent", "search"
+    ]  # fmt: skip
     for text in (found, got, recent, ctx, bad, huge):
         assert text.startswith(block.OPEN) and text.rstrip().endswith(block.CLOSE)
         assert len(text) <= tools.MAX_RESULT_CHARS

@@ -123,6 +123,30 @@ def queue_line(queue: dict[str, Any]) -> str:
     return ", ".join(parts) or "empty"
 
 
+def open_items_part(cwd: str) -> str:
+    """The ``status --line`` part counting the current repository's open reflection items.
+
+    Read as the session-start hook reads them (``recall/items.py``: the reflection index,
+    refreshed only when the logs changed), so a shell prompt calling this often stays cheap.
+
+    Args:
+        cwd: The current directory.
+
+    Returns:
+        ``" open:N"`` (N = open, not stale) inside a git repository; ``""`` outside one, or
+        when the count cannot be read (a status line never fails for it).
+    """
+    from ..recall import items, repokey
+
+    if repokey.git_root(cwd) is None:
+        return ""
+    try:
+        _, _, total = items.open_items(cwd)
+    except Exception:  # noqa: BLE001 - a bad mapping file or locked index: no count shown
+        return ""
+    return f" open:{total}"
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--line", is_flag=True, help="One line, for shell prompts and status lines.")
@@ -148,7 +172,8 @@ def status(as_json: bool, line: bool) -> None:
         waiting = data["queue"]["captures"]
         parts += [f"captures:{waiting}"] if waiting else []
         click.echo(
-            f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}{flag}{warn}"
+            f"reflect {' '.join(parts) or 'idle'} budget {b['used']}/{b['limit']}"
+            f"{open_items_part(os.getcwd())}{flag}{warn}"
         )
         return
     click.echo(

@@ -193,21 +193,62 @@ def search_notes(settings: Settings, query: str, *, mode: str = "lexical") -> di
     return {"hits": result.hits, "warnings": result.warnings, "error": None}
 
 
-def open_items_by_repository(settings: Settings) -> dict[str, Any]:
-    """The Reflection Store's open items per repository — a hook until that store exists.
+def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str, Any]:
+    """The Reflection Store's open items per repository this machine knows (ARCHITECTURE §14).
 
-    The Reflection Store is being built separately; until it lands this reports that it is
-    unavailable, and the page renders an empty state instead of made-up rows.
+    A repository is known when its logs sit in a default memory home
+    (``$GLOBAL_LEARNINGS_PATH/repos/<key>/reflections``) or this machine's reflection index
+    has read them before (a mapped home). Each is refreshed from its logs first (cheap when
+    unchanged), so the page never shows an item another machine closed and synced.
 
     Args:
-        settings: The settings (unused until the store exists).
+        settings: The settings (the KB root, ``$REFLECT_HOME`` for the index).
+        shown: How many of each repository's open items to list (handoffs first, newest).
 
     Returns:
-        ``available`` (``False`` for now) and ``repositories`` (empty for now; then one
-        ``{"repository", "open"}`` per repository).
+        ``{"available": True, "repositories": [{"repository", "open", "items": [{"id",
+        "kind", "title"}]}]}``, repositories with open items only, most open first;
+        ``available`` is False (and the list empty) when the index cannot be read.
     """
-    del settings
-    return {"available": False, "repositories": []}
+    import sqlite3
+
+    from ..reflections.fold import now_utc, stale_cutoffs
+    from ..reflections.home import Repo, is_repo_key
+    from ..reflections.index import ReflectionIndex, index_path
+    from ..reflections.store import Store
+
+    cutoffs = stale_cutoffs(now_utc())
+    out: list[dict[str, Any]] = []
+    try:
+        index = ReflectionIndex(index_path(settings.home))
+    except (OSError, sqlite3.Error):
+        return {"available": False, "repositories": []}
+    try:
+        known = index.log_dirs()
+        repos_dir = settings.kb_path / "repos"
+        if repos_dir.is_dir():
+            for d in sorted(repos_dir.iterdir()):
+                if (d / "reflections").is_dir() and is_repo_key(d.name):
+                    known.setdefault(d.name, d / "reflections")
+        for key, log_dir in sorted(known.items()):
+            Store(Repo(key, None, log_dir.parent), "dashboard", index).refresh()
+            items, total = index.fresh_open(key, cutoffs, shown)
+            if total:
+                out.append(
+                    {
+                        "repository": key,
+                        "open": total,
+                        "items": [
+                            {"id": i.id, "kind": i.kind, "title": i.title} for i in items[:shown]
+                        ],
+                    }
+                )
+    except (OSError, sqlite3.Error):
+        return {"available": False, "repositories": []}
+    finally:
+        index.close()
+    out.sort(key=lambda r: (-r["open"], r["repository"]))
+    return {"available": True, "repositories": out}
 
 
 def overview(settings: Settings) -> dict[str, Any]:

@@ -127,9 +127,15 @@ def _open_items(open_items: dict[str, Any]) -> str:
         body = '<p class="empty">No open items.</p>'
     else:
         body = (
-            "<table><tbody>"
+            "<table><thead><tr><th>repository</th><th>open</th><th>newest (handoffs first)</th>"
+            "</tr></thead><tbody>"
             + "".join(
-                f"<tr><td>{_e(r['repository'])}</td><td>{int(r['open'])}</td></tr>"
+                f"<tr><td>{_e(r['repository'])}</td><td>{int(r['open'])}</td><td><ul>"
+                + "".join(
+                    f"<li><code>{_e(i['id'])}</code> {_e(i['kind'])}: {_e(i['title'])}</li>"
+                    for i in r.get("items", [])
+                )
+                + "</ul></td></tr>"
                 for r in open_items["repositories"]
             )
             + "</tbody></table>"

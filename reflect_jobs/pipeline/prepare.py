@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reflect_jobs import kb
+from reflect_jobs import boundary, kb
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.faults import failpoint
@@ -87,6 +87,30 @@ def _cascade(
     return prepared, planned
 
 
+def restricted(rt: Runtime, harness: str, session_id: str, path: str) -> str | None:
+    """Ask the data-boundary command (``REFLECT_BOUNDARY_CMD``) about a session, unread.
+
+    Args:
+        rt: The runtime (for the command and its timeout).
+        harness: The job's harness.
+        session_id: The job's session id.
+        path: The transcript path (passed, never opened here).
+
+    Returns:
+        None when no boundary is configured or the command allowed the session; else the
+        restricted verdict's reason (a missing, failing or slow command restricts).
+    """
+    command = rt.settings.boundary_cmd
+    if not command:
+        return None
+    verdict = boundary.check(
+        command,
+        boundary.request(harness, session_id, path),
+        timeout_sec=rt.settings.boundary_timeout_sec,
+    )
+    return None if verdict.allowed else verdict.reason
+
+
 def run_prepare(rt: Runtime, job_id: str) -> None:
     """The $0 cascade: skip, or write the slice and queue the paid write.
 
@@ -110,8 +134,8 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     with session_scope(rt.db) as session:
         job = session.get(Job, job_id)
         assert job is not None
-        path, harness = job.transcript_path, job.harness
-        base = watermarks.current(session, harness, job.session_id, path)
+        path, harness, session_id = job.transcript_path, job.harness, job.session_id
+        base = watermarks.current(session, harness, session_id, path)
         prev = session.get(Transcript, transcript_key(path))
         unchanged = (
             prev is not None
@@ -129,6 +153,9 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         outcome, detail = "stale", f"transcript no longer exists: {path}"
     elif unchanged:
         outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
+    elif (why := restricted(rt, harness, session_id, path)) is not None:
+        # The data boundary (ARCHITECTURE §2.2): decided before one byte of it is read.
+        outcome, detail = boundary.RESTRICTED_OUTCOME, f"boundary command: {why}"
     else:
         try:
             prepared, planned = _cascade(rt, path, harness, base)
@@ -203,8 +230,12 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
         job = session.get(Job, job_id)
         if job is None or job.stage != "prepare":
             return
-        path, harness = job.transcript_path, job.harness
-        base = watermarks.current(session, harness, job.session_id, path)
+        path, harness, session_id = job.transcript_path, job.harness, job.session_id
+        base = watermarks.current(session, harness, session_id, path)
+    why = restricted(rt, harness, session_id, path)
+    if why is not None:
+        log.info("dry run: prepare", job_id=job_id, action="skip", reason="restricted")
+        return
     try:
         prepared, _ = _cascade(rt, path, harness, base)
         log.info(

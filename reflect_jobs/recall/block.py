@@ -24,6 +24,8 @@ DEFAULT_MAX_CHARS = 6000
 MAX_ITEM_CHARS = 360
 REPO_ITEMS = 10
 GLOBAL_ITEMS = 6
+#: The share of the block (after its fixed lines) the open reflection items may take at most.
+ITEMS_SHARE = 1 / 3
 RECENCY_DAYS = 90.0
 FORMATS = ("text", "claude", "codex", "copilot")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
@@ -99,6 +101,48 @@ def item_line(row: dict) -> str:
     return f"- [{ident}] {body}{seen}"
 
 
+def open_item_line(item: dict) -> str:
+    """One open reflection item as one line: ``- #id [kind] title — body excerpt``.
+
+    Args:
+        item: ``{"id", "kind", "title", "body"}`` (:func:`reflect_jobs.recall.items.open_items`).
+
+    Returns:
+        The line, inert (an item's title is as hostile as a note's), at most about
+        :data:`MAX_ITEM_CHARS` characters.
+    """
+    ident = inert(item.get("id"), 40)
+    kind = inert(item.get("kind"), 20)
+    title = inert(item.get("title"), 200)
+    body = inert(item.get("body"), max(MAX_ITEM_CHARS - len(title) - len(ident) - 16, 0))
+    return f"- {ident} [{kind}] {title}" + (f" — {body}" if body else "")
+
+
+def _items_section(items: list[dict], total: int, budget: int) -> tuple[list[str], int]:
+    """The open-items lines that fit ``budget`` characters, with their cost."""
+    if not items:
+        return [], 0
+    title = "## Open items in this repository (close with evidence: `reflections done ID --note …`)"
+    lines = [title]
+    cost = len(title) + 1
+    shown = 0
+    for item in items:
+        line = open_item_line(item)
+        if cost + len(line) + 1 > budget:
+            continue
+        lines.append(line)
+        cost += len(line) + 1
+        shown += 1
+    if not shown:
+        return [], 0
+    if total > shown:
+        more = f"… and {total - shown} more open: `reflections list`"
+        if cost + len(more) + 1 <= budget:
+            lines.append(more)
+            cost += len(more) + 1
+    return lines, cost
+
+
 def render(
     repo_key: str | None,
     repo: list[dict],
@@ -106,11 +150,17 @@ def render(
     *,
     max_chars: int = DEFAULT_MAX_CHARS,
     heading: str = "Learnings from your earlier sessions (reflect-jobs)",
+    items: list[dict] | None = None,
+    items_total: int | None = None,
 ) -> str:
     """The whole block within ``max_chars``, or ``""`` when there is nothing to tell.
 
-    Repository learnings come first (they are the ones no general rule covers), then the
-    global ones; an item that does not fit is skipped and a shorter later one may still fit.
+    The repository's open reflection items come first (handoffs first, newest first, each
+    with its ``#id``), within at most :data:`ITEMS_SHARE` of the budget after the fixed
+    lines, so a long to-do list cannot crowd out every learning; whatever they leave unused
+    goes to the learnings, and with no learnings to tell the items may use all of it.
+    Then repository learnings (the ones no general rule covers), then the global ones; an
+    entry that does not fit is skipped and a shorter later one may still fit.
 
     Args:
         repo_key: The repository's key, named in its section heading; ``None`` for none.
@@ -118,6 +168,8 @@ def render(
         general: Ranked rows of the global learnings.
         max_chars: The budget for the whole block, markers included.
         heading: The first line inside the block.
+        items: The repository's open items in context order (``None`` or empty: none).
+        items_total: How many items are open in all (default ``len(items)``).
 
     Returns:
         The block (marker lines included, newline-terminated) or ``""``.
@@ -130,8 +182,15 @@ def render(
     ]
     tail = [CLOSE]
     used = sum(len(x) + 1 for x in head + tail)
-    lines: list[str] = []
-    told = 0
+    items = items or []
+    item_lines, item_cost = _items_section(
+        items,
+        len(items) if items_total is None else items_total,
+        int(max(max_chars - used, 0) * (ITEMS_SHARE if repo or general else 1.0)),
+    )
+    lines: list[str] = list(item_lines)
+    used += item_cost
+    told = len(item_lines)
     for title, rows, cap in (
         (f"## This repository ({inert(repo_key, 200)})" if repo_key else "", repo, REPO_ITEMS),
         ("## General", general, GLOBAL_ITEMS),

@@ -71,15 +71,47 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     from . import block, repokey, store
 
     ref = repokey.repo_for(cwd if isinstance(cwd, str) else None)
+    open_now, open_total = _open_items(cwd, kb_root)
     conn = store.open_for_read(store.store_path(kb_root or store.kb_root_str()))
-    if conn is None:
-        return ""
+    repo: list[dict] = []
+    general: list[dict] = []
+    if conn is not None:
+        try:
+            repo = block.ranked(store.repo_rows(conn, ref.key)) if ref else []
+            general = block.ranked(store.global_rows(conn))
+        finally:
+            conn.close()
+    return block.render(
+        ref.key if ref else None,
+        repo,
+        general,
+        max_chars=max_chars,
+        items=open_now,
+        items_total=open_total,
+    )
+
+
+def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
+    """The repository's open reflection items for the block; a failure there only logs.
+
+    The items are a second source beside the context store: a bad memory-home mapping or a
+    locked reflection index must not cost the session its learnings, so the problem goes to
+    ``hook-errors.log`` and the block is built without items. The default memory homes live
+    under the same KB root as the learnings (``kb_root``, when given).
+    """
+    from . import items
+
+    env = dict(os.environ)
+    if kb_root:
+        env["GLOBAL_LEARNINGS_PATH"] = str(kb_root)
     try:
-        repo = block.ranked(store.repo_rows(conn, ref.key)) if ref else []
-        general = block.ranked(store.global_rows(conn))
-    finally:
-        conn.close()
-    return block.render(ref.key if ref else None, repo, general, max_chars=max_chars)
+        _, found, total = items.open_items(cwd, env)
+    except Exception as exc:  # noqa: BLE001 - logged; the learnings are still told
+        from reflect_jobs.hook import log_error
+
+        log_error(f"open items: {type(exc).__name__}: {exc}")
+        return [], 0
+    return found, total
 
 
 def prompt_context(

@@ -1,7 +1,9 @@
 """``reflect-jobs mcp``: the knowledge base as an MCP server on stdio (ARCHITECTURE §13).
 
 Tools ``search`` (query, k, mode, repo), ``get`` (a note's full text by id), ``recent``
-(newest learnings for a repository) and ``context`` (what ``reflect-jobs context`` prints).
+(newest learnings for a repository) and ``context`` (what ``reflect-jobs context`` prints);
+over the reflection store (ARCHITECTURE §14) ``list_items``, ``add_item`` and ``close_item``
+(:mod:`.item_tools`).
 The answers are :mod:`.tools`' plain functions; this module only registers them with the
 official ``mcp`` SDK (``pip install 'reflect-jobs[mcp]'``), which speaks JSON-RPC on the
 process's stdin/stdout. Nothing listens on a socket.
@@ -13,13 +15,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import tools
+from . import item_tools, tools
 
 SERVER_NAME = "reflect-jobs"
 
 
 def build_server(kb_path: Path, *, vectors: bool, embed_model: str | None) -> Any:
-    """The MCP server object with our four tools registered.
+    """The MCP server object with our seven tools registered.
 
     Args:
         kb_path: The KB root.
@@ -72,9 +74,28 @@ def build_server(kb_path: Path, *, vectors: bool, embed_model: str | None) -> An
 
     @server.tool()
     def context(cwd: str | None = None, max_chars: int = 6000) -> str:
-        """What a new session in cwd is told: the repository's strongest and the top global
-        learnings."""
+        """What a new session in cwd is told: the repository's open reflection items, its
+        strongest and the top global learnings."""
         return _safe(tools.context_tool, kb_path, cwd or os.getcwd(), max_chars=max_chars)
+
+    @server.tool()
+    def list_items(repo: str | None = None, status: str = "open", k: int = 20) -> str:
+        """The repository's reflection items (open actions, questions, handoffs…), newest
+        first, with their #ids; repo is a directory or repo key (default: this directory);
+        status open|stale|done|dropped|note|all."""
+        return _safe(item_tools.list_items_tool, repo, status=status, k=k)
+
+    @server.tool()
+    def add_item(kind: str, title: str, body: str | None = None, repo: str | None = None) -> str:
+        """Add an item to the repository's reflection store and get its #id: kind is
+        action|question|handoff (open until closed) or learning|decision|gotcha|idea|note."""
+        return _safe(item_tools.add_item_tool, kind, title, body, repo=repo)
+
+    @server.tool()
+    def close_item(id: str, note: str, status: str = "done", repo: str | None = None) -> str:  # noqa: A002
+        """Close an item as done or dropped; note (the evidence: a commit, a file, the
+        answer) is required."""
+        return _safe(item_tools.close_item_tool, id, note, status=status, repo=repo)
 
     return server
 

@@ -20,7 +20,6 @@ import configparser
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from reflect_jobs.envpaths import home_dir_str
@@ -46,13 +45,44 @@ class HomeError(ValueError):
     """The repository or its memory home cannot be determined; the text says why."""
 
 
-@dataclass(frozen=True)
 class Repo:
-    """A resolved repository: its key, its root (``None`` when given by key) and memory home."""
+    """A resolved repository: its key, its root (``None`` when given by key) and memory home.
 
+    A plain immutable class, not a dataclass: the SessionStart hook imports this module to
+    find the open items (``recall/items.py``), and ``dataclasses`` alone (``inspect``,
+    ``ast``…) would cost it more than everything else it does.
+    """
+
+    __slots__ = ("home", "key", "root")
     key: str
     root: Path | None
     home: Path
+
+    def __init__(self, key: str, root: Path | None, home: Path) -> None:
+        """Hold the three values.
+
+        Args:
+            key: The repo key.
+            root: The repository root, or ``None`` when it was named by key.
+            home: The memory home.
+        """
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "home", home)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Repo is immutable; cannot set {name}")
+
+    def __repr__(self) -> str:
+        return f"Repo(key={self.key!r}, root={self.root!r}, home={self.home!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Repo):
+            return NotImplemented
+        return (self.key, self.root, self.home) == (other.key, other.root, other.home)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.root, self.home))
 
     @property
     def log_dir(self) -> Path:
