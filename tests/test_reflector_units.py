@@ -133,25 +133,29 @@ def store(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_apply_changes_only_offered_items_and_a_retry_appends_nothing(store):
     login, _ = store.add("action", "Fix the flaky login test")
     other, _ = store.add("action", "Write the release notes")
+    edited, _ = store.add("question", "Which Python does CI run")
     plan = {
         "update": [
             {"id": login.id, "status": "done", "note": "passes now"},
             {"id": other.id, "status": "done", "note": "not offered"},
             {"id": "#ffffff", "status": "done", "note": "unknown"},
+            {"id": edited.id, "title": "Which Python does CI run (3.11?)"},  # an edit
         ],
         "new": [{"kind": "action", "title": "Add a deploy retry", "body": ""}],
         "summary": "first",
     }
-    kw = dict(offered=[login.uid], session="s1", job_id="j1")
+    kw = dict(offered=[login.uid, edited.uid], session="s1", job_id="j1")
     first = apply(store, plan, **kw)
-    assert (first.updated, first.ignored, first.added, first.summary) == (1, 2, 1, "added")
+    assert (first.updated, first.ignored, first.added, first.summary) == (2, 2, 1, "added")
     lines = store.log.read_text().splitlines()
     again = apply(store, plan, **kw)
     assert store.log.read_text().splitlines() == lines  # the retry wrote nothing
-    assert again.ignored == 2 and again.added == 1
+    assert again.ignored == 2 and again.added == 1 and again.updated == 1  # the edit, again
+    assert again.unchanged == 1  # the login item is already done
     by_title = {i.title: i for i in store.items("all")}
     assert by_title["Fix the flaky login test"].base == "done"
     assert by_title["Write the release notes"].base == "open"
+    assert "Which Python does CI run (3.11?)" in by_title
     assert by_title["Add a deploy retry"].session == "s1"
     assert by_title["Add a deploy retry"].by == "reflector"
     second = apply(store, {"summary": "second"}, offered=[], session="s1", job_id="j2")
