@@ -57,7 +57,8 @@ def test_the_block_is_bounded_redacted_json_and_lists_only_what_fit():
     assert token not in block and 0 < len(shown) < 30
     listing = json.loads(block.split("Items:\n", 1)[1])
     assert [e["id"] for e in listing] == [i.id for i in shown]
-    assert render_block([], None, NOW) == ("", [])
+    empty, none = render_block([], None, NOW)  # still offered: the call may add the first
+    assert none == [] and empty.endswith("Items:\n[]\n") and "Previous summary:" not in empty
     prev = item("7777", "Summary", kind="summary", base="note")
     prev.body = "we did a thing"
     block, shown = render_block([], prev, NOW)
@@ -164,6 +165,7 @@ def test_apply_changes_only_offered_items_and_a_retry_appends_nothing(store):
 
 
 def test_offer_searches_the_store_with_a_compound_identifier_in_the_excerpt(store):
+    assert offer(store, "s1", "anything", NOW).block.endswith("Items:\n[]\n")  # empty store
     store.add("action", "Fix login_test.py flakiness")
     got = offer(store, "s1", "No, run login_test.py with -p no:cacheprovider first.", NOW)
     assert [i.title for i in got.items] == ["Fix login_test.py flakiness"]

@@ -145,8 +145,9 @@ def render_block(
         budget: At most this many characters of listing (the first item always fits).
 
     Returns:
-        ``ITEMS_MARKER``, the contract and a JSON listing (``""`` when there is nothing
-        to offer), and the items actually listed: only those count as offered.
+        ``ITEMS_MARKER``, the contract and a JSON listing (``[]`` when the store holds
+        nothing to offer: the call may still add items and the first summary), and the
+        items actually listed: only those count as offered.
     """
     listed: list[dict[str, str]] = []
     shown: list[Item] = []
@@ -159,8 +160,6 @@ def render_block(
         listed.append(entry)
         shown.append(item)
         used += size
-    if not listed and summary is None:
-        return "", []
     text = ITEMS_MARKER + _CONTRACT
     if summary is not None:
         prev = " ".join(redact_text(summary.body or summary.title).split())[: _BODY_CHARS * 4]

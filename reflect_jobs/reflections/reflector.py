@@ -159,7 +159,8 @@ def offer(store: Store, session: str | None, excerpt: str, now: datetime | None 
         now: The reading time.
 
     Returns:
-        The :class:`Offer` (empty when the store holds nothing to offer).
+        The :class:`Offer`; its block is there even when no item is listed, so the call
+        may add the first items and the session's first summary.
     """
     when = now or now_utc()
     everything = store.items("all", now=when)
