@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from reflect_jobs import kb
@@ -94,7 +95,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
         return
     try:
         applied = _reflect(plan.get("items"), repo, stats, session_id, job_id)
-    except OSError as exc:  # the store's log could not be written: retry like a note
+    except (OSError, sqlite3.Error) as exc:  # the log or its index: retry like a note
         _add_failed(rt, job_id, worker, exc)
         return
 
@@ -197,6 +198,7 @@ def _reflect(
 
     Raises:
         OSError: A log could not be written.
+        sqlite3.Error: The store's index could not be read (e.g. locked too long).
     """
     if not isinstance(items, dict) or not (
         items.get("update") or items.get("new") or items.get("summary")
