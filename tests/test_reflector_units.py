@@ -170,3 +170,11 @@ def test_offer_searches_the_store_with_a_compound_identifier_in_the_excerpt(stor
     got = offer(store, "s1", "No, run login_test.py with -p no:cacheprovider first.", NOW)
     assert [i.title for i in got.items] == ["Fix login_test.py flakiness"]
     assert got.uids == [got.items[0].uid] and got.items[0].id in got.block
+
+
+def test_the_heuristic_writer_does_not_extract_from_the_offered_items():
+    from reflect_jobs.writer.heuristic import heuristic_actions
+
+    block, _ = render_block([item("aaaa", "Fix it. No, never use var in this repo.")], None, NOW)
+    assert heuristic_actions("Opened a.py.\n" + block) == []
+    assert heuristic_actions("No, never use var in this repo.\n" + block)  # the slice still is
