@@ -91,11 +91,13 @@ def identifiers(text: str) -> list[str]:
     return list(out)
 
 
-def build_match(query: str) -> str | None:
+def build_match(query: str, *, idents: bool = True) -> str | None:
     """FTS5 MATCH expression for free text, or None if it has nothing searchable.
 
     Args:
         query: The user's text; NULs and lone surrogates are cleaned first.
+        idents: Add the ``idents`` column phrases; ``False`` for a table without that
+            column (the reflection index), where naming it is an SQL error.
 
     Returns:
         An ``OR`` of quoted phrases: the whole query (when it has several terms), each
@@ -109,7 +111,8 @@ def build_match(query: str) -> str | None:
     phrases = [_phrase(t[:MAX_PHRASE_CHARS]) for t in dict.fromkeys(terms)]
     if len(terms) > 1:
         phrases.insert(0, _phrase(" ".join(terms)[:MAX_PHRASE_CHARS]))
-    phrases += [f"idents : {_phrase(i)}" for i in identifiers(" ".join(terms))[:MAX_TERMS]]
+    if idents:
+        phrases += [f"idents : {_phrase(i)}" for i in identifiers(" ".join(terms))[:MAX_TERMS]]
     return " OR ".join(phrases)
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from reflect_jobs import kb
@@ -25,9 +26,11 @@ from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import utcnow
 from reflect_jobs.lifecycle import normalise_learning_type
 from reflect_jobs.recall.scope import transcript_repo
+from reflect_jobs.reflections import reflector
+from reflect_jobs.reflections.home import HomeError
 
 from . import note_edits
-from .runtime import Runtime, backoff, finish, log_transition, owned
+from .runtime import Runtime, backoff, finish, log, log_transition, owned
 
 
 def run_add(rt: Runtime, job_id: str) -> None:
@@ -88,6 +91,11 @@ def run_add(rt: Runtime, job_id: str) -> None:
                 )
             )
     except (OSError, kb.NoteError) as exc:
+        _add_failed(rt, job_id, worker, exc)
+        return
+    try:
+        applied = _reflect(plan.get("items"), repo, stats, session_id, job_id)
+    except (OSError, sqlite3.Error) as exc:  # the log or its index: retry like a note
         _add_failed(rt, job_id, worker, exc)
         return
 
@@ -158,6 +166,8 @@ def run_add(rt: Runtime, job_id: str) -> None:
         summary = f"created={created} updated={updated} deleted={deleted}"
         if proposed:
             summary += f" retire_proposals={proposed} (daily retire cap {s.max_retire_per_day})"
+        if applied:
+            summary += " " + applied
         notes = plan.get("notes") or []
         if notes:
             summary += " notes: " + "; ".join(str(n) for n in notes)[:800]
@@ -171,6 +181,42 @@ def run_add(rt: Runtime, job_id: str) -> None:
         note_edits.apply(rt, job_id, edits)
     if notes_touched and not s.skip_reindex:
         rt.dispatcher.kb_changed()
+
+
+def _reflect(
+    items: Any, repo: Any, stats: dict[str, Any], session_id: str | None, job_id: str
+) -> str:
+    """Apply the reflector's part of the answer to the repository's Reflection Store.
+
+    Runs before the ledger commit: every event id is derived from the job, so a crash
+    anywhere is healed by the ordinary add retry (nothing is appended twice), and the
+    counts land in the job's done event detail in the same commit.
+
+    Returns:
+        The counts (``items: updated=… ignored=…``), or ``""`` when the answer had no
+        items part or the job's repository has no store.
+
+    Raises:
+        OSError: A log could not be written.
+        sqlite3.Error: The store's index could not be read (e.g. locked too long).
+    """
+    if not isinstance(items, dict) or not (
+        items.get("update") or items.get("new") or items.get("summary")
+    ):
+        return ""
+    try:
+        store = reflector.job_store(repo)
+    except HomeError as exc:
+        log.warning("reflection store unavailable", job_id=job_id, error=str(exc))
+        return f"items: not applied ({exc})"[:300]
+    if store is None:
+        return "items: not applied (the transcript's repository is unknown)"
+    try:
+        offered = [u for u in stats.get("items_offered") or [] if isinstance(u, str)]
+        done = reflector.apply(store, items, offered=offered, session=session_id, job_id=job_id)
+    finally:
+        store.close()
+    return done.detail()
 
 
 def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:

@@ -25,6 +25,8 @@ from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, Transcript, transcript_key
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.recall.scope import transcript_repo
+from reflect_jobs.reflections.candidates import Offer
+from reflect_jobs.reflections.reflector import offer_for_job
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 
 from .runtime import Runtime, finish, log, log_transition, owned
@@ -169,11 +171,17 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 detail += f"; {prepared.detail}"
 
     slice_path: Path | None = None
+    repo = transcript_repo(path) if prepared is not None else None
+    offered = Offer()
     if outcome is None and prepared is not None:
+        # The reflection items the one paid call may close or add to ($0, ARCHITECTURE §14).
+        offered, why = offer_for_job(repo, session_id, prepared.slice_text)
+        if why:
+            log.warning("reflection store not offered", job_id=job_id, error=why)
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
         # Slices hold user dialogue: a private directory and file, written atomically.
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        kb.atomic_write(slice_path, prepared.slice_text, mode=0o600)
+        kb.atomic_write(slice_path, prepared.slice_text + offered.block, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -194,7 +202,9 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 # read back by the add stage, which advances the session's watermark
                 "watermark": planned,
                 # The repository its learnings are scoped to (ARCHITECTURE §13).
-                "repo": transcript_repo(path),
+                "repo": repo,
+                # The add stage changes only these items (the ids the prompt offered).
+                "items_offered": offered.uids,
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:

@@ -24,9 +24,16 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, utcnow
 from reflect_jobs.limits import Deferral
-from reflect_jobs.writer.actions import ActionPlan, UnparseableOutput, parse_actions, plan_actions
+from reflect_jobs.writer.actions import (
+    ActionPlan,
+    UnparseableOutput,
+    parse_actions,
+    plan_actions,
+    strip_fence,
+)
 from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.backends import make_backend
+from reflect_jobs.writer.items import answer_object, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
     AttemptOutcome,
@@ -317,6 +324,7 @@ def decide(
     if outcome.disposition == "ok" and ticket.ctx.expect_actions:
         try:
             plan = plan_actions(parse_actions(result.text), allowed_ids=set(ticket.related))
+            plan.items = plan_items(answer_object(_unfenced(result.text)))
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
     if result.backend == "heuristic" and outcome.entries:
@@ -421,7 +429,8 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
         plan: The safe plan, or None for the agentic writer (which edits the KB itself).
 
     Returns:
-        ``{"creates", "updates", "deletes", "notes"}``.
+        ``{"creates", "updates", "deletes", "notes"}``, plus ``"items"`` (the reflection
+        store's ``update``/``new``/``summary`` plan) when the answer was parsed.
     """
     if plan is None:
         return {
@@ -430,9 +439,17 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
             "deletes": [],
             "notes": ["agentic writer: no actions"],
         }
-    return {
+    out: dict[str, Any] = {
         "creates": plan.creates,
         "updates": plan.updates,
         "deletes": plan.deletes,
         "notes": plan.notes,
     }
+    if plan.items is not None:  # the reflector's part: applied by the add stage
+        out["items"] = plan.items
+    return out
+
+
+def _unfenced(text: Any) -> Any:
+    """The answer text without a markdown fence (as :func:`parse_actions` reads it)."""
+    return strip_fence(text.strip()) if isinstance(text, str) else text

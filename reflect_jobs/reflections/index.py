@@ -414,7 +414,7 @@ class ReflectionIndex:
         Returns:
             ``(item, score)`` pairs, score ``-bm25`` (higher is better).
         """
-        match = build_match(query)
+        match = build_match(query, idents=False)  # items_fts has no idents column
         if match is None or k <= 0:
             return []
         cols = ", ".join(f"i.{c.strip()}" for c in _COLUMNS.split(","))
@@ -441,6 +441,21 @@ class ReflectionIndex:
             (repo, len(prefix), prefix),
         )
         return [_row_item(r) for r in rows]
+
+    def has_event(self, repo: str, eid: str) -> bool:
+        """Whether any host log of ``repo`` already holds the event ``eid`` (as last refreshed).
+
+        Args:
+            repo: The repo key.
+            eid: The event id.
+
+        Returns:
+            True when an indexed line has that event id.
+        """
+        row = self._conn.execute(
+            "SELECT 1 FROM events WHERE repo = ? AND eid = ? LIMIT 1", (repo, eid)
+        ).fetchone()
+        return row is not None
 
     def by_title(self, repo: str, kind: str, title: str) -> Item | None:
         """The newest item of ``kind`` with ``title`` (case-insensitive) that is not closed.

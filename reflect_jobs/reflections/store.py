@@ -148,6 +148,45 @@ class Store:
         self.refresh()
         return self._uid_item(uid), existing is None
 
+    def record(
+        self,
+        op: str,
+        uid: str,
+        *,
+        eid: str,
+        by: str,
+        item: Item | None = None,
+        now: datetime | None = None,
+        **fields: str | None,
+    ) -> bool:
+        """Append one event with a caller-chosen id, unless a log already holds that id.
+
+        The reflector derives its event ids from the job, so a retried add stage writes
+        nothing twice (the index is refreshed first, so a line written before a crash is
+        seen). The caller refreshes after its batch.
+
+        Args:
+            op: One of the event ops.
+            uid: The item's uid.
+            eid: The event's 16-hex id.
+            by: Who writes it.
+            item: The item as read, so the event sorts after its last event.
+            now: The event time; ``None`` for now.
+            **fields: ``kind``, ``title``, ``body``, ``note``, ``session``.
+
+        Returns:
+            True when the event was appended, False when it was already there.
+
+        Raises:
+            EventError: The event breaks the schema (nothing is written).
+        """
+        if self._read(lambda: self.index.has_event(self.repo.key, eid)):
+            return False
+        event = make_event(op, uid, host=self.host, by=by, now=_after(item, now), **fields)
+        event["eid"] = eid
+        append_event(self.log, event)
+        return True
+
     def find(self, ident: str) -> Item:
         """The item an id on the command line names (``#a1b2`` or ``a1b2``, any unique prefix).
 

@@ -64,6 +64,8 @@ class ActionPlan:
     deletes: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped_over_cap: int = 0
+    #: The answer's reflection-store plan (``writer/items.py``), ``None`` when not parsed.
+    items: dict | None = None
 
     @property
     def empty(self) -> bool:
@@ -71,7 +73,15 @@ class ActionPlan:
         return not (self.creates or self.updates or self.deletes)
 
 
-def _strip_fence(text: str) -> str:
+def strip_fence(text: str) -> str:
+    """``text`` without a leading ````` ```json ````` / ````` ``` ````` and a trailing fence.
+
+    Args:
+        text: Stripped model output.
+
+    Returns:
+        The inside of the fence, stripped (the text itself when there is none).
+    """
     if text.startswith("```json"):
         text = text[len("```json") :]
     elif text.startswith("```"):
@@ -100,7 +110,7 @@ def parse_actions(text: Any) -> list:
     """
     if not isinstance(text, str):
         raise UnparseableOutput(f"model output is {type(text).__name__}, not text")
-    body = _strip_fence(text.strip())
+    body = strip_fence(text.strip())
     start, end = body.find("{"), body.rfind("}")
     if start < 0 or end <= start:
         raise UnparseableOutput("no JSON object in model output")

@@ -22,6 +22,7 @@ MAX_RULE_CHARS = 300
 _TRAILING_BLOCKS = (
     "## Related existing learnings (belief revision)",
     "## Consolidated observations",
+    "## Reflection items (candidates)",
 )
 _APOS = "['\u2019]"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (

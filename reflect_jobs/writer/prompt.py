@@ -64,6 +64,10 @@ Rules:
   call: read them only to understand the lines around them; do not extract them again.
 - Every learning field must be present; use "" or [] when unknown.
 - If nothing is durable, answer {"actions": []}.
+- The slice may also end with a section named "Reflection items (candidates)": open tasks,
+  questions and handoffs of this repository, each with an id. Then the same JSON object may
+  also carry "items" and "summary" exactly as that section describes; leave them out
+  otherwise. An item id that section does not list is ignored.
 """
 
 STATIC_PREFIX = f"{CHILD_MARKER}\n{INSTRUCTIONS}"
