@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 
-from ..sqlite_store import IndexDB, JsonTableView
+from ..json_table import JsonTableView
+from ..sqlite_store import IndexDB
 
 
 class DocManifest(JsonTableView):

@@ -1,0 +1,58 @@
+"""The reflection index's SQLite schema and row decoding (:mod:`.index` is its logic).
+
+Split from :mod:`.index` so that module holds the refresh and the queries: the tables (logs
+seen, events, folded items, their FTS5 twin), the tokenizer and column weights, and how an
+``items`` row becomes an :class:`~reflect_jobs.reflections.fold.Item`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .fold import Item
+
+SCHEMA_VERSION = 1
+TAIL = 4096
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_WEIGHTS = "4.0, 1.0, 1.0"
+_COLUMNS = "uid, id, kind, title, body, base, by, session, host, created_at, updated_at, notes"
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS logs (
+    repo TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL, offset INTEGER NOT NULL, tail TEXT NOT NULL,
+    bad INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (repo, path)
+);
+CREATE TABLE IF NOT EXISTS events (
+    repo TEXT NOT NULL, path TEXT NOT NULL, eid TEXT NOT NULL, uid TEXT NOT NULL,
+    line TEXT NOT NULL, PRIMARY KEY (repo, path, eid)
+);
+CREATE INDEX IF NOT EXISTS events_uid ON events (repo, uid);
+CREATE TABLE IF NOT EXISTS items (
+    rid INTEGER PRIMARY KEY, repo TEXT NOT NULL, uid TEXT NOT NULL, id TEXT NOT NULL,
+    kind TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL, base TEXT NOT NULL,
+    by TEXT NOT NULL, session TEXT, host TEXT NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, notes TEXT NOT NULL, UNIQUE (repo, uid)
+);
+CREATE INDEX IF NOT EXISTS items_repo ON items (repo, base, created_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(title, body, notes, tokenize='{_TOKENIZER}');
+"""
+
+
+def _row_item(row: tuple[Any, ...]) -> Item:
+    uid, id_, kind, title, body, base, by, session, host, created, updated, notes = row
+    return Item(
+        uid=uid,
+        id=id_,
+        kind=kind,
+        title=title,
+        body=body,
+        base=base,
+        by=by,
+        session=session,
+        host=host,
+        created_at=created,
+        updated_at=updated,
+        notes=json.loads(notes),
+    )
