@@ -11,22 +11,15 @@ decides retries, not the SDK.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
 from reflect_jobs.writer.api_result import (
-    classify_http_error,
-    error_message,
-    error_result,
-    rejected_snapshot,
-    retry_after_sec,
-    success_result,
     timeout_result,
 )
+from reflect_jobs.writer.http_answers import answer_result, elapsed_ms, http_error_result
 from reflect_jobs.writer.openai_backend import clean_text
-from reflect_jobs.writer.prices import cost_usd
 from reflect_jobs.writer.prompt import STATIC_PREFIX
 from reflect_jobs.writer.ratelimit_headers import anthropic_snapshots
 from reflect_jobs.writer.result import BackendMissing, ModelResult
@@ -96,17 +89,6 @@ def parse_message(body: Any) -> tuple[str, str, dict[str, int]] | None:
     return text, str(body.get("stop_reason") or ""), dict(usage)
 
 
-def _decode(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
-
-
 class AnthropicBackend:
     """``POST /v1/messages`` with the SDK (``REFLECT_WRITER_BACKEND=anthropic``).
 
@@ -168,7 +150,10 @@ class AnthropicBackend:
             )
         except anthropic.APITimeoutError as exc:
             return timeout_result(
-                backend=self.name, model=self.model, duration_ms=_ms(started), detail=str(exc)
+                backend=self.name,
+                model=self.model,
+                duration_ms=elapsed_ms(started),
+                detail=str(exc),
             )
         except anthropic.APIStatusError as exc:
             return self._error(exc.status_code, exc.response.headers, exc.response.text, started)
@@ -179,49 +164,26 @@ class AnthropicBackend:
         return self._success(raw.headers, raw.http_response.text, started)
 
     def _success(self, headers: Any, text: str, started: float) -> ModelResult:
-        body = _decode(text)
-        parsed = parse_message(body)
-        limits = anthropic_snapshots(headers)
-        if parsed is None:
-            return error_result(
-                backend=self.name,
-                model=self.model,
-                kind="bad_request",
-                message=f"not a message: {text[:300]}",
-                status=200,
-                response=body,
-                duration_ms=_ms(started),
-                rate_limits=limits,
-            )
-        answer, stop, usage = parsed
-        return success_result(
+        return answer_result(
             backend=self.name,
             model=self.model,
-            text=answer,
-            usage=usage,
-            cost_usd=cost_usd(self.model, self.name, usage),
-            response=body,
-            duration_ms=_ms(started),
-            rate_limits=limits,
-            subtype="success" if stop in ("end_turn", "stop_sequence", "") else f"stop_{stop}",
+            headers=headers,
+            text=text,
+            started=started,
+            parse=parse_message,
+            snapshots=anthropic_snapshots,
+            what="a message",
+            finished=("end_turn", "stop_sequence", ""),
+            stop_prefix="stop_",
         )
 
     def _error(self, status: int | None, headers: Any, text: str, started: float) -> ModelResult:
-        body = _decode(text)
-        etype, message = error_message(body)
-        kind = classify_http_error(status, etype, message or (text if status is None else ""))
-        wait = retry_after_sec(headers)
-        limits = anthropic_snapshots(headers)
-        if kind == "rate_limited":
-            limits.append(rejected_snapshot(wait, self.name))
-        return error_result(
+        return http_error_result(
             backend=self.name,
             model=self.model,
-            kind=kind,
-            message=message or text[:500],
             status=status,
-            response=body,
-            duration_ms=_ms(started),
-            retry_after=wait,
-            rate_limits=limits,
+            headers=headers,
+            text=text,
+            started=started,
+            snapshots=anthropic_snapshots,
         )

@@ -14,20 +14,14 @@ it — the extract parser copes with either.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from reflect_jobs.writer.api_result import (
-    classify_http_error,
     error_message,
-    error_result,
-    rejected_snapshot,
-    retry_after_sec,
-    success_result,
     timeout_result,
 )
-from reflect_jobs.writer.prices import cost_usd
+from reflect_jobs.writer.http_answers import answer_result, elapsed_ms, http_error_result
 from reflect_jobs.writer.ratelimit_headers import openai_snapshots
 from reflect_jobs.writer.result import BackendMissing, ModelResult
 
@@ -90,13 +84,6 @@ def parse_chat_completion(body: Any) -> tuple[str, str, dict[str, int]] | None:
             "cache_creation_input_tokens": 0,
         },
     )
-
-
-def _decode(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return text
 
 
 class OpenAIBackend:
@@ -178,7 +165,10 @@ class OpenAIBackend:
                 raw = client.chat.completions.with_raw_response.create(**kwargs)
             except openai.APITimeoutError as exc:
                 return timeout_result(
-                    backend=self.name, model=self.model, duration_ms=_ms(started), detail=str(exc)
+                    backend=self.name,
+                    model=self.model,
+                    duration_ms=elapsed_ms(started),
+                    detail=str(exc),
                 )
             except openai.APIStatusError as exc:
                 text = exc.response.text
@@ -194,53 +184,26 @@ class OpenAIBackend:
             return self._success(raw.headers, raw.http_response.text, started)
 
     def _success(self, headers: Any, text: str, started: float) -> ModelResult:
-        body = _decode(text)
-        parsed = parse_chat_completion(body)
-        limits = openai_snapshots(headers)
-        if parsed is None:
-            return error_result(
-                backend=self.name,
-                model=self.model,
-                kind="bad_request",
-                message=f"not a chat completion: {text[:300]}",
-                status=200,
-                response=body,
-                duration_ms=_ms(started),
-                rate_limits=limits,
-            )
-        answer, finish, usage = parsed
-        return success_result(
+        return answer_result(
             backend=self.name,
             model=self.model,
-            text=answer,
-            usage=usage,
-            cost_usd=cost_usd(self.model, self.name, usage),
-            response=body,
-            duration_ms=_ms(started),
-            rate_limits=limits,
-            subtype="success" if finish in ("stop", "") else f"finish_{finish}",
+            headers=headers,
+            text=text,
+            started=started,
+            parse=parse_chat_completion,
+            snapshots=openai_snapshots,
+            what="a chat completion",
+            finished=("stop", ""),
+            stop_prefix="finish_",
         )
 
     def _error(self, status: int | None, headers: Any, text: str, started: float) -> ModelResult:
-        body = _decode(text)
-        etype, message = error_message(body)
-        kind = classify_http_error(status, etype, message or (text if status is None else ""))
-        wait = retry_after_sec(headers)
-        limits = openai_snapshots(headers)
-        if kind == "rate_limited":
-            limits.append(rejected_snapshot(wait, self.name))
-        return error_result(
+        return http_error_result(
             backend=self.name,
             model=self.model,
-            kind=kind,
-            message=message or text[:500],
             status=status,
-            response=body,
-            duration_ms=_ms(started),
-            retry_after=wait,
-            rate_limits=limits,
+            headers=headers,
+            text=text,
+            started=started,
+            snapshots=openai_snapshots,
         )
-
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
