@@ -14,9 +14,10 @@ what a session is told is never older than the logs.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import TYPE_CHECKING, Any
+
+from reflect_jobs.reflections.logscan import scan_logs
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -40,21 +41,6 @@ def _cutoffs(now: datetime) -> dict[str, str]:
         by: (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         for by, days in _STALE_DAYS.items()
     }
-
-
-def _scan(log_dir: os.PathLike[str] | str) -> dict[str, tuple[int, int, int]]:
-    """``{path: (size, mtime_ns, inode)}`` of the host logs (as the index's refresh scans)."""
-    found: dict[str, tuple[int, int, int]] = {}
-    try:
-        with os.scandir(log_dir) as entries:
-            for entry in entries:
-                if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
-                    with contextlib.suppress(OSError):
-                        st = entry.stat()
-                        found[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-    return found
 
 
 def _query(conn: Any, key: str, now: datetime, limit: int) -> tuple[list[dict[str, str]], int]:
@@ -139,7 +125,7 @@ def open_items(
         return None, [], 0
     key = home.repo_key(root)
     log_dir = home.memory_home(key, root, env) / "reflections"
-    current = _scan(log_dir)
+    current = scan_logs(log_dir)
     if not current:
         return key, [], 0
     from datetime import UTC, datetime

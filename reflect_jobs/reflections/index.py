@@ -34,6 +34,7 @@ from reflect_jobs.index.lexical import build_match
 from .events import EventError, parse_line
 from .fold import Item, abbreviate, fold_item
 from .index_schema import _COLUMNS, _SCHEMA, _WEIGHTS, SCHEMA_VERSION, TAIL, _row_item
+from .logscan import scan_logs
 
 __all__ = ["RefreshStats", "ReflectionIndex", "index_path"]
 
@@ -129,20 +130,6 @@ class ReflectionIndex:
 
     # -- refresh -----------------------------------------------------------------------
 
-    @staticmethod
-    def _scan(log_dir: Path) -> dict[str, tuple[int, int, int]]:
-        found: dict[str, tuple[int, int, int]] = {}
-        try:
-            with os.scandir(log_dir) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
-                        with contextlib.suppress(OSError):
-                            st = entry.stat()
-                            found[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
-        return found
-
     def _stored(self, repo: str) -> dict[str, tuple[Any, ...]]:
         rows = self._conn.execute(
             "SELECT path, size, mtime_ns, inode, offset, tail FROM logs WHERE repo = ?", (repo,)
@@ -160,7 +147,7 @@ class ReflectionIndex:
             What was read and folded.
         """
         stats = RefreshStats()
-        current = self._scan(log_dir)
+        current = scan_logs(log_dir)
         stored = self._stored(repo)
         if stored.keys() == current.keys() and all(stored[p][:3] == current[p] for p in current):
             return stats
