@@ -47,8 +47,18 @@ def test_a_child_killed_mid_request_is_replaced_and_the_request_retried_once(
         first = int(wait_for(lambda: marker.exists() and marker.read_text(), what="1st pause"))
         os.kill(first, signal.SIGKILL)  # dies holding the request
         wait_for(lambda: _gone(first), what="the first child gone")
-        marker.unlink()
-        second = int(wait_for(lambda: marker.exists() and marker.read_text(), what="2nd pause"))
+        # The replacement may pause (overwriting the dead child's marker with its own pid)
+        # before this line runs: wait for another pid, never delete a marker not yet read.
+        second = int(
+            wait_for(
+                lambda: (
+                    marker.exists()
+                    and marker.read_text() not in ("", str(first))
+                    and marker.read_text()
+                ),
+                what="2nd pause",
+            )
+        )
         assert second != first
         marker.unlink()  # let the replacement answer
         caller.join(timeout=60)
