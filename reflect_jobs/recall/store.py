@@ -256,23 +256,9 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
     return conn
 
 
-_SELECT = (
-    "SELECT id, scope, repo_key, title, rule, key_insight, category, path, proof_count, "
-    "confidence, updated_ts FROM notes"
-)
-_KEYS = (
-    "id",
-    "scope",
-    "repo_key",
-    "title",
-    "rule",
-    "key_insight",
-    "category",
-    "path",
-    "proof_count",
-    "confidence",
-    "updated_ts",
-)
+#: What readers get back: every stored column but the content hash (a writer-side detail).
+_KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
+_SELECT = f"SELECT {', '.join(_KEYS)} FROM notes"
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
