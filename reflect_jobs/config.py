@@ -215,6 +215,37 @@ class Settings:
     stall_warn_sec: int = 6 * 3600
     # the warm model service (ARCHITECTURE §8.1): seconds without search/reindex before it exits
     model_idle_sec: int = 600
+    # checkpoints (ARCHITECTURE §14.4): when a session's capture makes a paid pass
+    #: ``REFLECT_CONTEXT_WINDOW``: the tokens a full context holds (the fill's denominator).
+    context_window: int = 200_000
+    #: ``REFLECT_CHECKPOINTS``: context-fill percentages whose crossing makes one pass;
+    #: empty (``off``) = every capture is a pass, as before checkpoints.
+    checkpoints: tuple[int, ...] = (20, 40, 60, 80)
+    #: ``REFLECT_CHECKPOINT_CHEAP_MODEL``: the model of the first (lowest) checkpoint's pass.
+    checkpoint_cheap_model: str = "haiku"
+    #: ``REFLECT_DEEP_MODEL``: the model of a session's deep pass (PreCompact, SessionEnd,
+    #: idle, a capture a person asked for); empty = ``REFLECT_DRAIN_MODEL``.
+    deep_model: str = ""
+    #: ``REFLECT_SESSION_IDLE_SEC``: silence after which a session that never ended gets its
+    #: deep pass.
+    session_idle_sec: int = 3600
+    # the Reflection Store's dedupe pass (ARCHITECTURE §14): a cheap model, its own units
+    #: ``REFLECT_DEDUPE_MODEL``: empty = ``REFLECT_CHECKPOINT_CHEAP_MODEL``.
+    dedupe_model: str = ""
+    #: ``REFLECT_DEDUPE_DAILY_MAX``: dedupe calls per UTC day, counted apart from the writer's.
+    dedupe_daily_max: int = 5
+    #: ``REFLECT_DEDUPE_INTERVAL_SEC``: a repository is deduplicated at most this often.
+    dedupe_interval_sec: int = 86_400
+
+    @property
+    def deep_pass_model(self) -> str:
+        """The model of a deep pass: ``REFLECT_DEEP_MODEL``, else ``REFLECT_DRAIN_MODEL``."""
+        return self.deep_model or self.model
+
+    @property
+    def dedupe_pass_model(self) -> str:
+        """The dedupe pass's model: ``REFLECT_DEDUPE_MODEL``, else the cheap checkpoint model."""
+        return self.dedupe_model or self.checkpoint_cheap_model
 
     @property
     def model_socket(self) -> Path:
@@ -388,4 +419,45 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         workers=_int(env, "REFLECT_WORKERS", 2, minimum=1),
         stall_warn_sec=_int(env, "REFLECT_STALL_WARN_SEC", 6 * 3600, minimum=1),
         model_idle_sec=_int(env, "REFLECT_MODEL_IDLE_SEC", 600, minimum=1),
+        context_window=_int(env, "REFLECT_CONTEXT_WINDOW", 200_000, minimum=1000),
+        checkpoints=_checkpoints(env),
+        checkpoint_cheap_model=_env("REFLECT_CHECKPOINT_CHEAP_MODEL", env) or "haiku",
+        deep_model=_env("REFLECT_DEEP_MODEL", env) or "",
+        session_idle_sec=_int(env, "REFLECT_SESSION_IDLE_SEC", 3600, minimum=1),
+        dedupe_model=_env("REFLECT_DEDUPE_MODEL", env) or "",
+        dedupe_daily_max=_int(env, "REFLECT_DEDUPE_DAILY_MAX", 5),
+        dedupe_interval_sec=_int(env, "REFLECT_DEDUPE_INTERVAL_SEC", 86_400, minimum=60),
     )
+
+
+DEFAULT_CHECKPOINTS = (20, 40, 60, 80)
+
+
+def _checkpoints(environ: dict[str, str]) -> tuple[int, ...]:
+    """``REFLECT_CHECKPOINTS``: comma-separated percentages, ascending, each in 1..100.
+
+    Args:
+        environ: The environment.
+
+    Returns:
+        The sorted, de-duplicated thresholds; the default when unset or empty; ``()`` for
+        ``off``/``none``/``0`` (every capture makes a pass, the behaviour before checkpoints).
+
+    Raises:
+        SettingsError: A part is not an integer in 1..100.
+    """
+    raw = (_env("REFLECT_CHECKPOINTS", environ) or "").strip()
+    if not raw:
+        return DEFAULT_CHECKPOINTS
+    if raw.lower() in ("off", "none", "0"):
+        return ()
+    out: set[int] = set()
+    for part in raw.split(","):
+        part = part.strip().rstrip("%")
+        if not part.isdigit() or not 1 <= int(part) <= 100:
+            raise SettingsError(
+                f"REFLECT_CHECKPOINTS must be percentages 1..100 separated by commas "
+                f"(or off), got {raw!r}"
+            )
+        out.add(int(part))
+    return tuple(sorted(out))
