@@ -241,7 +241,9 @@ def run_backfill(
         configure_logging(settings, console=False)
         rt = tasks.runtime()
         for c in todo:
-            c.job_id = run_capture(rt, harness, c.session_id, c.path, "backfill", settle_sec)
+            c.job_id = run_capture(
+                rt, harness, c.session_id, c.path, "backfill", settle_sec, deep=True
+            )
             if c.job_id is None:  # REFLECT_DISABLED=1: nothing is captured
                 disabled = True
                 c.action = "disabled"

@@ -221,8 +221,9 @@ class Settings:
     #: ``REFLECT_CHECKPOINTS``: context-fill percentages whose crossing makes one pass;
     #: empty (``off``) = every capture is a pass, as before checkpoints.
     checkpoints: tuple[int, ...] = (20, 40, 60, 80)
-    #: ``REFLECT_CHECKPOINT_CHEAP_MODEL``: the model of the first (lowest) checkpoint's pass.
-    checkpoint_cheap_model: str = "haiku"
+    #: ``REFLECT_CHECKPOINT_CHEAP_MODEL``: the model of the first (lowest) checkpoint's pass;
+    #: empty = ``haiku`` for the Claude writers, ``REFLECT_DRAIN_MODEL`` for the others.
+    checkpoint_cheap_model: str = ""
     #: ``REFLECT_DEEP_MODEL``: the model of a session's deep pass (PreCompact, SessionEnd,
     #: idle, a capture a person asked for); empty = ``REFLECT_DRAIN_MODEL``.
     deep_model: str = ""
@@ -238,6 +239,18 @@ class Settings:
     dedupe_interval_sec: int = 86_400
 
     @property
+    def cheap_pass_model(self) -> str:
+        """The first checkpoint's model: ``REFLECT_CHECKPOINT_CHEAP_MODEL``, else a default.
+
+        ``haiku`` is a Claude alias: an OpenAI-compatible server or Codex would not know it
+        (the write stage would halt on an unknown model), so for those writers the default is
+        ``REFLECT_DRAIN_MODEL``.
+        """
+        if self.checkpoint_cheap_model:
+            return self.checkpoint_cheap_model
+        return "haiku" if self.writer_backend in ("auto", "claude", "anthropic") else self.model
+
+    @property
     def deep_pass_model(self) -> str:
         """The model of a deep pass: ``REFLECT_DEEP_MODEL``, else ``REFLECT_DRAIN_MODEL``."""
         return self.deep_model or self.model
@@ -245,7 +258,7 @@ class Settings:
     @property
     def dedupe_pass_model(self) -> str:
         """The dedupe pass's model: ``REFLECT_DEDUPE_MODEL``, else the cheap checkpoint model."""
-        return self.dedupe_model or self.checkpoint_cheap_model
+        return self.dedupe_model or self.cheap_pass_model
 
     @property
     def model_socket(self) -> Path:
@@ -421,7 +434,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         model_idle_sec=_int(env, "REFLECT_MODEL_IDLE_SEC", 600, minimum=1),
         context_window=_int(env, "REFLECT_CONTEXT_WINDOW", 200_000, minimum=1000),
         checkpoints=_checkpoints(env),
-        checkpoint_cheap_model=_env("REFLECT_CHECKPOINT_CHEAP_MODEL", env) or "haiku",
+        checkpoint_cheap_model=_env("REFLECT_CHECKPOINT_CHEAP_MODEL", env) or "",
         deep_model=_env("REFLECT_DEEP_MODEL", env) or "",
         session_idle_sec=_int(env, "REFLECT_SESSION_IDLE_SEC", 3600, minimum=1),
         dedupe_model=_env("REFLECT_DEDUPE_MODEL", env) or "",

@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -21,7 +22,7 @@ from sqlalchemy import func, select
 from .config import Settings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs
-from .ledger.models import Job
+from .ledger.models import Job, utcnow
 
 POLL_SEC = 0.1
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -89,6 +90,10 @@ class _StopSignals:
         return signal.Signals(self.signum).name if self.signum is not None else None
 
 
+#: A prepare deferred for at most this long is waiting for its session's pass (drain waits).
+WAITING_PASS_SEC = 10
+
+
 def _ledger_busy(settings: Settings) -> bool:
     with session_scope(settings.db_url, readonly=True) as session:
         running = session.scalar(
@@ -99,7 +104,17 @@ def _ledger_busy(settings: Settings) -> bool:
         due = due_jobs(session, limit=50)
         if settings.dry_run:
             return False
-        return bool(due)
+        if due:
+            return True
+        # A capture waiting a moment for its session's running pass (ARCHITECTURE §14.4) is
+        # work about to be due, not idleness: a drain must not stop before the final pass.
+        soon = utcnow() + timedelta(seconds=WAITING_PASS_SEC)
+        waiting = session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(Job.stage == "prepare", Job.state == "deferred", Job.next_run_at <= soon)
+        )
+        return bool(waiting)
 
 
 def run_drain(

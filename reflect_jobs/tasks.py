@@ -35,6 +35,7 @@ from .logging import configure_logging
 from .perms import fix_tree, private_dir
 from .pipeline.add import run_add
 from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
+from .pipeline.idle import sweep_idle_sessions
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime, run_guarded, stage_failed, transient_error
@@ -357,13 +358,15 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
             start-up and ``drain`` pass 0 (no message of theirs can be in flight yet).
 
     Returns:
-        ``{"recovered": n, "resent": n, "spooled": n}``: jobs taken back from dead workers,
-        due jobs whose stage task was enqueued again, and spooled captures recorded.
+        ``{"recovered": n, "resent": n, "spooled": n, "idle": n}``: jobs taken back from
+        dead workers, due jobs whose stage task was enqueued again, spooled captures
+        recorded, and idle sessions captured for their deep pass.
     """
     rt = runtime()
     with session_scope(rt.db) as session:
         recovered = recover_expired(session, max_recoveries=rt.settings.max_recoveries)
     spooled = reconcile_spool(rt, min_age_sec=spool_min_age_sec)["spooled"]
+    idle = sweep_idle_sessions(rt)  # sessions that never ended get their deep pass
     heal_note_edits(rt)  # a worker killed between its add commit and the note rewrites
     with session_scope(rt.db) as session:
         due = [(j.id, j.stage) for j in due_jobs(session)]
@@ -378,9 +381,9 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)
         control.prune_heartbeats(session)
-    if recovered or due or spooled:
-        log.info("recovery", recovered=len(recovered), resent=len(due), spooled=spooled)
-    return {"recovered": len(recovered), "resent": len(due), "spooled": spooled}
+    if recovered or due or spooled or idle:
+        log.info("recovery", recovered=len(recovered), resent=len(due), spooled=spooled, idle=idle)
+    return {"recovered": len(recovered), "resent": len(due), "spooled": spooled, "idle": idle}
 
 
 @huey.periodic_task(crontab(minute="*"))

@@ -40,6 +40,7 @@ def record_capture(
     settle_sec: int,
     now: datetime | None = None,
     capture_id: str | None = None,
+    deep: bool = False,
 ) -> CaptureResult:
     """Create the session's job, or coalesce into the one still accepting captures.
 
@@ -61,6 +62,8 @@ def record_capture(
         capture_id: The hook's spool entry id, written into the event's detail as
             ``[capture <id>]`` so that :func:`capture_recorded` can tell that this capture
             is in the ledger (``None`` for captures that were never spooled).
+        deep: The capture asks for a deep pass (ARCHITECTURE §14.4); sticky on a coalesced
+            job, so a Stop arriving after a SessionEnd does not make it a checkpoint.
 
     Returns:
         The job's id, ``created`` (``False`` when coalesced), and when prepare may run: for
@@ -85,6 +88,7 @@ def record_capture(
             existing.transcript_size = size
             existing.transcript_mtime = mtime
             existing.event = event
+            existing.deep = bool(existing.deep) or deep
             existing.updated_at = now
             if existing.state in RUNNABLE:
                 existing.next_run_at = max(prepare_at, existing.next_run_at or prepare_at)
@@ -114,6 +118,7 @@ def record_capture(
             state="queued",
             next_run_at=prepare_at,
             accepting=True,
+            deep=deep,
             created_at=now,
             updated_at=now,
         )

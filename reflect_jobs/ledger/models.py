@@ -25,6 +25,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -126,6 +127,10 @@ class Job(Base):
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # True while later captures of the same session may still coalesce into this job.
     accepting: Mapped[bool] = mapped_column(Boolean, default=True)
+    # True when a capture coalesced into the job asks for a deep pass (ARCHITECTURE §14.4):
+    # PreCompact, SessionEnd, idle, or a person's enqueue/backfill. Sticky: a later Stop
+    # coalescing into the same job never turns the end of a session into a checkpoint.
+    deep: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     # products of prepare / write, kept so a retry never redoes paid or lost work
     slice_path: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -334,6 +339,29 @@ class SessionWatermark(Base):
     byte_offset: Mapped[int] = mapped_column(BigInteger, default=0)
     digest: Mapped[str] = mapped_column(String(64), default="")
     job_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SessionCheckpoint(Base):
+    """Where a session stands between captures: its checkpoints and its owed deep pass.
+
+    ``level`` is the highest checkpoint (percent) passed in the current context cycle and
+    ``fill_pct`` the fill the last capture saw (ARCHITECTURE §14.4). ``idle_due_at`` is set
+    when a Stop was seen after the last deep pass: if no further capture arrives by then, the
+    idle sweep captures the session for its deep pass. Written in prepare's verdict commit.
+    """
+
+    __tablename__ = "session_checkpoints"
+
+    harness: Mapped[str] = mapped_column(String(16), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(200), default="")
+    transcript_path: Mapped[str] = mapped_column(Text, default="")
+    level: Mapped[int] = mapped_column(Integer, default=0)
+    fill_pct: Mapped[float] = mapped_column(Float, default=0.0)
+    passes: Mapped[int] = mapped_column(Integer, default=0)
+    last_capture_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    idle_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

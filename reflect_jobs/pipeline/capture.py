@@ -13,6 +13,7 @@ import os
 import time
 
 from reflect_jobs import spool
+from reflect_jobs.checkpoints import is_deep_event
 from reflect_jobs.faults import failpoint
 from reflect_jobs.ledger import control
 from reflect_jobs.ledger.captures import capture_recorded, record_capture
@@ -31,6 +32,7 @@ def run_capture(
     settle_sec: int | None = None,
     hook_ts: float | None = None,
     spool_id: str | None = None,
+    deep: bool | None = None,
 ) -> str | None:
     """Record (or coalesce) the capture and schedule prepare after the settle delay.
 
@@ -52,6 +54,9 @@ def run_capture(
         spool_id: The hook's spool entry id (:mod:`reflect_jobs.spool`); ``None`` for
             captures that were not spooled (``enqueue``, ``backfill``, older hooks). An id
             of the wrong shape is ignored.
+        deep: Whether the capture asks for a deep pass (ARCHITECTURE §14.4); ``None``
+            decides by ``event`` (PreCompact, SessionEnd, idle, manual, backfill). A
+            person's capture (``enqueue``, ``backfill``) passes True whatever its event.
 
     Returns:
         The job id (``None`` when reflect-jobs is disabled, or for a spooled capture already
@@ -95,6 +100,7 @@ def run_capture(
                 mtime=mtime,
                 settle_sec=settle,
                 capture_id=spool_id,
+                deep=is_deep_event(event) if deep is None else deep,
             )
             failpoint("before_commit:capture")
     if spool_id is not None:

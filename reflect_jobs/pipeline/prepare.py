@@ -11,25 +11,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from reflect_jobs import boundary, kb
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
 from reflect_jobs.cascade import prepare as cascade_prepare
+from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import costs, learnings, watermarks
+from reflect_jobs.ledger import checkpoints, costs, learnings, watermarks
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
-from reflect_jobs.ledger.models import Job, Transcript, transcript_key
+from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections.candidates import Offer
 from reflect_jobs.reflections.reflector import offer_for_job
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
+from reflect_jobs.transcripts.usage import context_tokens
 
-from .runtime import Runtime, finish, log, log_transition, owned
+from .runtime import Runtime, defer, finish, log, log_transition, owned
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
 
@@ -113,6 +116,24 @@ def restricted(rt: Runtime, harness: str, session_id: str, path: str) -> str | N
     return None if verdict.allowed else verdict.reason
 
 
+#: How long a capture waits before looking again when its session's pass is still running.
+SIBLING_WAIT = timedelta(seconds=5)
+
+
+def _plan(rt: Runtime, path: str, deep: bool, state: SessionState | None) -> PassPlan:
+    """The checkpoint decision for this capture: the fill read from the transcript's end."""
+    s = rt.settings
+    tokens = context_tokens(path) if s.checkpoints else None
+    return plan_pass(
+        deep=deep,
+        tokens=tokens,
+        window=s.context_window,
+        thresholds=s.checkpoints,
+        state=state,
+        models=Models(cheap=s.cheap_pass_model, drain=s.model, deep=s.deep_pass_model),
+    )
+
+
 def run_prepare(rt: Runtime, job_id: str) -> None:
     """The $0 cascade: skip, or write the slice and queue the paid write.
 
@@ -130,14 +151,30 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         job = claim(session, job_id, "prepare", worker=worker, lease_sec=rt.settings.lease_sec)
         if job is None:
             return
-        # From here on a new capture of this session is a new job (a grown transcript).
-        job.accepting = False
+        sibling = checkpoints.running_pass(session, job)
+        if sibling is not None:
+            # One pass per session at a time (ARCHITECTURE §14.4): wait for it, still
+            # accepting captures, then read from the offset it committed. A pass that is
+            # itself held (a cap, the quota gate, a retry) is waited for until it is due.
+            other, due = sibling
+            until = utcnow() + SIBLING_WAIT
+            if due is not None and due + SIBLING_WAIT > until:
+                until = due + SIBLING_WAIT
+            defer(session, job, until, f"waiting for the session's running pass {other}", worker)
+        else:
+            # From here on a new capture of this session is a new job (a grown transcript).
+            job.accepting = False
+    if sibling is not None:
+        rt.dispatcher.schedule("prepare", job_id, until)
+        return
     failpoint("after_claim:prepare")
     with session_scope(rt.db) as session:
         job = session.get(Job, job_id)
         assert job is not None
         path, harness, session_id = job.transcript_path, job.harness, job.session_id
         base = watermarks.current(session, harness, session_id, path)
+        cp_state = checkpoints.state(session, harness, session_id, path)
+        deep = bool(job.deep)
         prev = session.get(Transcript, transcript_key(path))
         unchanged = (
             prev is not None
@@ -146,10 +183,13 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
             and prev.size == job.transcript_size
             and prev.mtime == job.transcript_mtime
             and (prev.last_outcome or "").startswith(("ok", "skip_"))
+            # a Stop that made no pass reflected nothing: the deep pass after it must run
+            and prev.last_outcome != BELOW_CHECKPOINT
         )
     outcome: str | None = None
     detail = ""
     prepared = None
+    pass_plan: PassPlan | None = None
     planned: dict[str, Any] = {}
     if not os.path.exists(path):
         outcome, detail = "stale", f"transcript no longer exists: {path}"
@@ -160,7 +200,11 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         outcome, detail = boundary.RESTRICTED_OUTCOME, f"boundary command: {why}"
     else:
         try:
-            prepared, planned = _cascade(rt, path, harness, base)
+            pass_plan = _plan(rt, path, deep, cp_state)
+            if not pass_plan.make_pass:
+                outcome, detail = BELOW_CHECKPOINT, pass_plan.reason
+            else:
+                prepared, planned = _cascade(rt, path, harness, base)
         except UnreadableTranscript as exc:
             outcome, detail = "skip_unreadable", str(exc)
         except OSError as exc:
@@ -186,6 +230,16 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
+        if pass_plan is not None:
+            checkpoints.record(
+                session,
+                harness=harness,
+                session_id=session_id,
+                transcript_path=path,
+                plan=pass_plan,
+                idle_sec=rt.settings.session_idle_sec,
+            )
+            job.prepare_stats = {"pass": pass_plan.stats()}
         if prepared is not None:
             job.signal_hash = prepared.signal_hash
             job.prepare_stats = {
@@ -205,6 +259,8 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 "repo": repo,
                 # The add stage changes only these items (the ids the prompt offered).
                 "items_offered": offered.uids,
+                # Which pass this is and its model (read by the write stage; §14.4).
+                "pass": pass_plan.stats() if pass_plan is not None else None,
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:
@@ -227,7 +283,8 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
             job,
             to_state="queued",
             to_stage="write",
-            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals",
+            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals"
+            + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
             worker=worker,
         )
         log_transition(job)
@@ -242,11 +299,17 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
             return
         path, harness, session_id = job.transcript_path, job.harness, job.session_id
         base = watermarks.current(session, harness, session_id, path)
+        cp_state = checkpoints.state(session, harness, session_id, path)
+        deep = bool(job.deep)
     why = restricted(rt, harness, session_id, path)
     if why is not None:
         log.info("dry run: prepare", job_id=job_id, action="skip", reason="restricted")
         return
     try:
+        pass_plan = _plan(rt, path, deep, cp_state)
+        if not pass_plan.make_pass:
+            log.info("dry run: prepare", job_id=job_id, action="skip", reason=pass_plan.reason)
+            return
         prepared, _ = _cascade(rt, path, harness, base)
         log.info(
             "dry run: prepare",
@@ -255,6 +318,7 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
             reason=prepared.reason,
             slice_chars=len(prepared.slice_text),
             would_call=prepared.action == "reflect",
+            model=pass_plan.model,
         )
     except (UnreadableTranscript, OSError) as exc:
         log.info(

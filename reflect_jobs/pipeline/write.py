@@ -58,6 +58,8 @@ class WriteTicket:
     related: list[str]
     recorded: ModelResult | None  # an answer paid for before a crash, to reuse
     cost_row_id: int | None
+    #: The pass's model (checkpoint, drain or deep; ARCHITECTURE §14.4); "" = REFLECT_DRAIN_MODEL.
+    model: str = ""
 
 
 def run_write(rt: Runtime, job_id: str) -> None:
@@ -236,12 +238,14 @@ def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | Non
             token_max=s.token_max,
             expect_actions=s.writer_mode == "extract",
         )
+        pass_info = (job.prepare_stats or {}).get("pass") or {}
         return WriteTicket(
             ctx,
             job.slice_path,
             list(job.related_ids or []),
             recorded,
             pending.id if pending else None,
+            str(pass_info.get("model") or "") if isinstance(pass_info, dict) else "",
         )
 
 
@@ -274,14 +278,20 @@ def _call_model(
         backend = make_backend(
             backend_name,
             claude_bin=s.claude_bin,
-            model=s.model,
+            model=ticket.model or s.model,
             cwd=str(s.writer_cwd),
             drain_timeout=s.timeout_sec,
             writer_mode=s.writer_mode,
             max_turns=s.max_turns,
             options=writer_options(s),
         )
-        log.info("model call", job_id=job_id, backend=backend_name, prompt_chars=len(prompt))
+        log.info(
+            "model call",
+            job_id=job_id,
+            backend=backend_name,
+            model=ticket.model or s.model,
+            prompt_chars=len(prompt),
+        )
         # Redact before anything records or parses it: a secret the model echoes must not
         # reach the ledger, a note, its file name or a later prompt (ARCHITECTURE §5).
         return backend.call(prompt).redacted(), None
