@@ -102,6 +102,10 @@ def env(tmp_path: Path) -> Env:
         REFLECT_CAPTURE_SETTLE_SEC="0",
         REFLECT_INDEX_VECTORS="0",
         REFLECT_RETRY_BASE_SEC="0",
+        # Most tests are about what one capture's pass does, whatever its hook event: every
+        # capture is a pass here. tests/test_checkpoints*.py unset this and test the
+        # default (20/40/60/80%), the idle pass and one pass per session at a time.
+        REFLECT_CHECKPOINTS="off",
         STUB_CLAUDE_MODE="ok",
         STUB_CLAUDE_LOG=str(tmp_path / "claude-calls.jsonl"),
         HF_HUB_OFFLINE="1",

@@ -15,26 +15,37 @@ class GrowingSession:
         self.n = 0
         path.write_text("", encoding="utf-8")
 
-    def say(self, role: str, text: str) -> None:
+    def say(self, role: str, text: str, tokens: int | None = None) -> None:
+        """Append one record; an assistant record with ``tokens`` carries the usage Claude
+        Code writes (the prompt split into fresh, cache-creation and cache-read tokens)."""
         self.n += 1
         content = text if role == "user" else [{"type": "text", "text": text}]
+        message: dict = {"role": role, "content": content}
+        if role == "assistant" and tokens is not None:
+            message["usage"] = {
+                "input_tokens": 6,
+                "cache_creation_input_tokens": tokens // 10,
+                "cache_read_input_tokens": tokens - 6 - tokens // 10,
+                "output_tokens": 40,
+            }
         rec = {
             "type": role,
             "uuid": f"u{self.n}",
             "sessionId": self.session,
             "timestamp": f"2026-11-01T10:{self.n // 60 % 60:02d}:{self.n % 60:02d}Z",
-            "message": {"role": role, "content": content},
+            "message": message,
         }
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(rec) + "\n")
 
-    def turn(self, k: int, correction: str, filler: int = 1) -> None:
-        """``filler`` plain exchanges, then a human correction and the agent's reply."""
+    def turn(self, k: int, correction: str, filler: int = 1, tokens: int | None = None) -> None:
+        """``filler`` plain exchanges, then a human correction and the agent's reply (whose
+        usage, with ``tokens``, says how full the context is now)."""
         for j in range(filler):
             self.say("user", f"Open module m{k}_{j}.py next.")
-            self.say("assistant", f"Opened m{k}_{j}.py; it has {40 + j} lines.")
+            self.say("assistant", f"Opened m{k}_{j}.py; it has {40 + j} lines.", tokens)
         self.say("user", correction)
-        self.say("assistant", f"Understood, fixing it (turn {k}).")
+        self.say("assistant", f"Understood, fixing it (turn {k}).", tokens)
 
 
 CORRECTIONS = [
@@ -91,8 +102,11 @@ class InProcess:
             worker="w1",
         )
 
-    def capture(self, path: Path, session_id: str) -> str:
-        """Capture ``path`` and run its job until nothing more is scheduled for it."""
+    def capture(
+        self, path: Path, session_id: str, event: str = "Stop", deep: bool | None = None
+    ) -> str:
+        """Capture ``path`` (as hook ``event``) and run its job until nothing more is
+        scheduled for it."""
         from reflect_jobs import pipeline
 
         runners = {
@@ -101,7 +115,7 @@ class InProcess:
             "add": pipeline.run_add,
         }
         self.scheduled.clear()
-        job_id = pipeline.run_capture(self.rt, "claude", session_id, str(path), "Stop", 0)
+        job_id = pipeline.run_capture(self.rt, "claude", session_id, str(path), event, 0, deep=deep)
         while self.scheduled:
             stage, jid = self.scheduled.pop(0)
             if stage in runners:
