@@ -63,6 +63,9 @@ bench: install
 	$(BIN)/python bench/bench_recall_hook.py --runs 25
 	$(BIN)/python bench/bench_recall_quality.py
 	$(BIN)/python bench/bench_dashboard.py --runs 5
+	$(BIN)/python bench/bench_warm.py --repeat 2
+	$(BIN)/python bench/bench_reflections.py --runs 30
+	$(BIN)/python bench/bench_checkpoints.py --turns 200
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
