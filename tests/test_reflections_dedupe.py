@@ -7,6 +7,7 @@ commands against the stub ``claude`` (mode ``dedupe``), real SQLite ledgers and 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 from huey import SqliteHuey
@@ -144,7 +145,7 @@ def test_the_dedupe_units_are_counted_apart_from_the_writers(tmp_path):
 
 
 def test_the_last_pass_flag_is_claimed_once_and_put_back(tmp_path):
-    from datetime import UTC, datetime
+    from datetime import UTC
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     now = datetime.now(UTC)
@@ -261,24 +262,55 @@ def test_a_failed_call_drops_nothing_refunds_a_free_attempt_and_stays_due(env, t
     repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
     first = _add(env, repo, "Fix the flaky login test")
     second = _add(env, repo, "fix flaky login test again")
-    env.update(STUB_CLAUDE_MODE="prose", REFLECT_DEDUPE_DAILY_MAX="1")
+    # A free failure (the CLI answered zero turns: an install fault) gives its unit back…
+    env.update(STUB_CLAUDE_MODE="zero_turns", REFLECT_DEDUPE_DAILY_MAX="1")
     failed = _dedupe(env, "--repo", str(repo), check=False)
-    assert failed["status"] == "failed" and failed["dropped"] == 0 and _calls(env) == 1
+    assert failed["status"] == "failed" and failed["outcome"] == "dedupe_fail_unknown_command"
+    assert _calls(env) == 1
+    # …so the one unit of the day is still there for a paid failure (prose, not JSON).
+    env.update(STUB_CLAUDE_MODE="prose")
+    failed = _dedupe(env, "--repo", str(repo), check=False)
+    assert failed["status"] == "failed" and failed["outcome"] == "dedupe_unparseable"
+    assert failed["dropped"] == 0 and _calls(env) == 2
     assert {i["status"] for i in _items(env, repo).values()} == {"open"}
 
     # A paid failure keeps its unit (1 of 1): the periodic run defers without a call.
     env.update(STUB_CLAUDE_MODE="dedupe", STUB_CLAUDE_GROUP_WORD="login")
     (report,) = json.loads(env.cli("items", "dedupe", "--due", "--json").stdout)
-    assert report["status"] == "deferred" and _calls(env) == 1
+    assert report["status"] == "deferred" and _calls(env) == 2
 
     # With a unit to spend the repository is still due (the failure did not count as a pass).
     env.update(REFLECT_DEDUPE_DAILY_MAX="2")
     (report,) = json.loads(env.cli("items", "dedupe", "--due", "--json").stdout)
-    assert report["status"] == "done" and report["dropped"] == 1 and _calls(env) == 2
+    assert report["status"] == "done" and report["dropped"] == 1 and _calls(env) == 3
     assert _items(env, repo)[second]["notes"][-1]["text"] == f"duplicate of {first}"
 
     # The heuristic writer has no model to ask: nothing happens.
     env.update(REFLECT_WRITER_BACKEND="heuristic")
     assert _dedupe(env, "--repo", str(repo))["status"] == "too_few"  # one open left
     _add(env, repo, "fix the flaky login test once more")
-    assert _dedupe(env, "--repo", str(repo))["status"] == "heuristic" and _calls(env) == 2
+    assert _dedupe(env, "--repo", str(repo))["status"] == "heuristic" and _calls(env) == 3
+
+
+def test_the_hourly_huey_task_runs_the_due_repositories_once(env, tmp_path, monkeypatch):
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    first = _add(env, repo, "Fix the flaky login test")
+    second = _add(env, repo, "fix flaky login test again")
+    env.update(STUB_CLAUDE_MODE="dedupe", STUB_CLAUDE_GROUP_WORD="login")
+    # configure_logging (run by the task's runtime) sets these defaults; monkeypatch restores
+    env.update(HF_HUB_DISABLE_PROGRESS_BARS="1", TRANSFORMERS_VERBOSITY="error", TQDM_DISABLE="1")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    from reflect_jobs import tasks
+
+    def due_at(hour: int, minute: int) -> set[str]:
+        when = datetime(2026, 12, 2, hour, minute)
+        return {t.name.rsplit(".", 1)[-1] for t in tasks.huey.read_periodic(when)}
+
+    assert "dedupe_reflections" in due_at(3, 17) and "dedupe_reflections" in due_at(4, 17)
+    assert "dedupe_reflections" not in due_at(3, 18)  # hourly
+    (ran,) = tasks.dedupe_reflections.call_local()
+    assert ran["status"] == "done" and ran["dropped"] == 1 and _calls(env) == 1
+    assert _items(env, repo)[second]["notes"][-1]["text"] == f"duplicate of {first}"
+    env.run("reflections", "reopen", second, "--repo", str(repo))
+    assert tasks.dedupe_reflections.call_local() == [] and _calls(env) == 1  # not due
