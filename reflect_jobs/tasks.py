@@ -357,8 +357,8 @@ def dedupe_reflections() -> list[dict[str, Any]]:
     """
     from .reflections.dedupe_run import run_due
 
-    runtime()  # logging configured, modes repaired
-    reports = run_due(settings, huey.storage)
+    rt = runtime()  # logging configured, modes repaired; the write lease
+    reports = run_due(settings, huey.storage, lease=rt.write_lease)
     return [r.to_json() for r in reports if r.status not in ("not_due", "too_few")]
 
 

@@ -314,3 +314,24 @@ def test_the_hourly_huey_task_runs_the_due_repositories_once(env, tmp_path, monk
     assert _items(env, repo)[second]["notes"][-1]["text"] == f"duplicate of {first}"
     env.run("reflections", "reopen", second, "--repo", str(repo))
     assert tasks.dedupe_reflections.call_local() == [] and _calls(env) == 1  # not due
+
+
+def test_a_pass_waits_for_a_write_slot_and_defers_when_every_slot_is_taken(env, tmp_path):
+    from reflect_jobs.write_lease import make_write_lease
+
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    _add(env, repo, "Fix the flaky login test")
+    _add(env, repo, "fix flaky login test again")
+    env.update(STUB_CLAUDE_MODE="dedupe", STUB_CLAUDE_GROUP_WORD="login")
+    settings = env.settings()
+    from reflect_jobs.queue import make_huey
+
+    held = make_write_lease(settings, make_huey(settings).storage).acquire(0)
+    assert held is not None  # the one slot (REFLECT_WRITE_CONCURRENCY=1) is a writer's now
+    try:
+        report = _dedupe(env, "--repo", str(repo))
+        assert report["status"] == "deferred" and "write lease" in report["detail"]
+        assert _calls(env) == 0
+    finally:
+        held.release()
+    assert _dedupe(env, "--repo", str(repo))["status"] == "done" and _calls(env) == 1

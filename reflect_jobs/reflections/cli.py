@@ -392,6 +392,7 @@ def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
     from reflect_jobs.config import SettingsError, load_settings
     from reflect_jobs.logging import configure_logging
     from reflect_jobs.queue import make_huey
+    from reflect_jobs.write_lease import make_write_lease
 
     from .dedupe_run import run_dedupe, run_due
 
@@ -401,11 +402,14 @@ def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
         raise click.UsageError(str(exc)) from None
     configure_logging(settings, console=False)
     storage = make_huey(settings).storage
+    lease = make_write_lease(settings, storage)
     if due:
-        reports = run_due(settings, storage)
+        reports = run_due(settings, storage, lease=lease)
     else:
         with _store(repo) as store:
-            reports = [run_dedupe(store, settings, storage, force=True, dry_run=dry_run)]
+            reports = [
+                run_dedupe(store, settings, storage, force=True, dry_run=dry_run, lease=lease)
+            ]
     if as_json:
         _emit([r.to_json() for r in reports] if due else reports[0].to_json())
     else:

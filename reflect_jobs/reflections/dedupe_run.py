@@ -24,6 +24,7 @@ answer), so the next periodic run tries again, within the daily units.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -41,6 +42,7 @@ from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Control, utcnow
 from reflect_jobs.limits import Caps, CounterStorage, Deferral
+from reflect_jobs.write_lease import WriteLease
 from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.backends import make_backend
 from reflect_jobs.writer.outcomes import AttemptContext, classify_attempt
@@ -54,6 +56,8 @@ from .index import ReflectionIndex, index_path
 from .store import Store, known_repos
 
 DEDUPE_PREFIX = "caps:dedupe:"
+#: How long a pass waits for a write slot before it is deferred to the next hourly run.
+LEASE_WAIT_SEC = 10.0
 log = structlog.get_logger("reflect_jobs.reflections.dedupe")
 
 __all__ = ["DEDUPE_PREFIX", "DedupeReport", "dedupe_caps", "run_dedupe", "run_due"]
@@ -228,6 +232,7 @@ def run_dedupe(
     *,
     force: bool = False,
     dry_run: bool = False,
+    lease: WriteLease | None = None,
 ) -> DedupeReport:
     """One pass over one repository's store, if it is due (see the module docstring).
 
@@ -238,9 +243,16 @@ def run_dedupe(
         force: Run whatever the interval (a person asked); the units still apply.
         dry_run: Make the call and report the groups, but drop nothing and leave the
             repository due (the call is paid: it takes a unit and its cost is recorded).
+        lease: The write lease (``REFLECT_WRITE_CONCURRENCY`` paid calls in flight, §4):
+            a slot is held from before the quota gate until the answer's telemetry is
+            recorded, as the write stage does; ``None`` takes none.
 
     Returns:
         What happened.
+
+    Raises:
+        Exception: What the store, the ledger or the backend raised; the repository's
+            claim is put back first, so it stays due.
     """
     key = store.repo.key
     if settings.disabled or settings.dry_run:
@@ -258,7 +270,13 @@ def run_dedupe(
     )
     if claim is False:
         return DedupeReport(key, "not_due", "deduplicated less than the interval ago")
-    report = _ask(store, settings, storage, backend_name, candidates, dry_run, now)
+    try:
+        report = _ask(store, settings, storage, backend_name, candidates, dry_run, now, lease)
+    except BaseException:
+        if not dry_run:
+            with contextlib.suppress(Exception):
+                _unclaim(settings.db_url, key, now, claim)
+        raise
     if report.status != "done" and not dry_run:
         _unclaim(settings.db_url, key, now, claim)
     return report
@@ -272,38 +290,47 @@ def _ask(
     candidates: list[Any],
     dry_run: bool,
     now: datetime,
+    lease: WriteLease | None,
 ) -> DedupeReport:
     """The gated call, its recorded cost, the parse and (unless ``dry_run``) the drops."""
     key = store.repo.key
-    closed = _gate_closed(settings)
-    if closed:
-        return DedupeReport(key, "deferred", closed)
-    caps = dedupe_caps(settings, storage)
-    unit = caps.reserve()
-    if isinstance(unit, Deferral):
-        log.info("dedupe deferred", repo=key, reason=unit.reason)
-        return DedupeReport(key, "deferred", f"dedupe {unit.reason}; resets {unit.until:%H:%M} UTC")
     prompt, offered = build_prompt(candidates)
+    slot = lease.acquire(LEASE_WAIT_SEC) if lease is not None else None
+    if lease is not None and slot is None:
+        return DedupeReport(key, "deferred", "write lease busy: paid calls in flight")
     try:
-        result = _call(settings, backend_name, prompt)
-    except BackendMissing as exc:
-        caps.refund(unit)
-        log.warning("dedupe backend missing", repo=key, error=str(exc))
-        return DedupeReport(key, "failed", f"backend missing: {exc}", offered=len(offered))
-    except BaseException:
-        caps.refund(unit)  # nothing came back, so nothing was recorded as paid
-        raise
-    attempt = classify_attempt(result, AttemptContext(0, 0, 0, expect_actions=False))
-    parsed = parse_groups(result.text, offered) if attempt.disposition == "ok" else None
-    if parsed is None:
-        outcome = f"dedupe_{attempt.outcome}"
-    elif parsed.error:
-        outcome = "dedupe_unparseable"
-    else:
-        outcome = "dedupe_dry_run" if dry_run else "dedupe_ok"
-    _record(settings, result, outcome, key)
-    if attempt.entries == 0:
-        caps.refund(unit)  # a free outcome (a rate limit, a refused key…): not paid
+        closed = _gate_closed(settings)
+        if closed:
+            return DedupeReport(key, "deferred", closed)
+        caps = dedupe_caps(settings, storage)
+        unit = caps.reserve()
+        if isinstance(unit, Deferral):
+            log.info("dedupe deferred", repo=key, reason=unit.reason)
+            until = f"{unit.until:%H:%M} UTC"
+            return DedupeReport(key, "deferred", f"dedupe {unit.reason}; resets {until}")
+        try:
+            result = _call(settings, backend_name, prompt)
+        except BackendMissing as exc:
+            caps.refund(unit)
+            log.warning("dedupe backend missing", repo=key, error=str(exc))
+            return DedupeReport(key, "failed", f"backend missing: {exc}", offered=len(offered))
+        except BaseException:
+            caps.refund(unit)  # nothing came back, so nothing was recorded as paid
+            raise
+        attempt = classify_attempt(result, AttemptContext(0, 0, 0, expect_actions=False))
+        parsed = parse_groups(result.text, offered) if attempt.disposition == "ok" else None
+        if parsed is None:
+            outcome = f"dedupe_{attempt.outcome}"
+        elif parsed.error:
+            outcome = "dedupe_unparseable"
+        else:
+            outcome = "dedupe_dry_run" if dry_run else "dedupe_ok"
+        _record(settings, result, outcome, key)
+        if attempt.entries == 0:
+            caps.refund(unit)  # a free outcome (a rate limit, a refused key…): not paid
+    finally:
+        if slot is not None:
+            slot.release()  # the answer and its telemetry are recorded: next caller
     report = DedupeReport(key, "failed", offered=len(offered), outcome=outcome)
     report.cost_usd = float(result.cost_usd or 0.0)
     if parsed is None or parsed.error:
@@ -346,7 +373,10 @@ def _ask(
 
 
 def run_due(
-    settings: Settings, storage: CounterStorage, environ: dict[str, str] | None = None
+    settings: Settings,
+    storage: CounterStorage,
+    environ: dict[str, str] | None = None,
+    lease: WriteLease | None = None,
 ) -> list[DedupeReport]:
     """The periodic path: every repository this machine knows, each pass only if due.
 
@@ -359,6 +389,7 @@ def run_due(
         storage: Huey's storage (the pass's units).
         environ: The environment (``REFLECT_HOST`` names the log written); ``None`` means
             ``os.environ``.
+        lease: The write lease (see :func:`run_dedupe`).
 
     Returns:
         One report per repository looked at.
@@ -372,7 +403,7 @@ def run_due(
         for key, log_dir in known_repos(index, settings.kb_path).items():
             store = Store(Repo(key, None, log_dir.parent), host_name(env), index)
             try:
-                out.append(run_dedupe(store, settings, storage))
+                out.append(run_dedupe(store, settings, storage, lease=lease))
             except (HomeError, OSError, ValueError, sqlite3.Error, SQLAlchemyError) as exc:
                 log.warning("dedupe pass failed", repo=key, error=f"{type(exc).__name__}: {exc}")
                 out.append(DedupeReport(key, "failed", f"{type(exc).__name__}: {exc}"))
