@@ -265,6 +265,11 @@ def run_dedupe(
     if backend_name == "heuristic":
         return DedupeReport(key, "heuristic", "the heuristic writer has no model to ask")
     now = datetime.now(UTC)
+    last = None if force or dry_run else last_dedupe(settings.db_url, key)
+    if last is not None and last > now - timedelta(seconds=settings.dedupe_interval_sec):
+        # read-only first: the hourly task takes no ledger write lock for a repository
+        # that is not due
+        return DedupeReport(key, "not_due", f"deduplicated at {last:%Y-%m-%d %H:%M} UTC")
     claim = (
         "" if dry_run else _claim(settings.db_url, key, now, settings.dedupe_interval_sec, force)
     )
