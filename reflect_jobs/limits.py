@@ -47,16 +47,22 @@ class Deferral:
     until: datetime
 
 
-def daily_key(now: float) -> str:
+#: The writer's daily counter's key prefix; other budgets (the Reflection Store's dedupe
+#: pass, ``caps:dedupe:``) count their units under their own.
+DAILY_PREFIX = "caps:daily:"
+
+
+def daily_key(now: float, prefix: str = DAILY_PREFIX) -> str:
     """The daily counter's key for the UTC day containing ``now``.
 
     Args:
         now: Unix time in seconds.
+        prefix: The budget's key prefix (:data:`DAILY_PREFIX` for the writer's).
 
     Returns:
-        ``caps:daily:YYYY-MM-DD``.
+        ``<prefix>YYYY-MM-DD``, e.g. ``caps:daily:2026-12-02``.
     """
-    return "caps:daily:" + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+    return prefix + datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
 
 
 def run_key(now: float, window_sec: int) -> str:
@@ -121,14 +127,26 @@ class Caps:
         window_sec: Run-window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``). 0 means
             no per-window cap (the original's launchd job ran with 0): only the daily cap
             is counted.
+        daily_prefix: The daily counter's key prefix: :data:`DAILY_PREFIX` for the writer;
+            a separate budget (the dedupe pass: ``caps:dedupe:``, ``window_sec=0``) uses the
+            same machinery under its own keys, so neither can spend the other's units.
     """
 
-    def __init__(self, storage: CounterStorage, *, daily_max: int, run_max: int, window_sec: int):
+    def __init__(
+        self,
+        storage: CounterStorage,
+        *,
+        daily_max: int,
+        run_max: int,
+        window_sec: int,
+        daily_prefix: str = DAILY_PREFIX,
+    ):
         """Bind the caps to ``storage``; nothing is read or written until a call."""
         self.storage = storage
         self.daily_max = daily_max
         self.run_max = run_max
         self.window_sec = window_sec
+        self.daily_prefix = daily_prefix
 
     def reserve(self, now: float | None = None) -> Reservation | Deferral:
         """Take one unit from both windows, or say when to come back.
@@ -146,7 +164,7 @@ class Caps:
             for the daily cap, the window's end for the run cap.
         """
         now = time.time() if now is None else now
-        dkey, rkey = daily_key(now), run_key(now, self.window_sec)
+        dkey, rkey = daily_key(now, self.daily_prefix), run_key(now, self.window_sec)
         if self.storage.incr(dkey, 1) > self.daily_max:
             self.storage.incr(dkey, -1)
             return Deferral(f"daily cap {self.daily_max} reached", next_day(now))
@@ -190,7 +208,7 @@ class Caps:
             for back in range(2, 2 + 24 * 3600 // self.window_sec + 1):
                 self.storage.delete_counter(f"caps:run:{current - back}")
         for back in range(keep_days, keep_days + 7):
-            self.storage.delete_counter(daily_key(now - back * 86400))
+            self.storage.delete_counter(daily_key(now - back * 86400, self.daily_prefix))
 
     def usage(self, now: float | None = None) -> dict[str, object]:
         """Current counters without changing them (incr by 0 reads atomically).
@@ -208,7 +226,7 @@ class Caps:
         rkey = run_key(now, self.window_sec)
         return {
             "day": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d"),
-            "daily_used": self.storage.incr(daily_key(now), 0),
+            "daily_used": self.storage.incr(daily_key(now, self.daily_prefix), 0),
             "daily_limit": self.daily_max,
             "run_used": self.storage.incr(rkey, 0) if rkey else 0,
             "run_limit": self.run_max if rkey else None,

@@ -342,6 +342,27 @@ def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
     return answer.get("result")
 
 
+@huey.periodic_task(crontab(minute="17"))
+def dedupe_reflections() -> list[dict[str, Any]]:
+    """Hourly: the Reflection Store's dedupe pass for every repository that is due.
+
+    A repository is due once ``REFLECT_DEDUPE_INTERVAL_SEC`` (a day) has passed since its
+    last applied pass (a ledger flag, so restarts and other workers see it); the calls
+    spend the pass's own ``REFLECT_DEDUPE_DAILY_MAX`` units, never the writer's. Running
+    hourly rather than daily means a pass deferred by the quota gate, the units or an
+    error is tried again within the hour, not a day later.
+
+    Returns:
+        The reports of the repositories where something was tried
+        (:meth:`~reflect_jobs.reflections.dedupe_run.DedupeReport.to_json`).
+    """
+    from .reflections.dedupe_run import run_due
+
+    rt = runtime()  # logging configured, modes repaired; the write lease
+    reports = run_due(settings, huey.storage, lease=rt.write_lease)
+    return [r.to_json() for r in reports if r.status not in ("not_due", "too_few")]
+
+
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
 
 
@@ -378,6 +399,9 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
         # it now (a writer still alive holds the lock; this task then just returns).
         reindex_task()
     rt.caps.prune()
+    from .reflections.dedupe_run import dedupe_caps
+
+    dedupe_caps(rt.settings, huey.storage).prune()  # the dedupe pass's own daily units
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)
         control.prune_heartbeats(session)

@@ -127,6 +127,50 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     return row
 
 
+def record_jobless_attempt(session: Session, result: Any, *, outcome: str, label: str) -> CostRow:
+    """Add the row of a paid call made for no job (the Reflection Store's dedupe pass).
+
+    The row is what ``reflect-jobs cost`` reports, so the spend shows with the writer's
+    (``--by outcome`` tells them apart). ``entries`` is 0: the writer's daily budget (which
+    ``status`` also reads from the ledger's ``entries``) is not what such a call spends;
+    it counts against its own units in Huey's storage.
+
+    Args:
+        session: An open ledger session; the row is added to it.
+        result: The :class:`reflect_jobs.writer.result.ModelResult` (redacted again here).
+        outcome: The outcome word, e.g. ``dedupe_ok``.
+        label: What the call was for, stored as the row's ``transcript`` (e.g.
+            ``dedupe:<repo key>``: ``cost --by transcript`` groups by it).
+
+    Returns:
+        The new row: ``job_id`` NULL, ``entries=0``, already ``consumed``.
+    """
+    usage = result.usage
+    now = utcnow()
+    row = CostRow(
+        job_id=None,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=label,
+        outcome=outcome[:64],
+        entries=0,
+        backend=result.backend,
+        model=result.model,
+        turns=result.num_turns,
+        tokens=result.tokens,
+        input=usage.get("input_tokens", 0),
+        output=usage.get("output_tokens", 0),
+        cache_read=usage.get("cache_read_input_tokens", 0),
+        cache_creation=usage.get("cache_creation_input_tokens", 0),
+        cost_usd=float(result.cost_usd or 0.0),
+        exit_code=result.exit_code,
+        raw_answer=redact_structured(bounded_answer(result))[0],
+        consumed=True,
+    )
+    session.add(row)
+    return row
+
+
 def pending_attempt(session: Session, job_id: str) -> CostRow | None:
     """An answer that was paid for and recorded but never applied (crash after the call).
 

@@ -6,5 +6,6 @@ event wins (:mod:`.fold`); a SQLite FTS5 index under ``$REFLECT_HOME`` is derive
 logs and never committed (:mod:`.index`). :mod:`.events` validates and appends lines,
 :mod:`.home` finds the repository and its memory home, :mod:`.store` ties them together for
 :mod:`.cli` (the ``reflections`` command, also ``reflect-jobs items``). Stdlib only, apart
-from click in the CLI.
+from click in the CLI and the dedupe pass's runner (:mod:`.dedupe_run`: the ledger, the
+queue's counters and the writer backends), which nothing on the hook path imports.
 """

@@ -23,9 +23,17 @@ from reflect_jobs.envpaths import home_dir_str
 
 from .events import AUTHORS, KINDS, EventError, host_name
 from .fold import STATUSES, Item, now_utc
-from .home import HomeError, Repo, is_repo_key
+from .home import HomeError, Repo
 from .index import ReflectionIndex, index_path
-from .store import CONTEXT_BUDGET, BadIdError, Store, StoreError, learnings_search, open_store
+from .store import (
+    CONTEXT_BUDGET,
+    BadIdError,
+    Store,
+    StoreError,
+    known_repos,
+    learnings_search,
+    open_store,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,15 +185,8 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
 
 def _known_repos(index: ReflectionIndex, env: dict[str, str]) -> dict[str, Path]:
     """Every repository with logs: the default homes, and any the index has read before."""
-    known = index.log_dirs()
     kb_raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    kb = Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings"
-    repos_dir = kb / "repos"
-    if repos_dir.is_dir():
-        for d in sorted(repos_dir.iterdir()):
-            if (d / "reflections").is_dir() and is_repo_key(d.name):
-                known.setdefault(d.name, d / "reflections")
-    return dict(sorted(known.items()))
+    return known_repos(index, Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings")
 
 
 @main.command()
@@ -347,3 +348,73 @@ def context(budget: int, repo: str | None, as_json: bool) -> None:
         _emit({"repo": key, "text": text, "items": [i.to_json(now) for i in shown], "open": total})
     elif text:
         click.echo(text)
+
+
+def _print_dedupe(report: Any, dry_run: bool) -> None:
+    verb = "would drop" if dry_run else "dropped"
+    line = f"{report.repo}: {report.status}"
+    if report.detail:
+        line += f" ({report.detail})"
+    click.echo(line)
+    for group in report.groups:
+        keep = group["keep"]
+        click.echo(f"  keep {keep['id']} {keep['title']}")
+        for item in group["drop"]:
+            click.echo(f"    {verb} {item['id']} {item['title']} (duplicate of {keep['id']})")
+
+
+@main.command()
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Ask the model and print the groups, but drop nothing (the call is still paid).",
+)
+@click.option(
+    "--due",
+    is_flag=True,
+    help="The periodic pass now: every repository this machine knows, each only if due.",
+)
+@_repo_option
+@_json_option
+def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
+    """Drop open items that duplicate an older one (a cheap model groups them).
+
+    Runs now for the repository whatever REFLECT_DEDUPE_INTERVAL_SEC says (a person asked),
+    but within REFLECT_DEDUPE_DAILY_MAX calls a day; ``reopen`` undoes a drop.
+
+    \f
+    Args:
+        dry_run: Print what would be dropped without writing.
+        due: Go over every known repository the way the periodic task does.
+        repo: ``--repo``.
+        as_json: Print the report(s) as JSON.
+    """
+    from reflect_jobs.config import SettingsError, load_settings
+    from reflect_jobs.logging import configure_logging
+    from reflect_jobs.queue import make_huey
+    from reflect_jobs.write_lease import make_write_lease
+
+    from .dedupe_run import run_dedupe, run_due
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+    configure_logging(settings, console=False)
+    storage = make_huey(settings).storage
+    lease = make_write_lease(settings, storage)
+    if due:
+        reports = run_due(settings, storage, lease=lease)
+    else:
+        with _store(repo) as store:
+            reports = [
+                run_dedupe(store, settings, storage, force=True, dry_run=dry_run, lease=lease)
+            ]
+    if as_json:
+        _emit([r.to_json() for r in reports] if due else reports[0].to_json())
+    else:
+        for report in reports:
+            _print_dedupe(report, dry_run)
+    failed = [r for r in reports if r.status == "failed"]
+    if failed:
+        raise click.ClickException(f"dedupe failed: {failed[0].repo}: {failed[0].detail}")

@@ -22,7 +22,7 @@ from reflect_jobs.envpaths import home_dir_str
 
 from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
-from .home import Repo, resolve_repo
+from .home import Repo, is_repo_key, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
 
 T = TypeVar("T")
@@ -30,7 +30,15 @@ _ID = re.compile(r"^#?([0-9a-fA-F]{4,16})$")
 CONTEXT_BUDGET = 4000
 _EXCERPT = 160
 
-__all__ = ["CONTEXT_BUDGET", "BadIdError", "Store", "StoreError", "learnings_search", "open_store"]
+__all__ = [
+    "CONTEXT_BUDGET",
+    "BadIdError",
+    "Store",
+    "StoreError",
+    "known_repos",
+    "learnings_search",
+    "open_store",
+]
 
 
 class StoreError(RuntimeError):
@@ -367,6 +375,26 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
     resolved = resolve_repo(repo, cwd, env)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     return Store(resolved, host_name(env), index)
+
+
+def known_repos(index: ReflectionIndex, kb: Path) -> dict[str, Path]:
+    """Every repository with logs: the default memory homes, and any the index has read.
+
+    Args:
+        index: This machine's index.
+        kb: The knowledge base (``$GLOBAL_LEARNINGS_PATH``): its ``repos/<key>/reflections``
+            directories are the default memory homes.
+
+    Returns:
+        ``repo key -> log directory``, sorted by key.
+    """
+    known = index.log_dirs()
+    repos_dir = kb / "repos"
+    if repos_dir.is_dir():
+        for d in sorted(repos_dir.iterdir()):
+            if (d / "reflections").is_dir() and is_repo_key(d.name):
+                known.setdefault(d.name, d / "reflections")
+    return dict(sorted(known.items()))
 
 
 def learnings_search(

@@ -1,0 +1,417 @@
+"""The dedupe pass's runner: when a repository is due, one cheap call, its cost, the drops.
+
+Gates, in order, all free: the kill switch and the drain's dry run (no call), fewer than two
+open items (nothing to group: no call, no unit), the interval (``REFLECT_DEDUPE_INTERVAL_SEC``
+since the repository's last pass, unless a person asked), the heuristic writer (it has no
+model to ask), the quota gate, and one unit of the pass's **own** daily budget
+(``REFLECT_DEDUPE_DAILY_MAX``, counted under ``caps:dedupe:<utc-day>`` in Huey's storage by
+:class:`reflect_jobs.limits.Caps`, apart from the writer's ``caps:daily:``). Then one call to
+the configured writer backend with ``REFLECT_DEDUPE_MODEL``; its answer is redacted and its
+cost committed to the ledger (a row with no job, outcome ``dedupe_…``, so ``reflect-jobs
+cost`` shows it) before the answer is parsed; then the drops are appended (``by:
+reflector``, one ``drop`` event each, event ids derived from the pass so a retry writes
+nothing twice).
+
+**When a repository was last deduplicated** is a ledger control flag
+(``dedupe:<hash of the repo key>`` → ``{"at", "repo"}``), not a Huey key: the ledger is the
+durable truth shared by every worker and machine, whereas a Redis queue may be flushed (and
+the interval would silently restart). The flag is *claimed* before the call with a
+compare-and-set (an UPDATE on the value read, or an INSERT that fails on a race), so two
+workers that find a repository due at once make one call; it is put back when the pass
+ends without an applied answer (a closed gate, no unit, a backend error, an unparseable
+answer), so the next periodic run tries again, within the daily units.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy import delete, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from reflect_jobs.config import Settings
+from reflect_jobs.ledger import control, costs
+from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.models import Control, utcnow
+from reflect_jobs.limits import Caps, CounterStorage, Deferral
+from reflect_jobs.write_lease import WriteLease
+from reflect_jobs.writer.api_backends import writer_options
+from reflect_jobs.writer.backends import make_backend
+from reflect_jobs.writer.outcomes import AttemptContext, classify_attempt
+from reflect_jobs.writer.quota import bucket_of, extract_rate_limits, quota_gate
+from reflect_jobs.writer.result import BackendMissing, ModelResult
+
+from .dedupe import build_prompt, dedupe_candidates, parse_groups, plan_drops
+from .events import EventError, host_name
+from .home import HomeError, Repo
+from .index import ReflectionIndex, index_path
+from .store import Store, known_repos
+
+DEDUPE_PREFIX = "caps:dedupe:"
+#: How long a pass waits for a write slot before it is deferred to the next hourly run.
+LEASE_WAIT_SEC = 10.0
+log = structlog.get_logger("reflect_jobs.reflections.dedupe")
+
+__all__ = ["DEDUPE_PREFIX", "DedupeReport", "dedupe_caps", "run_dedupe", "run_due"]
+
+
+def dedupe_caps(settings: Settings, storage: CounterStorage) -> Caps:
+    """The pass's own daily budget over Huey's storage (no per-window cap).
+
+    Args:
+        settings: Supplies ``dedupe_daily_max``.
+        storage: Huey's storage (shared by every consumer: one budget for all).
+
+    Returns:
+        :class:`~reflect_jobs.limits.Caps` counting ``caps:dedupe:<utc-day>``.
+    """
+    return Caps(
+        storage,
+        daily_max=settings.dedupe_daily_max,
+        run_max=0,
+        window_sec=0,
+        daily_prefix=DEDUPE_PREFIX,
+    )
+
+
+@dataclass
+class DedupeReport:
+    """What one pass over one repository did (``--json`` prints :meth:`to_json`).
+
+    ``status``: ``done`` (an answer was applied), ``dry_run`` (asked, nothing written),
+    ``too_few`` (fewer than 2 open items), ``not_due``, ``deferred`` (quota gate or no
+    unit left), ``heuristic`` (no model to ask), ``disabled``, ``failed`` (the call or its
+    answer failed; nothing dropped).
+    """
+
+    repo: str
+    status: str
+    detail: str = ""
+    offered: int = 0
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+    ignored: dict[str, int] = field(default_factory=dict)
+    outcome: str = ""
+    cost_usd: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a plain dict.
+
+        Returns:
+            Every field; ``groups`` is ``[{"keep": {"id", "title"}, "drop": [{"id",
+            "title"}]}]``.
+        """
+        return asdict(self)
+
+
+def _flag_key(repo_key: str) -> str:
+    """The control flag of a repository's last pass (keys are at most 64 characters)."""
+    return "dedupe:" + hashlib.sha256(repo_key.encode()).hexdigest()[:24]
+
+
+def _flag_at(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(json.loads(value or "")["at"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def last_dedupe(db_url: str, repo_key: str) -> datetime | None:
+    """When the repository's last pass was applied (or claimed by a pass still running).
+
+    Args:
+        db_url: The ledger.
+        repo_key: The repository.
+
+    Returns:
+        An aware UTC datetime, or ``None`` when it never ran.
+    """
+    with session_scope(db_url, readonly=True) as session:
+        return _flag_at(control.get_flag(session, _flag_key(repo_key)))
+
+
+def _claim(db_url: str, repo_key: str, now: datetime, interval: int, force: bool) -> Any:
+    """Compare-and-set the last-pass flag to ``now``; returns the old value, or False."""
+    key = _flag_key(repo_key)
+    new = json.dumps({"at": now.isoformat(), "repo": repo_key})
+    try:
+        with session_scope(db_url) as session:
+            row = session.get(Control, key)
+            old = row.value if row is not None else None
+            at = _flag_at(old)
+            if not force and at is not None and at > now - timedelta(seconds=interval):
+                return False
+            if row is None:
+                session.add(Control(key=key, value=new, updated_at=utcnow()))
+                session.flush()
+            else:
+                done = session.execute(
+                    update(Control)
+                    .where(Control.key == key, Control.value == old)
+                    .values(value=new, updated_at=utcnow())
+                )
+                if getattr(done, "rowcount", 0) != 1:
+                    return False
+            return old or ""
+    except IntegrityError:  # another worker inserted it first
+        return False
+
+
+def _unclaim(db_url: str, repo_key: str, now: datetime, old: str) -> None:
+    """Put the flag back as it was, if it is still our claim (the pass applied nothing)."""
+    key = _flag_key(repo_key)
+    mine = json.dumps({"at": now.isoformat(), "repo": repo_key})
+    with session_scope(db_url) as session:
+        if old:
+            session.execute(
+                update(Control)
+                .where(Control.key == key, Control.value == mine)
+                .values(value=old, updated_at=utcnow())
+            )
+        else:
+            session.execute(delete(Control).where(Control.key == key, Control.value == mine))
+
+
+def _gate_closed(settings: Settings) -> str:
+    """Why the quota gate holds paid calls now, or ``""`` (the writer's gate, §4)."""
+    if not settings.quota_gate:
+        return ""
+    with session_scope(settings.db_url, readonly=True) as session:
+        snaps = control.quota_snapshots(session)
+    decision = quota_gate(
+        snaps,
+        now=time.time(),
+        ttl_sec=settings.quota_ttl_sec,
+        util_threshold=settings.quota_util_threshold,
+        api_key_auth=settings.api_key_auth,
+    )
+    return "" if decision.open else f"quota gate closed: {decision.reason}"
+
+
+def _call(settings: Settings, backend_name: str, prompt: str) -> ModelResult:
+    """One tool-free turn of the configured writer backend with the dedupe model."""
+    backend = make_backend(
+        backend_name,
+        claude_bin=settings.claude_bin,
+        model=settings.dedupe_pass_model,
+        cwd=str(settings.writer_cwd),
+        drain_timeout=settings.timeout_sec,
+        writer_mode="extract",
+        max_turns=1,
+        options=writer_options(settings),
+    )
+    return backend.call(prompt).redacted()
+
+
+def _record(settings: Settings, result: ModelResult, outcome: str, repo_key: str) -> None:
+    """Commit the call's cost row and its quota telemetry (before anything applies it)."""
+    with session_scope(settings.db_url) as session:
+        costs.record_jobless_attempt(session, result, outcome=outcome, label=f"dedupe:{repo_key}")
+        snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
+        if snaps:
+            control.store_quota_snapshots(session, snaps, bucket_of)
+
+
+def _eid(repo_key: str, stamp: str, uid: str) -> str:
+    raw = "\x1f".join(["dedupe", repo_key, stamp, uid])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def run_dedupe(
+    store: Store,
+    settings: Settings,
+    storage: CounterStorage,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    lease: WriteLease | None = None,
+) -> DedupeReport:
+    """One pass over one repository's store, if it is due (see the module docstring).
+
+    Args:
+        store: The repository's store (writes go to this host's log).
+        settings: The settings (model, units, interval, backend, ledger).
+        storage: Huey's storage, for the pass's own daily units.
+        force: Run whatever the interval (a person asked); the units still apply.
+        dry_run: Make the call and report the groups, but drop nothing and leave the
+            repository due (the call is paid: it takes a unit and its cost is recorded).
+        lease: The write lease (``REFLECT_WRITE_CONCURRENCY`` paid calls in flight, §4):
+            a slot is held from before the quota gate until the answer's telemetry is
+            recorded, as the write stage does; ``None`` takes none.
+
+    Returns:
+        What happened.
+
+    Raises:
+        Exception: What the store, the ledger or the backend raised; the repository's
+            claim is put back first, so it stays due.
+    """
+    key = store.repo.key
+    if settings.disabled or settings.dry_run:
+        why = "REFLECT_DISABLED" if settings.disabled else "REFLECT_DRAIN_DRY_RUN"
+        return DedupeReport(key, "disabled", f"{why} is set: no model call")
+    candidates = dedupe_candidates(store.items("open"))
+    if len(candidates) < 2:
+        return DedupeReport(key, "too_few", f"{len(candidates)} open item(s): nothing to group")
+    backend_name = settings.resolved_writer_backend()
+    if backend_name == "heuristic":
+        return DedupeReport(key, "heuristic", "the heuristic writer has no model to ask")
+    now = datetime.now(UTC)
+    last = None if force or dry_run else last_dedupe(settings.db_url, key)
+    if last is not None and last > now - timedelta(seconds=settings.dedupe_interval_sec):
+        # read-only first: the hourly task takes no ledger write lock for a repository
+        # that is not due
+        return DedupeReport(key, "not_due", f"deduplicated at {last:%Y-%m-%d %H:%M} UTC")
+    claim = (
+        "" if dry_run else _claim(settings.db_url, key, now, settings.dedupe_interval_sec, force)
+    )
+    if claim is False:
+        return DedupeReport(key, "not_due", "deduplicated less than the interval ago")
+    try:
+        report = _ask(store, settings, storage, backend_name, candidates, dry_run, now, lease)
+    except BaseException:
+        if not dry_run:
+            with contextlib.suppress(Exception):
+                _unclaim(settings.db_url, key, now, claim)
+        raise
+    if report.status != "done" and not dry_run:
+        _unclaim(settings.db_url, key, now, claim)
+    return report
+
+
+def _ask(
+    store: Store,
+    settings: Settings,
+    storage: CounterStorage,
+    backend_name: str,
+    candidates: list[Any],
+    dry_run: bool,
+    now: datetime,
+    lease: WriteLease | None,
+) -> DedupeReport:
+    """The gated call, its recorded cost, the parse and (unless ``dry_run``) the drops."""
+    key = store.repo.key
+    prompt, offered = build_prompt(candidates)
+    slot = lease.acquire(LEASE_WAIT_SEC) if lease is not None else None
+    if lease is not None and slot is None:
+        return DedupeReport(key, "deferred", "write lease busy: paid calls in flight")
+    try:
+        closed = _gate_closed(settings)
+        if closed:
+            return DedupeReport(key, "deferred", closed)
+        caps = dedupe_caps(settings, storage)
+        unit = caps.reserve()
+        if isinstance(unit, Deferral):
+            log.info("dedupe deferred", repo=key, reason=unit.reason)
+            until = f"{unit.until:%H:%M} UTC"
+            return DedupeReport(key, "deferred", f"dedupe {unit.reason}; resets {until}")
+        try:
+            result = _call(settings, backend_name, prompt)
+        except BackendMissing as exc:
+            caps.refund(unit)
+            log.warning("dedupe backend missing", repo=key, error=str(exc))
+            return DedupeReport(key, "failed", f"backend missing: {exc}", offered=len(offered))
+        except BaseException:
+            caps.refund(unit)  # nothing came back, so nothing was recorded as paid
+            raise
+        attempt = classify_attempt(result, AttemptContext(0, 0, 0, expect_actions=False))
+        parsed = parse_groups(result.text, offered) if attempt.disposition == "ok" else None
+        if parsed is None:
+            outcome = f"dedupe_{attempt.outcome}"
+        elif parsed.error:
+            outcome = "dedupe_unparseable"
+        else:
+            outcome = "dedupe_dry_run" if dry_run else "dedupe_ok"
+        _record(settings, result, outcome, key)
+        if attempt.entries == 0:
+            caps.refund(unit)  # a free outcome (a rate limit, a refused key…): not paid
+    finally:
+        if slot is not None:
+            slot.release()  # the answer and its telemetry are recorded: next caller
+    report = DedupeReport(key, "failed", offered=len(offered), outcome=outcome)
+    report.cost_usd = float(result.cost_usd or 0.0)
+    if parsed is None or parsed.error:
+        report.detail = attempt.detail if parsed is None else parsed.error
+        log.warning("dedupe call failed", repo=key, outcome=outcome, detail=report.detail)
+        return report
+    report.ignored = parsed.counts()
+    store.refresh()
+    drops = plan_drops(parsed.groups, store.items("open"))
+    groups: dict[str, dict[str, Any]] = {}
+    for drop in drops:
+        group = groups.setdefault(
+            drop.keep.uid, {"keep": {"id": drop.keep.id, "title": drop.keep.title}, "drop": []}
+        )
+        group["drop"].append({"id": drop.item.id, "title": drop.item.title})
+    report.groups = list(groups.values())
+    report.status = "dry_run" if dry_run else "done"
+    if dry_run:
+        report.detail = f"would drop {len(drops)} of {len(offered)} open item(s)"
+        return report
+    stamp = now.isoformat()
+    for drop in drops:
+        try:
+            wrote = store.record(
+                "drop",
+                drop.item.uid,
+                eid=_eid(key, stamp, drop.item.uid),
+                by="reflector",
+                item=drop.item,
+                note=drop.note,
+            )
+        except EventError as exc:  # not reachable with our own note; counted all the same
+            log.warning("dedupe drop rejected", repo=key, error=str(exc))
+            continue
+        report.dropped += int(wrote)
+    store.refresh()
+    report.detail = f"dropped {report.dropped} of {len(offered)} open item(s)"
+    log.info("dedupe pass", repo=key, dropped=report.dropped, groups=len(groups), **report.ignored)
+    return report
+
+
+def run_due(
+    settings: Settings,
+    storage: CounterStorage,
+    environ: dict[str, str] | None = None,
+    lease: WriteLease | None = None,
+) -> list[DedupeReport]:
+    """The periodic path: every repository this machine knows, each pass only if due.
+
+    Repositories are those with logs in a default memory home or already in this machine's
+    index (as ``reflections list --all`` and the dashboard see them). A repository whose
+    store or ledger fails is logged and skipped; the others still run.
+
+    Args:
+        settings: The settings.
+        storage: Huey's storage (the pass's units).
+        environ: The environment (``REFLECT_HOST`` names the log written); ``None`` means
+            ``os.environ``.
+        lease: The write lease (see :func:`run_dedupe`).
+
+    Returns:
+        One report per repository looked at.
+    """
+    import os
+
+    env = dict(os.environ if environ is None else environ)
+    out: list[DedupeReport] = []
+    index = ReflectionIndex(index_path(settings.home))
+    try:
+        for key, log_dir in known_repos(index, settings.kb_path).items():
+            store = Store(Repo(key, None, log_dir.parent), host_name(env), index)
+            try:
+                out.append(run_dedupe(store, settings, storage, lease=lease))
+            except (HomeError, OSError, ValueError, sqlite3.Error, SQLAlchemyError) as exc:
+                log.warning("dedupe pass failed", repo=key, error=f"{type(exc).__name__}: {exc}")
+                out.append(DedupeReport(key, "failed", f"{type(exc).__name__}: {exc}"))
+    finally:
+        index.close()
+    return out
