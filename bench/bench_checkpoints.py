@@ -1,4 +1,4 @@
-"""Paid calls per long session: checkpoints versus a pass at every capture (ARCHITECTURE §14.4).
+"""Paid calls per long session: checkpoints versus a pass at every capture (ARCHITECTURE §14.1).
 
 Run: .venv/bin/python bench/bench_checkpoints.py [--turns 200] [--every 4]
 

@@ -215,7 +215,7 @@ class Settings:
     stall_warn_sec: int = 6 * 3600
     # the warm model service (ARCHITECTURE §8.1): seconds without search/reindex before it exits
     model_idle_sec: int = 600
-    # checkpoints (ARCHITECTURE §14.4): when a session's capture makes a paid pass
+    # checkpoints (ARCHITECTURE §14.1): when a session's capture makes a paid pass
     #: ``REFLECT_CONTEXT_WINDOW``: the tokens a full context holds (the fill's denominator).
     context_window: int = 200_000
     #: ``REFLECT_CHECKPOINTS``: context-fill percentages whose crossing makes one pass;

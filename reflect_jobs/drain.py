@@ -106,7 +106,7 @@ def _ledger_busy(settings: Settings) -> bool:
             return False
         if due:
             return True
-        # A capture waiting a moment for its session's running pass (ARCHITECTURE §14.4) is
+        # A capture waiting a moment for its session's running pass (ARCHITECTURE §14.1) is
         # work about to be due, not idleness: a drain must not stop before the final pass.
         soon = utcnow() + timedelta(seconds=WAITING_PASS_SEC)
         waiting = session.scalar(

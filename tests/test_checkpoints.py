@@ -1,5 +1,5 @@
 """Checkpoints, not every turn: the decision (pure), the fill read from real transcripts, and
-a growing session through the real stage runners and the stub ``claude`` (ARCHITECTURE §14.4).
+a growing session through the real stage runners and the stub ``claude`` (ARCHITECTURE §14.1).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Checkpoints through the real hook and a real consumer: the idle deep pass of a session that
-never ended, and one pass per session at a time (ARCHITECTURE §14.4)."""
+never ended, and one pass per session at a time (ARCHITECTURE §14.1)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-12-02
 
-ARCHITECTURE §14.4: a Stop makes a pass only when the session's context fill crosses a new
+ARCHITECTURE §14.1: a Stop makes a pass only when the session's context fill crosses a new
 checkpoint; the end of a session (and a person's capture) makes the deep pass. Existing jobs
 read as not deep (``server_default`` false); no session has a checkpoint row yet, so the
 first capture of every running session starts its cycle.

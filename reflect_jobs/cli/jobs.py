@@ -58,7 +58,7 @@ def enqueue(path: str, harness: str, session_id: str | None, event: str, settle:
         raise click.UsageError(f"transcript not found: {p}")
     from .. import pipeline, tasks
 
-    # A capture a person asks for is a deep pass whatever its --event (ARCHITECTURE §14.4).
+    # A capture a person asks for is a deep pass whatever its --event (ARCHITECTURE §14.1).
     job_id = pipeline.run_capture(
         tasks.runtime(), harness, session_id or p.stem, str(p), event, settle, deep=True
     )

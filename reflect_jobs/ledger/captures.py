@@ -62,7 +62,7 @@ def record_capture(
         capture_id: The hook's spool entry id, written into the event's detail as
             ``[capture <id>]`` so that :func:`capture_recorded` can tell that this capture
             is in the ledger (``None`` for captures that were never spooled).
-        deep: The capture asks for a deep pass (ARCHITECTURE §14.4); sticky on a coalesced
+        deep: The capture asks for a deep pass (ARCHITECTURE §14.1); sticky on a coalesced
             job, so a Stop arriving after a SessionEnd does not make it a checkpoint.
 
     Returns:

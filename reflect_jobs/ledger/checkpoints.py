@@ -1,7 +1,7 @@
 """The ledger side of checkpoints: a session's state, its owed deep pass, its running pass.
 
 The decision itself is pure (:mod:`reflect_jobs.checkpoints`); this module reads and
-writes what it needs between captures (ARCHITECTURE §14.4):
+writes what it needs between captures (ARCHITECTURE §14.1):
 
 * :func:`state` / :func:`record`: the session's checkpoint level and last fill, written in
   prepare's verdict commit, so a capture that made a pass (or decided not to) is recorded

@@ -127,7 +127,7 @@ class Job(Base):
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # True while later captures of the same session may still coalesce into this job.
     accepting: Mapped[bool] = mapped_column(Boolean, default=True)
-    # True when a capture coalesced into the job asks for a deep pass (ARCHITECTURE §14.4):
+    # True when a capture coalesced into the job asks for a deep pass (ARCHITECTURE §14.1):
     # PreCompact, SessionEnd, idle, or a person's enqueue/backfill. Sticky: a later Stop
     # coalescing into the same job never turns the end of a session into a checkpoint.
     deep: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
@@ -346,7 +346,7 @@ class SessionCheckpoint(Base):
     """Where a session stands between captures: its checkpoints and its owed deep pass.
 
     ``level`` is the highest checkpoint (percent) passed in the current context cycle and
-    ``fill_pct`` the fill the last capture saw (ARCHITECTURE §14.4). ``idle_due_at`` is set
+    ``fill_pct`` the fill the last capture saw (ARCHITECTURE §14.1). ``idle_due_at`` is set
     when a Stop was seen after the last deep pass: if no further capture arrives by then, the
     idle sweep captures the session for its deep pass. Written in prepare's verdict commit.
     """

@@ -54,7 +54,7 @@ def run_capture(
         spool_id: The hook's spool entry id (:mod:`reflect_jobs.spool`); ``None`` for
             captures that were not spooled (``enqueue``, ``backfill``, older hooks). An id
             of the wrong shape is ignored.
-        deep: Whether the capture asks for a deep pass (ARCHITECTURE §14.4); ``None``
+        deep: Whether the capture asks for a deep pass (ARCHITECTURE §14.1); ``None``
             decides by ``event`` (PreCompact, SessionEnd, idle, manual, backfill). A
             person's capture (``enqueue``, ``backfill``) passes True whatever its event.
 

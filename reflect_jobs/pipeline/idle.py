@@ -1,4 +1,4 @@
-"""The idle sweep: a session whose end never arrives still gets its deep pass (§14.4).
+"""The idle sweep: a session whose end never arrives still gets its deep pass (§14.1).
 
 A crashed agent or a closed terminal sends no SessionEnd, so what was said after the last
 checkpoint would wait for ever. Every Stop records when the session owes a deep pass

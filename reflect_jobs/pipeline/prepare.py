@@ -153,7 +153,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
             return
         sibling = checkpoints.running_pass(session, job)
         if sibling is not None:
-            # One pass per session at a time (ARCHITECTURE §14.4): wait for it, still
+            # One pass per session at a time (ARCHITECTURE §14.1): wait for it, still
             # accepting captures, then read from the offset it committed. A pass that is
             # itself held (a cap, the quota gate, a retry) is waited for until it is due.
             other, due = sibling
@@ -259,7 +259,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
                 "repo": repo,
                 # The add stage changes only these items (the ids the prompt offered).
                 "items_offered": offered.uids,
-                # Which pass this is and its model (read by the write stage; §14.4).
+                # Which pass this is and its model (read by the write stage; §14.1).
                 "pass": pass_plan.stats() if pass_plan is not None else None,
             }
         if outcome is not None:

@@ -58,7 +58,7 @@ class WriteTicket:
     related: list[str]
     recorded: ModelResult | None  # an answer paid for before a crash, to reuse
     cost_row_id: int | None
-    #: The pass's model (checkpoint, drain or deep; ARCHITECTURE §14.4); "" = REFLECT_DRAIN_MODEL.
+    #: The pass's model (checkpoint, drain or deep; ARCHITECTURE §14.1); "" = REFLECT_DRAIN_MODEL.
     model: str = ""
 
 

@@ -1,4 +1,4 @@
-"""How full a session's context is, read from the end of its transcript (ARCHITECTURE §14.4).
+"""How full a session's context is, read from the end of its transcript (ARCHITECTURE §14.1).
 
 Checkpoints make a paid pass when a session's context fill crosses a threshold, so every
 Stop has to know the fill, cheaply: the transcript is read backwards in blocks from its end
