@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from sqlalchemy.orm import Session
@@ -26,6 +26,9 @@ from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.limits import Caps
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.write_lease import WriteLease
+
+if TYPE_CHECKING:  # the outcome tables import the writer; the runtime needs only the type
+    from reflect_jobs.writer.outcomes import JobMove
 
 # One logger name for every stage, as before the split: log consumers filter on it.
 log = structlog.get_logger("reflect_jobs.pipeline")
@@ -162,6 +165,66 @@ def defer(session: Session, job: Job, until: datetime, reason: str, worker: str)
     """
     transition(session, job, to_state="deferred", next_run_at=until, detail=reason, worker=worker)
     log_transition(job, reason=reason, until=until.isoformat())
+
+
+def apply_move(
+    rt: Runtime,
+    session: Session,
+    job: Job,
+    move: JobMove,
+    *,
+    outcome: str,
+    detail: str | None,
+    worker: str,
+    retry_after_sec: float = 0.0,
+) -> datetime | None:
+    """Move a held job as an outcome's :class:`~reflect_jobs.writer.outcomes.JobMove` says.
+
+    The one place that turns a disposition into a transition, for the write stage's
+    outcomes and for a stage's exception alike: a terminal move goes through
+    :func:`finish`; any other is a transition due ``now``, after the :func:`backoff` of the
+    job's failures so far (the caller counts this failure first), or after the provider's
+    retry-after (60 s when it gave none, at most ``quota_ttl_sec``).
+
+    Args:
+        rt: The runtime (backoff base, quota TTL).
+        session: The transaction that commits the move.
+        job: The job, held by this worker.
+        move: The ``JobMove`` of the outcome's disposition.
+        outcome: The outcome recorded on the job.
+        detail: The event's detail text.
+        worker: The lease owner, recorded on the event.
+        retry_after_sec: The provider's retry-after, for a ``retry_after`` move.
+
+    Returns:
+        When the job is due again (None for a terminal move or one not scheduled).
+    """
+    if move.terminal:
+        finish(session, job, outcome=outcome, state=move.state, detail=detail, worker=worker)
+        return None
+    next_run_at = None
+    if move.run_at == "now":
+        next_run_at = utcnow()
+    elif move.run_at == "backoff":
+        next_run_at = utcnow() + backoff(rt, job.failures)
+    elif move.run_at == "retry_after":  # a 429/529: free, due when the provider says
+        wait = retry_after_sec if retry_after_sec > 0 else 60.0
+        next_run_at = utcnow() + timedelta(seconds=min(wait, rt.settings.quota_ttl_sec))
+    transition(
+        session,
+        job,
+        to_state=move.state,
+        to_stage=move.stage,
+        outcome=outcome,
+        detail=detail,
+        next_run_at=next_run_at,
+        worker=worker,
+    )
+    if move.run_at in ("backoff", "retry_after") and next_run_at is not None:
+        log_transition(job, retry_at=next_run_at.isoformat())
+    else:
+        log_transition(job)
+    return next_run_at
 
 
 def backoff(rt: Runtime, failures: int) -> timedelta:
@@ -325,28 +388,17 @@ def stage_failed(rt: Runtime, stage: str, job_id: str | None, exc: BaseException
                 return None
             job.error = error
             move = job_move(outcome.disposition)
-            if move.terminal:
-                finish(
-                    session,
-                    job,
-                    outcome=outcome.outcome,
-                    state=move.state,
-                    detail=outcome.detail,
-                    worker=worker,
-                )
-            else:
+            if not move.terminal:
                 job.failures += 1
-                eta = utcnow() + backoff(rt, job.failures)
-                transition(
-                    session,
-                    job,
-                    to_state=move.state,
-                    outcome=outcome.outcome,
-                    detail=outcome.detail,
-                    next_run_at=eta,
-                    worker=worker,
-                )
-                log_transition(job, retry_at=eta.isoformat())
+            eta = apply_move(
+                rt,
+                session,
+                job,
+                move,
+                outcome=outcome.outcome,
+                detail=outcome.detail,
+                worker=worker,
+            )
             moved = job.state
     except Exception:  # noqa: BLE001 - the lease expiry path still recovers the job
         log.exception("could not record the stage error", job_id=job_id, stage=stage)

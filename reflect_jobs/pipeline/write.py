@@ -46,7 +46,7 @@ from reflect_jobs.writer.prompt import build_prompt
 from reflect_jobs.writer.quota import bucket_of, extract_rate_limits, quota_gate
 from reflect_jobs.writer.result import BackendMissing, ModelResult
 
-from .runtime import Runtime, backoff, defer, finish, log, log_transition, owned
+from .runtime import Runtime, apply_move, defer, log, log_transition, owned
 
 
 @dataclass
@@ -392,39 +392,16 @@ def _record_outcome(
             )
         if move.sets_halt:
             control.set_flag(session, control.HALT_KEY, message[:500])
-        if move.terminal:
-            finish(
-                session,
-                job,
-                outcome=outcome.outcome,
-                state=move.state,
-                detail=outcome.detail,
-                worker=worker,
-            )
-        else:
-            next_run_at = None
-            if move.run_at == "now":
-                next_run_at = utcnow()
-            elif move.run_at == "backoff":
-                next_run_at = utcnow() + backoff(rt, job.failures)
-            elif move.run_at == "retry_after":  # a 429/529: free, due when the provider says
-                wait = result.retry_after_sec if result is not None else 0.0
-                wait = wait if wait > 0 else 60.0
-                next_run_at = utcnow() + timedelta(seconds=min(wait, rt.settings.quota_ttl_sec))
-            transition(
-                session,
-                job,
-                to_state=move.state,
-                to_stage=move.stage,
-                outcome=outcome.outcome,
-                detail=outcome.detail,
-                next_run_at=next_run_at,
-                worker=worker,
-            )
-            if move.run_at in ("backoff", "retry_after") and next_run_at is not None:
-                log_transition(job, retry_at=next_run_at.isoformat())
-            else:
-                log_transition(job)
+        apply_move(
+            rt,
+            session,
+            job,
+            move,
+            outcome=outcome.outcome,
+            detail=outcome.detail,
+            worker=worker,
+            retry_after_sec=result.retry_after_sec if result is not None else 0.0,
+        )
         next_eta = job.next_run_at
     if move.dispatch == "add":
         rt.dispatcher.schedule("add", job_id)
