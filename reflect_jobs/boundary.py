@@ -44,23 +44,28 @@ class Verdict:
     reason: str
 
 
-def request(harness: str, session_id: str, transcript_path: str) -> dict[str, str]:
+def request(
+    harness: str, session_id: str, transcript_path: str, cwd: str | None = None
+) -> dict[str, str]:
     """The JSON object the boundary command receives on stdin.
 
     Args:
         harness: The job's harness (``claude``, ``codex``, ``copilot``…).
         session_id: The harness's session id.
         transcript_path: The transcript file (not opened here).
+        cwd: The session's working directory as the hook payload gave it (the job's
+            ``cwd``); None for a capture without one (``enqueue``, ``backfill``, a payload
+            without ``cwd``).
 
     Returns:
-        ``{"harness", "session_id", "transcript_path", "cwd"}``; ``cwd`` is the transcript's
-        directory, the only working directory known without reading the transcript.
+        ``{"harness", "session_id", "transcript_path", "cwd"}``; without a payload ``cwd``
+        it is the transcript's directory, the only one known without reading the transcript.
     """
     return {
         "harness": harness,
         "session_id": session_id,
         "transcript_path": transcript_path,
-        "cwd": os.path.dirname(os.path.abspath(transcript_path)),
+        "cwd": cwd or os.path.dirname(os.path.abspath(transcript_path)),
     }
 
 

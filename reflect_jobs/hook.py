@@ -88,10 +88,12 @@ def parse_payload(
         environ: The environment that locates the harness home (default ``os.environ``).
 
     Returns:
-        ``(session_id, transcript_path, event)``: the session id as a string (``"unknown"``
-        when none); the transcript path with ``~`` expanded and a relative path joined to
-        the payload's ``cwd`` (else the process's working directory); the event name cut to
-        32 characters (``"unknown"`` when none). None when the payload is not a capture.
+        ``(session_id, transcript_path, event, cwd)``: the session id as a string
+        (``"unknown"`` when none); the transcript path with ``~`` expanded and a relative
+        path joined to the payload's ``cwd`` (else the process's working directory); the
+        event name cut to 32 characters (``"unknown"`` when none); the payload's ``cwd``
+        (None when it has none that is a non-empty string: the data boundary is told it).
+        None when the payload is not a capture.
 
     Raises:
         HookInputError: Unknown harness, stdin not a JSON object, no transcript path and
@@ -130,12 +132,13 @@ def parse_payload(
         raise HookInputError(f"payload's transcript_path is a JSON {type(transcript).__name__}")
     else:
         path = os.path.expanduser(transcript.strip())
+    cwd = first_given(payload, *keys.cwd)
+    cwd = cwd if isinstance(cwd, str) and cwd.strip() else None
     if not os.path.isabs(path):
-        cwd = first_given(payload, *keys.cwd)
-        path = os.path.join(cwd if isinstance(cwd, str) else os.getcwd(), path)
+        path = os.path.join(cwd or os.getcwd(), path)
     if not os.path.isfile(path):
         raise HookInputError(f"transcript not found: {path}")
-    return session_id, path, event
+    return session_id, path, event, cwd
 
 
 ERROR_LOG_MAX_BYTES = 1 << 20
@@ -194,7 +197,7 @@ def run(argv: list[str], stdin_text: str) -> None:
     payload that is not a capture (:func:`parse_payload` returns None). Otherwise
     the capture is first written to the spool (:func:`reflect_jobs.spool.append`), so it is
     durable from here on, then ``reflect_jobs.tasks.capture(harness, session_id,
-    transcript_path, event, hook_ts, spool_id=...)`` is pushed onto ``$REFLECT_QUEUE_URL``
+    transcript_path, event, hook_ts, spool_id=..., cwd=...)`` is pushed onto ``$REFLECT_QUEUE_URL``
     within :data:`QUEUE_BUDGET_SEC`, with ``hook_ts`` the current Unix time, creating the
     SQLite queue's directory if needed. A queue that is down or locked past the budget
     leaves the capture in the spool, where the consumer's recovery finds it
@@ -225,7 +228,7 @@ def run(argv: list[str], stdin_text: str) -> None:
     capture = parse_payload(stdin_text, harness, event_arg)
     if capture is None:
         return
-    session_id, path, event = capture
+    session_id, path, event, cwd = capture
     hook_ts = time.time()
     spool_id: str | None = None
     spool_error: OSError | None = None
@@ -237,6 +240,7 @@ def run(argv: list[str], stdin_text: str) -> None:
             transcript_path=path,
             event=event,
             hook_ts=hook_ts,
+            cwd=cwd,
         )
     except OSError as exc:
         spool_error = exc
@@ -250,7 +254,11 @@ def run(argv: list[str], stdin_text: str) -> None:
             url,
             CAPTURE_TASK,
             (harness, session_id, path, event, hook_ts),
-            {"spool_id": spool_id} if spool_id else None,
+            {
+                **({"spool_id": spool_id} if spool_id else {}),
+                **({"cwd": cwd} if cwd else {}),
+            }
+            or None,
             timeout=QUEUE_BUDGET_SEC,
             retries=CAPTURE_RETRIES,
             retry_delay=CAPTURE_RETRY_DELAY_SEC,

@@ -78,6 +78,7 @@ def append(
     transcript_path: str,
     event: str,
     hook_ts: float,
+    cwd: str | None = None,
 ) -> str:
     """Write one capture to the spool and return its id.
 
@@ -92,6 +93,7 @@ def append(
         transcript_path: The transcript file (absolute).
         event: The hook event that fired.
         hook_ts: When the hook ran (``time.time()``).
+        cwd: The session's working directory from the payload (None: none given).
 
     Returns:
         The entry id (see :func:`new_id`), to be carried by the queue message.
@@ -116,6 +118,7 @@ def append(
             "transcript_path": transcript_path,
             "event": event,
             "hook_ts": hook_ts,
+            **({"cwd": cwd} if cwd else {}),
         }
     ).encode("utf-8")
     tmp = os.path.join(directory, _TMP_PREFIX + entry_id)
@@ -185,9 +188,10 @@ def read_entry(home: str, entry_id: str) -> dict | None:
         entry_id: The entry's id.
 
     Returns:
-        ``{"id", "harness", "session_id", "transcript_path", "event", "hook_ts"}`` with
-        string fields and ``hook_ts`` a number or ``None``; ``None`` when the entry is gone
-        (another consumer recorded it meanwhile).
+        ``{"id", "harness", "session_id", "transcript_path", "event", "hook_ts", "cwd"}``
+        with string fields, ``hook_ts`` a number or ``None`` and ``cwd`` a string or
+        ``None`` (entries written before it existed have none); ``None`` when the entry is
+        gone (another consumer recorded it meanwhile).
 
     Raises:
         ValueError: The file is not a well-formed entry (not JSON, a field missing or of
@@ -212,7 +216,10 @@ def read_entry(home: str, entry_id: str) -> dict | None:
         raise ValueError(f"spool entry {entry_id} has a bad 'hook_ts'")
     if data.get("id", entry_id) != entry_id:
         raise ValueError(f"spool entry {entry_id} names another id")
-    return {"id": entry_id, **{k: data[k] for k in FIELDS}, "hook_ts": ts}
+    cwd = data.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ValueError(f"spool entry {entry_id} has a bad 'cwd'")
+    return {"id": entry_id, **{k: data[k] for k in FIELDS}, "hook_ts": ts, "cwd": cwd or None}
 
 
 def delete(home: str, entry_id: str) -> bool:

@@ -160,6 +160,7 @@ def capture(
     hook_ts: float | None = None,
     settle_sec: int | None = None,
     spool_id: str | None = None,
+    cwd: str | None = None,
 ) -> str | None:
     """Enqueued by ``reflect-jobs-hook`` (via ``fastqueue``) and ``reflect-jobs enqueue``.
 
@@ -177,6 +178,8 @@ def capture(
         settle_sec: Override of the capture settle delay (``None``: the setting).
         spool_id: The hook's spool entry for this capture, deleted once the job row
             committed (``None`` when the capture was not spooled).
+        cwd: The session's working directory from the hook payload (told to the data
+            boundary); ``None`` when the payload had none.
 
     Returns:
         The job id, or ``None`` when reflect-jobs is disabled or the capture was already
@@ -193,6 +196,7 @@ def capture(
             settle_sec,
             hook_ts=hook_ts,
             spool_id=spool_id,
+            cwd=cwd,
         )
     except Exception as exc:  # noqa: BLE001 - no job yet: the error goes to the errors ledger
         if transient_error(exc):

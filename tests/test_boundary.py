@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
-from support import write_claude_transcript
+from support import BIN, write_claude_transcript
 
 from reflect_jobs import boundary
 from reflect_jobs.ledger.db import session_scope
@@ -144,3 +145,40 @@ def test_a_dry_run_asks_the_boundary_too_and_moves_nothing(env, tmp_path):
     dry = [x for x in lines if x.get("event") == "dry run: prepare"]
     assert dry and all(x.get("reason") == "restricted" for x in dry)
     assert _calls(env) == 0
+
+
+def test_the_hook_payloads_cwd_reaches_the_boundary(env, tmp_path):
+    """A hook capture tells the boundary the session's working directory (the payload's
+    ``cwd``, carried on the queue message, the spool entry and the job), not the
+    transcript's directory, so a command can decide by repository."""
+    t = write_claude_transcript(tmp_path / "t.jsonl", [CORRECTION])
+    repo = tmp_path / "work" / "secret-repo"
+    repo.mkdir(parents=True)
+    seen = tmp_path / "stdin.json"
+    cmd = _script(
+        tmp_path / "b",
+        f"req = json.load(sys.stdin)\nopen({str(seen)!r}, 'w').write(json.dumps(req))\n"
+        "sys.exit(1 if req['cwd'].endswith('secret-repo') else 0)",
+    )
+    env.update(REFLECT_BOUNDARY_CMD=str(cmd))
+    payload = {
+        "session_id": "sess-h",
+        "transcript_path": str(t),
+        "cwd": str(repo),
+        "hook_event_name": "SessionEnd",
+    }
+    hook = subprocess.run(
+        [str(BIN / "reflect-jobs-hook"), "claude"],
+        input=json.dumps(payload).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=30,
+    )
+    assert hook.returncode == 0, hook.stderr
+    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    _assert_nothing_written(env, job)
+    assert json.loads(seen.read_text())["cwd"] == str(repo)
+    with session_scope(env.settings().db_url) as s:
+        row = s.get(Job, job["id"])
+        assert row is not None and row.cwd == str(repo)

@@ -87,7 +87,7 @@ def test_install_and_doctor_follow_the_registry(tmp_path, monkeypatch):
     transcript.write_text("{}\n")
     payload = json.dumps({"session_id": "s", "transcript_path": str(transcript)})
     assert parse_payload(payload, "codex", "SessionStart") is None
-    assert parse_payload(payload, "codex", "Stop") == ("s", str(transcript), "Stop")
+    assert parse_payload(payload, "codex", "Stop") == ("s", str(transcript), "Stop", None)
     assert default_root("codex", environ) == tmp_path / "cx" / "sessions"
 
 
@@ -95,7 +95,7 @@ def test_the_hook_reads_the_payload_keys_of_its_harness(tmp_path, monkeypatch):
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("{}\n")
     payload = json.dumps({"sessionId": "s1", "transcriptPath": str(transcript), "cwd": "/"})
-    assert parse_payload(payload, "copilot") == ("s1", str(transcript), "unknown")
+    assert parse_payload(payload, "copilot") == ("s1", str(transcript), "unknown", "/")
     keys = harnesses.COPILOT.payload.replace(transcript_path=("agentTranscriptPath",))
     copilot = harnesses.COPILOT.replace(payload=keys, transcript_files=())
     monkeypatch.setitem(harnesses.REGISTRY, "copilot", copilot)

@@ -1,4 +1,4 @@
-"""checkpoints: jobs.deep and session_checkpoints (when a capture makes a paid pass)
+"""checkpoints: jobs.deep, jobs.cwd and session_checkpoints (when a capture makes a paid pass)
 
 Revision ID: 0005
 Revises: 0004
@@ -7,7 +7,8 @@ Create Date: 2026-12-02
 ARCHITECTURE §14.1: a Stop makes a pass only when the session's context fill crosses a new
 checkpoint; the end of a session (and a person's capture) makes the deep pass. Existing jobs
 read as not deep (``server_default`` false); no session has a checkpoint row yet, so the
-first capture of every running session starts its cycle.
+first capture of every running session starts its cycle. ``jobs.cwd`` keeps the hook
+payload's working directory for the data boundary (ARCHITECTURE §2.2).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("deep", sa.Boolean(), server_default=sa.false(), nullable=False)
         )
+        batch_op.add_column(sa.Column("cwd", sa.Text(), nullable=True))
     op.create_table(
         "session_checkpoints",
         sa.Column("harness", sa.String(length=16), nullable=False),
@@ -51,4 +53,5 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_session_checkpoints_idle_due_at"))
     op.drop_table("session_checkpoints")
     with op.batch_alter_table("jobs", schema=None) as batch_op:
+        batch_op.drop_column("cwd")
         batch_op.drop_column("deep")

@@ -41,6 +41,7 @@ def record_capture(
     now: datetime | None = None,
     capture_id: str | None = None,
     deep: bool = False,
+    cwd: str | None = None,
 ) -> CaptureResult:
     """Create the session's job, or coalesce into the one still accepting captures.
 
@@ -64,6 +65,8 @@ def record_capture(
             is in the ledger (``None`` for captures that were never spooled).
         deep: The capture asks for a deep pass (ARCHITECTURE §14.1); sticky on a coalesced
             job, so a Stop arriving after a SessionEnd does not make it a checkpoint.
+        cwd: The session's working directory from the hook payload (the data boundary is
+            told it); a coalesced capture with one replaces the stored one.
 
     Returns:
         The job's id, ``created`` (``False`` when coalesced), and when prepare may run: for
@@ -89,6 +92,7 @@ def record_capture(
             existing.transcript_mtime = mtime
             existing.event = event
             existing.deep = bool(existing.deep) or deep
+            existing.cwd = cwd or existing.cwd
             existing.updated_at = now
             if existing.state in RUNNABLE:
                 existing.next_run_at = max(prepare_at, existing.next_run_at or prepare_at)
@@ -119,6 +123,7 @@ def record_capture(
             next_run_at=prepare_at,
             accepting=True,
             deep=deep,
+            cwd=cwd,
             created_at=now,
             updated_at=now,
         )

@@ -131,6 +131,9 @@ class Job(Base):
     # PreCompact, SessionEnd, idle, or a person's enqueue/backfill. Sticky: a later Stop
     # coalescing into the same job never turns the end of a session into a checkpoint.
     deep: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The session's working directory from the hook payload, for the data boundary
+    # (ARCHITECTURE §2.2); None for captures without one (enqueue, backfill).
+    cwd: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     # products of prepare / write, kept so a retry never redoes paid or lost work
     slice_path: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -33,6 +33,7 @@ def run_capture(
     hook_ts: float | None = None,
     spool_id: str | None = None,
     deep: bool | None = None,
+    cwd: str | None = None,
 ) -> str | None:
     """Record (or coalesce) the capture and schedule prepare after the settle delay.
 
@@ -57,6 +58,8 @@ def run_capture(
         deep: Whether the capture asks for a deep pass (ARCHITECTURE §14.1); ``None``
             decides by ``event`` (PreCompact, SessionEnd, idle, manual, backfill). A
             person's capture (``enqueue``, ``backfill``) passes True whatever its event.
+        cwd: The session's working directory from the hook payload, kept on the job for the
+            data boundary (``None``: none given).
 
     Returns:
         The job id (``None`` when reflect-jobs is disabled, or for a spooled capture already
@@ -76,6 +79,7 @@ def run_capture(
     session_id = bounded(str(session_id or ""), 200)
     transcript_path = clean_text(str(transcript_path))
     event = bounded(str(event), 32)
+    cwd = clean_text(str(cwd)) if cwd else None
     try:
         st = os.stat(transcript_path)
         size, mtime = st.st_size, st.st_mtime
@@ -101,6 +105,7 @@ def run_capture(
                 settle_sec=settle,
                 capture_id=spool_id,
                 deep=is_deep_event(event) if deep is None else deep,
+                cwd=cwd,
             )
             failpoint("before_commit:capture")
     if spool_id is not None:
@@ -169,6 +174,7 @@ def reconcile_spool(rt: Runtime, *, min_age_sec: float = SPOOL_MIN_AGE_SEC) -> d
                 entry["event"],
                 hook_ts=entry["hook_ts"],
                 spool_id=entry_id,
+                cwd=entry.get("cwd"),
             )
             done += 1
         except Exception as exc:  # noqa: BLE001 - one entry must not stop recovery

@@ -92,7 +92,9 @@ def _cascade(
     return prepared, planned
 
 
-def restricted(rt: Runtime, harness: str, session_id: str, path: str) -> str | None:
+def restricted(
+    rt: Runtime, harness: str, session_id: str, path: str, cwd: str | None = None
+) -> str | None:
     """Ask the data-boundary command (``REFLECT_BOUNDARY_CMD``) about a session, unread.
 
     Args:
@@ -100,6 +102,7 @@ def restricted(rt: Runtime, harness: str, session_id: str, path: str) -> str | N
         harness: The job's harness.
         session_id: The job's session id.
         path: The transcript path (passed, never opened here).
+        cwd: The session's working directory from the hook payload (the job's ``cwd``).
 
     Returns:
         None when no boundary is configured or the command allowed the session; else the
@@ -110,7 +113,7 @@ def restricted(rt: Runtime, harness: str, session_id: str, path: str) -> str | N
         return None
     verdict = boundary.check(
         command,
-        boundary.request(harness, session_id, path),
+        boundary.request(harness, session_id, path, cwd),
         timeout_sec=rt.settings.boundary_timeout_sec,
     )
     return None if verdict.allowed else verdict.reason
@@ -174,7 +177,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         path, harness, session_id = job.transcript_path, job.harness, job.session_id
         base = watermarks.current(session, harness, session_id, path)
         cp_state = checkpoints.state(session, harness, session_id, path)
-        deep = bool(job.deep)
+        deep, cwd = bool(job.deep), job.cwd
         prev = session.get(Transcript, transcript_key(path))
         unchanged = (
             prev is not None
@@ -195,7 +198,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         outcome, detail = "stale", f"transcript no longer exists: {path}"
     elif unchanged:
         outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
-    elif (why := restricted(rt, harness, session_id, path)) is not None:
+    elif (why := restricted(rt, harness, session_id, path, cwd)) is not None:
         # The data boundary (ARCHITECTURE §2.2): decided before one byte of it is read.
         outcome, detail = boundary.RESTRICTED_OUTCOME, f"boundary command: {why}"
     else:
@@ -300,8 +303,8 @@ def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
         path, harness, session_id = job.transcript_path, job.harness, job.session_id
         base = watermarks.current(session, harness, session_id, path)
         cp_state = checkpoints.state(session, harness, session_id, path)
-        deep = bool(job.deep)
-    why = restricted(rt, harness, session_id, path)
+        deep, cwd = bool(job.deep), job.cwd
+    why = restricted(rt, harness, session_id, path, cwd)
     if why is not None:
         log.info("dry run: prepare", job_id=job_id, action="skip", reason="restricted")
         return
