@@ -178,4 +178,4 @@ def test_an_older_install_without_event_still_never_captures_a_subagent(tmp_path
     sub = {**payload, "hook_event_name": "SubagentStop", "agent_id": "a"}
     sub["agent_transcript_path"] = str(child)
     assert parse_payload(json.dumps(sub), "claude") is None
-    assert parse_payload(json.dumps(payload), "claude") == ("p", str(parent), "Stop")
+    assert parse_payload(json.dumps(payload), "claude") == ("p", str(parent), "Stop", None)
