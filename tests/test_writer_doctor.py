@@ -68,7 +68,9 @@ def test_doctor_openai_unreachable(env):
 
 
 def test_doctor_anthropic_lists_the_resolved_alias(env, tmp_path, monkeypatch):
-    routes = {"GET /v1/models": [anthropic_models("claude-sonnet-4-5-20250929")]}
+    # sonnet writes; haiku (the cheap checkpoint and dedupe model) must be served too
+    listing = anthropic_models("claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001")
+    routes = {"GET /v1/models": [listing]}
     with api_server(tmp_path / "srv", routes) as srv:
         env.update(REFLECT_WRITER_BACKEND="anthropic")
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")  # the SDK reads its env
@@ -80,6 +82,26 @@ def test_doctor_anthropic_lists_the_resolved_alias(env, tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     check = _writer_check(env)
     assert not check["ok"] and "ANTHROPIC_API_KEY" in check["fix"]
+
+
+def test_doctor_names_the_pass_model_the_endpoint_does_not_serve(env, tmp_path):
+    """Checkpoints call a cheap and a deep model beside the drain model (ARCHITECTURE §14.1):
+    one the endpoint does not serve would halt the write stage at a session's first
+    checkpoint, so doctor checks each and names the variable to fix."""
+    env.pop("REFLECT_CHECKPOINTS")  # on: the cheap model is used
+    listing = openai_models("qwen2.5-coder:7b", "llama3.1:8b")
+    with api_server(tmp_path / "srv", {"GET /v1/models": [listing, listing, listing]}) as srv:
+        env.update(
+            REFLECT_WRITER_BACKEND="openai",
+            REFLECT_OPENAI_BASE_URL=srv.url + "/v1",
+            REFLECT_DRAIN_MODEL="qwen2.5-coder:7b",
+        )
+        check = _writer_check(env)  # the cheap model defaults to the drain model here
+        assert check["ok"] and "qwen2.5-coder:7b" in check["detail"], check
+        env.update(REFLECT_CHECKPOINT_CHEAP_MODEL="llama3.1:8b", REFLECT_DEEP_MODEL="opus")
+        check = _writer_check(env)
+    assert not check["ok"] and "REFLECT_DEEP_MODEL" in check["fix"], check
+    assert "'opus' (REFLECT_DEEP_MODEL) is not listed" in check["detail"]
 
 
 def test_doctor_codex(env, tmp_path):

@@ -30,14 +30,48 @@ def _listed(model: str, ids: list[str]) -> bool:
     return model in ids or any(i.startswith(model) for i in ids)
 
 
-def _models_check(backend: str, model: str, ids: list[str], where: str) -> dict[str, Any]:
-    if _listed(model, ids):
-        return _check(True, f"{backend} at {where}: key accepted, model {model!r} listed")
-    shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
-    fix = f"export REFLECT_DRAIN_MODEL=<one of: {shown or 'none listed'}>"
-    if model == "sonnet" and backend != "anthropic":
-        fix = f"{SONNET_HINT}; {fix}"
-    return _check(False, f"{backend} at {where}: model {model!r} is not listed", fix)
+def configured_models(settings: Any) -> list[tuple[str, str]]:
+    """Every model a pass may call, with the variable that names it (first name wins).
+
+    Checkpoints (ARCHITECTURE §14.1) call up to three models and the dedupe pass a fourth:
+    a cheap model the endpoint does not serve would halt the write stage at a session's
+    first checkpoint, so doctor lists them all.
+
+    Args:
+        settings: ``config.Settings``.
+
+    Returns:
+        ``[(variable, model), …]``: the drain model first, then the cheap checkpoint model
+        (when checkpoints are on), the deep model and the dedupe model, each model once.
+    """
+    pairs = [("REFLECT_DRAIN_MODEL", settings.model)]
+    if settings.checkpoints:
+        pairs.append(("REFLECT_CHECKPOINT_CHEAP_MODEL", settings.cheap_pass_model))
+    pairs += [
+        ("REFLECT_DEEP_MODEL", settings.deep_pass_model),
+        ("REFLECT_DEDUPE_MODEL", settings.dedupe_pass_model),
+    ]
+    seen: set[str] = set()
+    return [(v, m) for v, m in pairs if not (m in seen or seen.add(m))]
+
+
+def _models_check(
+    backend: str, models: list[tuple[str, str]], ids: list[str], where: str
+) -> dict[str, Any]:
+    for variable, model in models:
+        if _listed(model, ids):
+            continue
+        shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
+        fix = f"export {variable}=<one of: {shown or 'none listed'}>"
+        if model == "sonnet" and backend != "anthropic":
+            fix = f"{SONNET_HINT}; {fix}"
+        if model == "haiku" and backend != "anthropic":
+            fix = f"'haiku' is a Claude alias; {fix}"
+        return _check(
+            False, f"{backend} at {where}: model {model!r} ({variable}) is not listed", fix
+        )
+    names = ", ".join(repr(m) for _, m in models)
+    return _check(True, f"{backend} at {where}: key accepted, model(s) {names} listed")
 
 
 def probe_openai(settings: Any) -> dict[str, Any]:
@@ -86,7 +120,7 @@ def probe_openai(settings: Any) -> dict[str, Any]:
             "start the server (llama-server / ollama serve / vllm serve) or fix "
             "REFLECT_OPENAI_BASE_URL (it ends in /v1)",
         )
-    return _models_check("openai", settings.model, ids, where)
+    return _models_check("openai", configured_models(settings), ids, where)
 
 
 def probe_anthropic(settings: Any) -> dict[str, Any]:
@@ -125,7 +159,8 @@ def probe_anthropic(settings: Any) -> dict[str, Any]:
             f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
             "check the network or ANTHROPIC_BASE_URL",
         )
-    return _models_check("anthropic", api_model(settings.model), ids, where)
+    models = [(v, api_model(m)) for v, m in configured_models(settings)]
+    return _models_check("anthropic", models, ids, where)
 
 
 def probe_codex(settings: Any) -> dict[str, Any]:
