@@ -18,7 +18,7 @@ ENTRY = {
     "transcript_path": "/t.jsonl",
     "event": "Stop",
     "hook_ts": 1.5,
-    "cwd": "/work/repo",
+    "cwd": "/home/dev/repo",
 }
 
 
