@@ -161,26 +161,11 @@ def plan_pass(
         return PassPlan(True, "capture", None, fill, models.drain, 0, "checkpoints off")
     prev = state or SessionState()
     if fill < prev.fill_pct - SHRINK_POINTS:
-        return PassPlan(
-            False,
-            "none",
-            None,
-            fill,
-            "",
-            here,
-            f"context shrank from {prev.fill_pct:.0f}% to {fill:.0f}%: checkpoints start over",
-        )
+        why = f"context shrank from {prev.fill_pct:.0f}% to {fill:.0f}%: checkpoints start over"
+        return PassPlan(False, "none", None, fill, "", here, why)
     if here > prev.level:
         model = models.cheap if here == thresholds[0] else models.drain
-        return PassPlan(
-            True, "checkpoint", here, fill, model, here, f"context {fill:.0f}% crossed {here}%"
-        )
-    return PassPlan(
-        False,
-        "none",
-        None,
-        fill,
-        "",
-        prev.level,
-        f"context {fill:.0f}% crosses no new checkpoint (passed {prev.level}%)",
-    )
+        why = f"context {fill:.0f}% crossed {here}%"
+        return PassPlan(True, "checkpoint", here, fill, model, here, why)
+    why = f"context {fill:.0f}% crosses no new checkpoint (passed {prev.level}%)"
+    return PassPlan(False, "none", None, fill, "", prev.level, why)

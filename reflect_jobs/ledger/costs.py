@@ -86,6 +86,35 @@ def bounded_answer(result: Any) -> str:
     return cut.to_json()[:-1] + f', "truncated_from_chars": {len(raw)}}}'
 
 
+def _answer_row(
+    result: Any, *, job_id: str | None, transcript: str, outcome: str, entries: int
+) -> CostRow:
+    """A cost row carrying a model answer's usage, price and (redacted, bounded) answer."""
+    usage = result.usage
+    now = utcnow()
+    return CostRow(
+        job_id=job_id,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=transcript,
+        outcome=outcome,
+        entries=entries,
+        backend=result.backend,
+        model=result.model,
+        turns=result.num_turns,
+        tokens=result.tokens,
+        input=usage.get("input_tokens", 0),
+        output=usage.get("output_tokens", 0),
+        cache_read=usage.get("cache_read_input_tokens", 0),
+        cache_creation=usage.get("cache_creation_input_tokens", 0),
+        cost_usd=float(result.cost_usd or 0.0),
+        exit_code=result.exit_code,
+        # Callers hand us a redacted result; redacting the JSON again here makes "no
+        # unredacted answer is ever recorded" hold for every caller (it is idempotent).
+        raw_answer=redact_structured(bounded_answer(result))[0],
+    )
+
+
 def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
@@ -99,30 +128,10 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     Returns:
         The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
     """
-    usage = result.usage
-    now = utcnow()
-    row = CostRow(
-        job_id=job.id,
-        at=now,
-        day=now.strftime("%Y-%m-%d"),
-        transcript=job.transcript_path,
-        outcome="pending",
-        entries=1,
-        backend=result.backend,
-        model=result.model,
-        turns=result.num_turns,
-        tokens=result.tokens,
-        input=usage.get("input_tokens", 0),
-        output=usage.get("output_tokens", 0),
-        cache_read=usage.get("cache_read_input_tokens", 0),
-        cache_creation=usage.get("cache_creation_input_tokens", 0),
-        cost_usd=float(result.cost_usd or 0.0),
-        exit_code=result.exit_code,
-        # The write stage hands us a redacted result; redacting the JSON again here makes
-        # "no unredacted answer is ever recorded" hold for every caller (it is idempotent).
-        raw_answer=redact_structured(bounded_answer(result))[0],
-        consumed=False,
+    row = _answer_row(
+        result, job_id=job.id, transcript=job.transcript_path, outcome="pending", entries=1
     )
+    row.consumed = False
     session.add(row)
     return row
 
@@ -145,28 +154,8 @@ def record_jobless_attempt(session: Session, result: Any, *, outcome: str, label
     Returns:
         The new row: ``job_id`` NULL, ``entries=0``, already ``consumed``.
     """
-    usage = result.usage
-    now = utcnow()
-    row = CostRow(
-        job_id=None,
-        at=now,
-        day=now.strftime("%Y-%m-%d"),
-        transcript=label,
-        outcome=outcome[:64],
-        entries=0,
-        backend=result.backend,
-        model=result.model,
-        turns=result.num_turns,
-        tokens=result.tokens,
-        input=usage.get("input_tokens", 0),
-        output=usage.get("output_tokens", 0),
-        cache_read=usage.get("cache_read_input_tokens", 0),
-        cache_creation=usage.get("cache_creation_input_tokens", 0),
-        cost_usd=float(result.cost_usd or 0.0),
-        exit_code=result.exit_code,
-        raw_answer=redact_structured(bounded_answer(result))[0],
-        consumed=True,
-    )
+    row = _answer_row(result, job_id=None, transcript=label, outcome=outcome[:64], entries=0)
+    row.consumed = True
     session.add(row)
     return row
 
