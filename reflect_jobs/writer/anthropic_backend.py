@@ -18,7 +18,7 @@ from typing import Any
 from reflect_jobs.writer.api_result import (
     timeout_result,
 )
-from reflect_jobs.writer.http_answers import answer_result, elapsed_ms, http_error_result
+from reflect_jobs.writer.http_answers import HttpAnswers, elapsed_ms
 from reflect_jobs.writer.openai_backend import clean_text
 from reflect_jobs.writer.prompt import STATIC_PREFIX
 from reflect_jobs.writer.ratelimit_headers import anthropic_snapshots
@@ -89,7 +89,7 @@ def parse_message(body: Any) -> tuple[str, str, dict[str, int]] | None:
     return text, str(body.get("stop_reason") or ""), dict(usage)
 
 
-class AnthropicBackend:
+class AnthropicBackend(HttpAnswers):
     """``POST /v1/messages`` with the SDK (``REFLECT_WRITER_BACKEND=anthropic``).
 
     Args:
@@ -99,6 +99,11 @@ class AnthropicBackend:
     """
 
     name = "anthropic"
+    _parse = staticmethod(parse_message)
+    _snapshots = staticmethod(anthropic_snapshots)
+    _what = "a message"
+    _finished = ("end_turn", "stop_sequence", "")
+    _stop_prefix = "stop_"
 
     def __init__(self, model: str, *, timeout_sec: float = 60.0, max_output_tokens: int = 8192):
         """Store the settings; the SDK is imported at :meth:`call`."""
@@ -162,28 +167,3 @@ class AnthropicBackend:
         except (TypeError, ValueError, anthropic.AnthropicError) as exc:  # SDK refused to send
             raise BackendMissing(f"anthropic SDK refused the request: {exc}") from exc
         return self._success(raw.headers, raw.http_response.text, started)
-
-    def _success(self, headers: Any, text: str, started: float) -> ModelResult:
-        return answer_result(
-            backend=self.name,
-            model=self.model,
-            headers=headers,
-            text=text,
-            started=started,
-            parse=parse_message,
-            snapshots=anthropic_snapshots,
-            what="a message",
-            finished=("end_turn", "stop_sequence", ""),
-            stop_prefix="stop_",
-        )
-
-    def _error(self, status: int | None, headers: Any, text: str, started: float) -> ModelResult:
-        return http_error_result(
-            backend=self.name,
-            model=self.model,
-            status=status,
-            headers=headers,
-            text=text,
-            started=started,
-            snapshots=anthropic_snapshots,
-        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from reflect_jobs.writer.api_result import (
     classify_http_error,
@@ -159,3 +159,48 @@ def http_error_result(
         retry_after=wait,
         rate_limits=limits,
     )
+
+
+class HttpAnswers:
+    """The two ways an SDK backend's exchange ends, written once for every HTTP backend.
+
+    A backend sets the class attributes (its parser and header reader as ``staticmethod``,
+    what its body is, which stop reasons mean finished) and has ``name`` and ``model``;
+    :meth:`_success` and :meth:`_error` are then :func:`answer_result` and
+    :func:`http_error_result` with those filled in.
+    """
+
+    name: ClassVar[str]
+    model: str
+    _parse: Parser
+    _snapshots: Snapshots
+    _what: ClassVar[str]
+    _finished: ClassVar[tuple[str, ...]]
+    _stop_prefix: ClassVar[str]
+
+    def _success(self, headers: Any, text: str, started: float) -> ModelResult:
+        """A 200 response as :func:`answer_result` makes it (see there)."""
+        return answer_result(
+            backend=self.name,
+            model=self.model,
+            headers=headers,
+            text=text,
+            started=started,
+            parse=self._parse,
+            snapshots=self._snapshots,
+            what=self._what,
+            finished=self._finished,
+            stop_prefix=self._stop_prefix,
+        )
+
+    def _error(self, status: int | None, headers: Any, text: str, started: float) -> ModelResult:
+        """An error status or no response as :func:`http_error_result` makes it."""
+        return http_error_result(
+            backend=self.name,
+            model=self.model,
+            status=status,
+            headers=headers,
+            text=text,
+            started=started,
+            snapshots=self._snapshots,
+        )

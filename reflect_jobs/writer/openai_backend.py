@@ -21,7 +21,7 @@ from reflect_jobs.writer.api_result import (
     error_message,
     timeout_result,
 )
-from reflect_jobs.writer.http_answers import answer_result, elapsed_ms, http_error_result
+from reflect_jobs.writer.http_answers import HttpAnswers, elapsed_ms
 from reflect_jobs.writer.ratelimit_headers import openai_snapshots
 from reflect_jobs.writer.result import BackendMissing, ModelResult
 
@@ -86,7 +86,7 @@ def parse_chat_completion(body: Any) -> tuple[str, str, dict[str, int]] | None:
     )
 
 
-class OpenAIBackend:
+class OpenAIBackend(HttpAnswers):
     """Chat completions through the official SDK (``REFLECT_WRITER_BACKEND=openai``).
 
     Args:
@@ -101,6 +101,11 @@ class OpenAIBackend:
     """
 
     name = "openai"
+    _parse = staticmethod(parse_chat_completion)
+    _snapshots = staticmethod(openai_snapshots)
+    _what = "a chat completion"
+    _finished = ("stop", "")
+    _stop_prefix = "finish_"
 
     def __init__(
         self,
@@ -182,28 +187,3 @@ class OpenAIBackend:
             except (TypeError, ValueError, openai.OpenAIError) as exc:  # SDK refused to send
                 raise BackendMissing(f"openai SDK refused the request: {exc}") from exc
             return self._success(raw.headers, raw.http_response.text, started)
-
-    def _success(self, headers: Any, text: str, started: float) -> ModelResult:
-        return answer_result(
-            backend=self.name,
-            model=self.model,
-            headers=headers,
-            text=text,
-            started=started,
-            parse=parse_chat_completion,
-            snapshots=openai_snapshots,
-            what="a chat completion",
-            finished=("stop", ""),
-            stop_prefix="finish_",
-        )
-
-    def _error(self, status: int | None, headers: Any, text: str, started: float) -> ModelResult:
-        return http_error_result(
-            backend=self.name,
-            model=self.model,
-            status=status,
-            headers=headers,
-            text=text,
-            started=started,
-            snapshots=openai_snapshots,
-        )
