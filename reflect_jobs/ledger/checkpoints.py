@@ -107,7 +107,7 @@ def idle_due(
         .order_by(SessionCheckpoint.idle_due_at)
         .limit(limit)
     ).all()
-    return [r for r in rows if not _in_flight(session, r.harness, r.session_id, None)]
+    return [r for r in rows if not _in_flight(session, r.harness, r.session_id)]
 
 
 def clear_idle(session: Session, harness: str, key: str) -> None:
@@ -128,16 +128,15 @@ def clear_idle(session: Session, harness: str, key: str) -> None:
 _ACTIVE = ("queued", "running", "deferred", "retrying")
 
 
-def _in_flight(session: Session, harness: str, session_id: str, exclude: str | None) -> str | None:
+def _in_flight(session: Session, harness: str, session_id: str) -> bool:
+    """Whether the session has a job that will still reflect on it (the sweep then waits)."""
     q = select(Job.id).where(
         Job.harness == harness,
         Job.session_id == session_id,
         Job.state.in_(_ACTIVE),
         or_(Job.stage.in_(("write", "add")), Job.state == "running", Job.accepting.is_(True)),
     )
-    if exclude is not None:
-        q = q.where(Job.id != exclude)
-    return session.scalar(q.order_by(Job.created_at).limit(1))
+    return session.scalar(q.limit(1)) is not None
 
 
 def running_pass(session: Session, job: Job) -> tuple[str, datetime | None] | None:
