@@ -9,7 +9,7 @@ today's budget spent with zero successes, and poisoned jobs piling up.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from .config import Settings
 from .ledger import control, costs, proposals
 from .ledger.db import session_scope
-from .ledger.models import CostRow, Job, utcnow
+from .ledger.models import CostRow, Job, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
 
 HEARTBEAT_STALE = timedelta(minutes=5)
@@ -44,7 +44,10 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         (``pending``: retirements held back by the daily retire cap), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
         ``stores`` (redacted URLs), ``queue`` (``pending``, ``captures``, ``spooled``:
-        see :func:`queue_pending`) and ``warnings`` (one line each).
+        see :func:`queue_pending`), ``sessions`` (``checkpoints``: the thresholds or
+        ``off``; ``tracked``: sessions with a checkpoint state; ``idle_owed``: sessions owed
+        their idle deep pass; ``next_idle_at``: the earliest, ISO 8601 or ``None``;
+        ARCHITECTURE §14.1) and ``warnings`` (one line each).
     """
     from .limits import Caps
     from .queue import make_huey
@@ -84,6 +87,12 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         oldest_wait = session.scalar(
             select(func.min(Job.created_at)).where(Job.state.in_(RUNNABLE_STATES))
         )
+        tracked = session.scalar(select(func.count()).select_from(SessionCheckpoint)) or 0
+        idle_owed, next_idle = session.execute(
+            select(func.count(), func.min(SessionCheckpoint.idle_due_at)).where(
+                SessionCheckpoint.idle_due_at.is_not(None)
+            )
+        ).one()
         poisoned_day = (
             session.scalar(
                 select(func.count())
@@ -156,8 +165,21 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         "heartbeat_at": beat.isoformat() if beat else None,
         "stores": settings.redacted_urls(),
         "queue": {k: v for k, v in queue.items() if k != "error"},
+        "sessions": {
+            "checkpoints": ",".join(map(str, settings.checkpoints)) or "off",
+            "tracked": int(tracked),
+            "idle_owed": int(idle_owed or 0),
+            "next_idle_at": _iso(next_idle),
+        },
         "warnings": warnings,
     }
+
+
+def _iso(when: datetime | None) -> str | None:
+    """``when`` as ISO 8601 in UTC (SQLite hands aggregates back naive, in UTC), or None."""
+    if when is None:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
 
 
 CAPTURE_TASK = "reflect_jobs.tasks.capture"

@@ -55,6 +55,15 @@ def test_a_session_that_never_ends_gets_its_deep_pass_when_idle(env, tmp_path):
     with session_scope(env.settings().db_url) as db:
         row = db.get(SessionCheckpoint, ("claude", "s-grow"))
         assert row is not None and row.idle_due_at is not None and row.passes == 0
+        due = row.idle_due_at.isoformat()[:19]
+    sessions = json.loads(env.cli("status", "--json").stdout)["sessions"]
+    assert (sessions["checkpoints"], sessions["tracked"], sessions["idle_owed"]) == (
+        "20,40,60,80",
+        1,
+        1,
+    )
+    assert sessions["next_idle_at"].startswith(due)
+    assert "1 owed an idle deep pass" in env.cli("status").stdout
 
     time.sleep(1.2)  # the session went silent (a crash, a closed terminal): no SessionEnd
     env.cli("drain", "--until-idle", "--max-seconds", "60")  # recovery sweeps idle sessions
@@ -67,6 +76,7 @@ def test_a_session_that_never_ends_gets_its_deep_pass_when_idle(env, tmp_path):
 
     env.cli("drain", "--until-idle", "--max-seconds", "60")  # owed once, paid once
     assert len(_jobs(env)) == 2 and len(_calls(env)) == 1
+    assert json.loads(env.cli("status", "--json").stdout)["sessions"]["idle_owed"] == 0
 
 
 def test_the_final_pass_waits_for_the_running_one_and_reads_after_it(env, tmp_path):

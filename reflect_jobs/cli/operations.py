@@ -192,6 +192,13 @@ def status(as_json: bool, line: bool) -> None:
     click.echo(
         f"quota gate: {q['gate'].upper()}" + (f" ({q['reason']})" if q.get("reason") else "")
     )
+    sess = data["sessions"]
+    owed = (
+        f"; {sess['idle_owed']} owed an idle deep pass (next {sess['next_idle_at']})"
+        if sess["idle_owed"]
+        else ""
+    )
+    click.echo(f"checkpoints: {sess['checkpoints']}; {sess['tracked']} session(s) tracked{owed}")
     pending = data["proposals"]["pending"]
     if pending:
         click.echo(
