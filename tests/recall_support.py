@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from reflect_jobs import kb
@@ -53,3 +56,33 @@ def add_note(kb_root: Path, item: dict, *, updated: str = "2026-11-30T10:00:00Z"
 def reindex(kb_root: Path, *, force: bool = False) -> maintenance.ReindexStats:
     """The lexical-only reindex every add ends in; it also refreshes the context store."""
     return maintenance.reindex(kb_root, force=force, vectors=False)
+
+
+#: What the hook path must never import (ARCHITECTURE §13: stdlib only, milliseconds).
+HEAVY_MODULES = ("sqlalchemy", "torch", "nano_graphrag", "yaml", "huey", "structlog", "click")
+
+
+def session_start_in_process(
+    env, cwd: Path, *, also_heavy: tuple[str, ...] = ()
+) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    """Run ``hook.main(['claude'])`` on a SessionStart payload in a fresh interpreter.
+
+    Returns the ``additionalContext`` it printed and which of :data:`HEAVY_MODULES` (and
+    ``also_heavy``) it had imported by the end (the hook path must import none of them).
+    """
+    heavy = HEAVY_MODULES + also_heavy
+    code = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps("
+        f"{{'hook_event_name': 'SessionStart', 'cwd': {str(cwd)!r}}}).encode()))\n"
+        "from reflect_jobs import hook\n"
+        "hook.main(['claude'])\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print(json.dumps(heavy), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=dict(env), capture_output=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    imported = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"], imported

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 
 import pytest
-from recall_support import add_note, learning, make_repo, reindex
+from recall_support import add_note, learning, make_repo, reindex, session_start_in_process
 from support import BIN
 
 from reflect_jobs.recall import block, store
@@ -143,22 +142,9 @@ def test_prompt_recall_is_opt_in_strong_only_and_at_most_three(env, tmp_path):
 
 def test_the_recall_path_imports_no_heavy_module(env, tmp_path):
     repo = _setup(env, tmp_path)
-    code = (
-        "import io, json, sys\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps("
-        f"{{'hook_event_name': 'SessionStart', 'cwd': {str(repo)!r}}}).encode()))\n"
-        "from reflect_jobs import hook\n"
-        "hook.main(['claude'])\n"
-        "heavy = [m for m in ('sqlalchemy', 'torch', 'nano_graphrag', 'yaml', 'huey', "
-        "'structlog', 'click') if m in sys.modules]\n"
-        "print(json.dumps(heavy), file=sys.stderr)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=dict(env), capture_output=True, timeout=30
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stderr.decode().strip().splitlines()[-1]) == []
-    assert "pnpm" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    ctx, heavy = session_start_in_process(env, repo)
+    assert heavy == []
+    assert "pnpm" in ctx
 
 
 def test_a_reindex_writing_the_store_does_not_block_the_hook(env, tmp_path):

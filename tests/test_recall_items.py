@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from recall_support import add_note, learning, make_repo, reindex
+from recall_support import add_note, learning, make_repo, reindex, session_start_in_process
 from support import BIN
 
 from reflect_jobs.recall import block, items
@@ -122,23 +121,12 @@ def test_a_log_synced_behind_the_index_is_read_before_telling(env, tmp_path, mon
 def test_the_hook_tells_open_items_without_a_heavy_import(env, tmp_path, monkeypatch):
     repo = _setup(env, tmp_path, monkeypatch)
     ident = _add(env, repo, "handoff", "Pick up the checkout refactor")
-    code = (
-        "import io, json, sys\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps("
-        f"{{'hook_event_name': 'SessionStart', 'cwd': {str(repo)!r}}}).encode()))\n"
-        "from reflect_jobs import hook\n"
-        "hook.main(['claude'])\n"
-        "heavy = [m for m in ('sqlalchemy', 'torch', 'nano_graphrag', 'yaml', 'huey', "
-        "'structlog', 'click', 'reflect_jobs.reflections.store', 'reflect_jobs.index.lexical') "
-        "if m in sys.modules]\n"
-        "print(json.dumps(heavy), file=sys.stderr)\n"
+    ctx, heavy = session_start_in_process(
+        env,
+        repo,
+        also_heavy=("reflect_jobs.reflections.store", "reflect_jobs.index.lexical"),
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=dict(env), capture_output=True, timeout=30
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stderr.decode().strip().splitlines()[-1]) == []
-    ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert heavy == []
     assert f"- {ident} [handoff] Pick up the checkout refactor" in ctx
     assert ctx.startswith(block.OPEN)
 
