@@ -60,6 +60,29 @@ class Env(dict):
         return self.run("reflect-jobs", *args, **kw)
 
 
+@contextlib.contextmanager
+def running_worker(env: Env, threads: int = 1) -> Iterator[subprocess.Popen[bytes]]:
+    """``reflect-jobs worker -w threads`` (execs huey_consumer), stopped with SIGTERM after
+    the block (killed if it has not exited 20 s later)."""
+    import signal
+
+    proc = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "worker", "-w", str(threads)],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = ""):  # type: ignore[no-untyped-def]
     """Poll ``predicate`` until it returns something truthy and return that; the timeout is a
     hang guard, never a performance claim (fail with ``what`` if it is reached)."""

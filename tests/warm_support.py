@@ -5,13 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from support import BIN, wait_for
+from support import running_worker, wait_for
 
 from reflect_jobs import kb
 
@@ -68,20 +67,8 @@ def vias(env) -> list[str]:
 
 @contextlib.contextmanager
 def worker(env) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
-        env=dict(env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    """A one-thread worker, yielded once its model socket answers."""
+    with running_worker(env, 1) as proc:
         sock = env.home / "run" / "model.sock"
         wait_for(lambda: answers(sock), timeout=60, what="the worker's socket")
         yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

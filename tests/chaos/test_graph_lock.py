@@ -14,16 +14,14 @@ the pending flag consumed) is what a consumer killed at that instant leaves.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import select
-from support import BIN, transcripts_dir, wait_for
+from support import running_worker, transcripts_dir, wait_for
 
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job
@@ -60,26 +58,6 @@ def _lexical_hits(env, query: str = "pnpm lockfile") -> list[str]:
     return [hit["id"] for hit in json.loads(out)]
 
 
-@contextlib.contextmanager
-def _worker(env) -> Iterator[subprocess.Popen[bytes]]:
-    """``reflect-jobs worker`` (execs huey_consumer -f), stopped with SIGTERM afterwards."""
-    proc = subprocess.Popen(
-        [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
-        env=dict(env),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _job_done(env) -> bool:
     with session_scope(env.settings().db_url) as s:
         states = set(s.scalars(select(Job.state)))
@@ -108,7 +86,7 @@ def test_stale_graph_lock_under_drain_note_gets_indexed(env) -> None:
 def test_worker_start_flushes_stale_graph_lock_and_reindexes(env) -> None:
     env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _kill_holding_graph_lock(env)
-    with _worker(env):
+    with running_worker(env, 2):
         wait_for(lambda: _job_done(env), timeout=60, what="the worker finishing the job")
         # The dead holder's lock is gone with it: the worker's reindex after the add runs
         # (a lock outliving its holder would block it for good, however long we waited).
