@@ -83,6 +83,20 @@ def running_worker(env: Env, threads: int = 1) -> Iterator[subprocess.Popen[byte
             proc.wait()
 
 
+def write_note(root: Path, title: str, insight: str, *, at: str = "2026-11-30T00:00:00Z"):  # type: ignore[no-untyped-def]
+    """One learning note in the KB at ``root`` (category Tools, its title as the rule)."""
+    from reflect_jobs import kb
+
+    return kb.write_learning(
+        root,
+        {"title": title, "category": "Tools", "key_insight": insight, "rule": title},
+        created=at,
+        updated=at,
+        source_path="t",
+        session_id="s",
+    )
+
+
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = ""):  # type: ignore[no-untyped-def]
     """Poll ``predicate`` until it returns something truthy and return that; the timeout is a
     hang guard, never a performance claim (fail with ``what`` if it is reached)."""

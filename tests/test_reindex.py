@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from support import write_note
 
 from reflect_jobs import kb
 from reflect_jobs.index import maintenance
@@ -13,20 +14,9 @@ from reflect_jobs.index.search import search
 NOW = "2026-11-30T00:00:00Z"
 
 
-def _note(root, title, insight):
-    return kb.write_learning(
-        root,
-        {"title": title, "category": "Tools", "key_insight": insight, "rule": title},
-        created=NOW,
-        updated=NOW,
-        source_path="t",
-        session_id="s",
-    )
-
-
 def test_incremental_reindex_reads_only_changed_notes(tmp_path):
-    a = _note(tmp_path, "Pin the docker digest", "floating tags broke the build")
-    _note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    a = write_note(tmp_path, "Pin the docker digest", "floating tags broke the build")
+    write_note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
     first = maintenance.reindex(tmp_path, vectors=False)
     assert (first.inserted, first.unchanged) == (2, 0)
     again = maintenance.reindex(tmp_path, vectors=False)
@@ -43,8 +33,8 @@ def test_incremental_reindex_reads_only_changed_notes(tmp_path):
 
 
 def test_deleted_and_retired_notes_leave_search(tmp_path):
-    a = _note(tmp_path, "Use tenacity for retries", "sleep loops hammer the API")
-    b = _note(tmp_path, "Use tenacity jitter", "retries in lockstep cause thundering herds")
+    a = write_note(tmp_path, "Use tenacity for retries", "sleep loops hammer the API")
+    b = write_note(tmp_path, "Use tenacity jitter", "retries in lockstep cause thundering herds")
     maintenance.reindex(tmp_path, vectors=False)
     assert len(search(tmp_path, "tenacity", mode="lexical", vectors=False).hits) == 2
     kb.retire_note(a.path, status="retired", reason="superseded", now=NOW)
@@ -58,17 +48,17 @@ def test_deleted_and_retired_notes_leave_search(tmp_path):
 
 
 def test_search_warns_when_the_index_lags_the_notes(tmp_path):
-    _note(tmp_path, "Close redis pipelines", "leaked pipelines exhausted the pool")
+    write_note(tmp_path, "Close redis pipelines", "leaked pipelines exhausted the pool")
     assert search(tmp_path, "redis", mode="lexical", vectors=False).warnings, "never indexed"
     maintenance.reindex(tmp_path, vectors=False)
     assert search(tmp_path, "redis", mode="lexical", vectors=False).warnings == []
-    _note(tmp_path, "Set busy_timeout", "writers failed under contention")
+    write_note(tmp_path, "Set busy_timeout", "writers failed under contention")
     assert "lags" in search(tmp_path, "redis", mode="lexical", vectors=False).warnings[0]
 
 
 @pytest.mark.chaos
 def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
-    _note(tmp_path, "Fsync the directory", "renamed file vanished after power loss")
+    write_note(tmp_path, "Fsync the directory", "renamed file vanished after power loss")
     maintenance.reindex(tmp_path, vectors=False)
     assert maintenance.reindex(tmp_path, vectors=False, force=True).inserted == 1
     (tmp_path / "index" / "lexical.db").write_bytes(b"garbage" * 100)
@@ -80,14 +70,14 @@ def test_force_rebuilds_everything_and_a_corrupt_index_is_rebuilt(tmp_path):
 @pytest.mark.chaos
 def test_damaged_graph_store_is_rebuilt_from_the_notes(tmp_path):
     """The vector/graph store is derived: a damaged one is rebuilt, never a stuck index."""
-    a = _note(tmp_path, "Pin the docker digest", "floating tags broke the build")
+    a = write_note(tmp_path, "Pin the docker digest", "floating tags broke the build")
     maintenance.reindex(tmp_path, vectors=True)
     store = tmp_path / "index" / "graph" / "reflect_index.db"
     assert store.exists()
     for suffix in ("-wal", "-shm"):
         (tmp_path / "index" / "graph" / f"reflect_index.db{suffix}").unlink(missing_ok=True)
     store.write_bytes(b"not a database" * 512)
-    _note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    write_note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
     stats = maintenance.reindex(tmp_path, vectors=True)
     assert stats.graph == "updated", stats
     assert any("rebuilt from the notes" in e for e in stats.errors)

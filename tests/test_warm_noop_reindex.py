@@ -12,11 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from support import write_note
 
 from reflect_jobs import kb
 from reflect_jobs.index import maintenance
-
-NOW = "2026-11-30T00:00:00Z"
 
 NOOP_REINDEX_IN_A_FRESH_PROCESS = """
 import json, sys
@@ -28,17 +27,6 @@ finally:
              if m in sys.modules]
     print(json.dumps({"heavy": heavy}), file=sys.stderr)
 """
-
-
-def _note(root, title, insight):
-    return kb.write_learning(
-        root,
-        {"title": title, "category": "Tools", "key_insight": insight, "rule": title},
-        created=NOW,
-        updated=NOW,
-        source_path="t",
-        session_id="s",
-    )
 
 
 def _reindex_in_subprocess(env) -> tuple[dict, list[str]]:
@@ -64,7 +52,7 @@ def test_lexical_only_change_leaves_the_graph_owed(tmp_path):
         finally:
             m.close()
 
-    _note(tmp_path, "Pin the docker digest", "floating tags broke the build")
+    write_note(tmp_path, "Pin the docker digest", "floating tags broke the build")
     maintenance.reindex(tmp_path, vectors=False)
     assert owed() == {"force": True, "paths": [], "drop": []}
     m = maintenance.manifest(tmp_path)
@@ -74,7 +62,7 @@ def test_lexical_only_change_leaves_the_graph_owed(tmp_path):
         m.close()
     assert maintenance.reindex(tmp_path, vectors=False).unchanged == 1
     assert owed() is None, "a no-change pass owes the graph nothing"
-    _note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
+    write_note(tmp_path, "Quote FTS5 queries", "a hyphen raised a syntax error")
     maintenance.reindex(tmp_path, vectors=False)
     assert owed() == {"force": True, "paths": [], "drop": []}
 
@@ -83,7 +71,7 @@ def test_lexical_only_change_leaves_the_graph_owed(tmp_path):
 def test_noop_reindex_imports_no_torch(env):
     """With vectors on: the first pass loads the model; the no-op pass after it loads nothing."""
     env.update(REFLECT_INDEX_VECTORS="1")
-    _note(env.kb, "Pin the docker digest", "floating tags broke the build")
+    write_note(env.kb, "Pin the docker digest", "floating tags broke the build")
     first, heavy = _reindex_in_subprocess(env)
     assert first["graph"] == "updated", first
     assert "torch" in heavy, "the check below would not see an import"
