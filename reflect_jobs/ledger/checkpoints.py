@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -128,14 +128,20 @@ def clear_idle(session: Session, harness: str, key: str) -> None:
 _ACTIVE = ("queued", "running", "deferred", "retrying")
 
 
-def _in_flight(session: Session, harness: str, session_id: str) -> bool:
-    """Whether the session has a job that will still reflect on it (the sweep then waits)."""
-    q = select(Job.id).where(
+def _passing(q: Select, harness: str, session_id: str, *more: ColumnElement[bool]) -> Select:
+    """``q`` narrowed to the session's jobs whose pass is in flight: active and at
+    ``write``/``add``, or running (or any of ``more``)."""
+    return q.where(
         Job.harness == harness,
         Job.session_id == session_id,
         Job.state.in_(_ACTIVE),
-        or_(Job.stage.in_(("write", "add")), Job.state == "running", Job.accepting.is_(True)),
+        or_(Job.stage.in_(("write", "add")), Job.state == "running", *more),
     )
+
+
+def _in_flight(session: Session, harness: str, session_id: str) -> bool:
+    """Whether the session has a job that will still reflect on it (the sweep then waits)."""
+    q = _passing(select(Job.id), harness, session_id, Job.accepting.is_(True))
     return session.scalar(q.limit(1)) is not None
 
 
@@ -156,18 +162,8 @@ def running_pass(session: Session, job: Job) -> tuple[str, datetime | None] | No
     """
     if not job.session_id or job.session_id == "unknown":
         return None
-    row = session.execute(
-        select(Job.id, Job.state, Job.next_run_at)
-        .where(
-            Job.harness == job.harness,
-            Job.session_id == job.session_id,
-            Job.id != job.id,
-            Job.state.in_(_ACTIVE),
-            or_(Job.stage.in_(("write", "add")), Job.state == "running"),
-        )
-        .order_by(Job.created_at)
-        .limit(1)
-    ).first()
+    q = _passing(select(Job.id, Job.state, Job.next_run_at), job.harness, job.session_id)
+    row = session.execute(q.where(Job.id != job.id).order_by(Job.created_at).limit(1)).first()
     if row is None:
         return None
     return str(row.id), (None if row.state == "running" else row.next_run_at)
