@@ -12,20 +12,32 @@ from collections import Counter
 from collections.abc import Callable
 
 _PLACEHOLDER = re.compile(
-    r"^(?:\[REDACTED|\$|\{|%|<|os\.|process\.env|getenv|env\(|ENV\[|none$|null$|nil$|"
+    r"^(?:\[REDACTED|os\.|process\.env|getenv|env\(|ENV\[|none$|null$|nil$|"
     r"true$|false$|str$|string$|int$|bytes$|optional|self\.|\*+$|x+$|\.\.\.|…|your[_-]|"
-    r"example|dummy|placeholder|redacted|required$|undefined$|input\(|getpass|\(|"
+    r"example|dummy|placeholder|redacted|required$|undefined$|input\(|getpass|"
     r"secrets?\.|config\.|settings\.|args\.|options\.|opts\.|params?\.)",
     re.IGNORECASE,
 )
-#: Rest-of-name endings that make a secret-named key not a secret (token counts, file paths).
-NOT_SECRET_SUFFIX = re.compile(
-    r"^(?:s|izers?|ize[ds]?|ization|[_.-]?(?:counts?|types?|limits?|budget|usage|urls?|uris?|"
-    r"endpoint|paths?|files?|names?|length|len|ttl|expir\w*|env|refs?|header|field|prefix|"
-    r"format|kind|source|provider|helper|manager|store|policy|rotation|strength|hash(?:er)?|"
-    r"reset|required|enabled|auth(?:entication)?|based|less))$",
-    re.IGNORECASE,
+#: References and template markers, as the WHOLE value: ``$VAR``, ``${VAR:-x}``, ``$(cmd)``,
+#: ``%s``, ``%(name)s``, ``%VAR%``, ``{{ var }}``, ``{var}``, ``<token>``, ``(none)``. Only the
+#: whole value: a Django key such as ``$@@z^kk6oa)m89…`` starts with ``$`` and is a secret.
+_REFERENCE = re.compile(
+    r"^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\(.*\)|%\([A-Za-z_]\w*\)[sdrif]|%[sdrif]|"
+    r"%[A-Za-z_]\w*%|\{\{.*\}\}|\{[A-Za-z_][\w.]*\}|<[^<>]*>|\([A-Za-z _-]*\))"
+    r"[\w./:-]*$",
+    re.DOTALL,
 )
+#: A call, subscript or attribute read in code (``get_token()``, ``os.environ["X"]``,
+#: ``settings.API_KEY``, ``request.headers.get(``): what a variable is set from, not a secret.
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_CALL = r"(?:\([^()]*\)|\[[^\[\]]*\])"
+_CODE = re.compile(
+    rf"^{_IDENT}(?:\.{_IDENT})*(?:{_CALL}(?:\.{_IDENT}{_CALL}?)*|\(|\[)$"
+    rf"|^{_IDENT}(?:\.{_IDENT})+$"
+)
+#: Identifiers made of words (``db_password``, ``dbPassword``): a variable, not a value.
+_WORDY_IDENTIFIER = re.compile(r"^(?:[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+)$")
+_WORD = re.compile(r"^[A-Za-z][A-Za-z'’-]*[.,;:!?)]*$")
 
 
 def is_placeholder(value: str) -> bool:
@@ -37,9 +49,51 @@ def is_placeholder(value: str) -> bool:
     Returns:
         True for references (``$X``, ``${X}``, ``os.environ[…]``, ``process.env.X``),
         template markers (``{{x}}``, ``<x>``, ``%s``), type names, masks (``***``, ``xxx``),
-        an earlier redaction, and "your-key"/"example" style fillers.
+        an earlier redaction, and "your-key"/"example" style fillers. A value that merely
+        *starts* with ``$``, ``%``, ``{`` or ``(`` is not one (generated keys do).
     """
-    return bool(_PLACEHOLDER.match(value.strip()))
+    value = value.strip()
+    return bool(_PLACEHOLDER.match(value) or _REFERENCE.match(value))
+
+
+def is_code_reference(value: str) -> bool:
+    """Whether ``value`` is code that reads a secret rather than the secret itself.
+
+    Args:
+        value: The right-hand side of ``NAME=value`` (up to whitespace or a quote).
+
+    Returns:
+        True for a call, subscript or dotted attribute (``get_token()``, ``settings.KEY``,
+        ``os.environ[``) and for identifiers made of words (``db_password``,
+        ``dbPassword``); a value with digits or symbols mixed in is not code.
+    """
+    value = value.strip()
+    return bool(_CODE.match(value) or _WORDY_IDENTIFIER.match(value))
+
+
+def is_prose(value: str) -> bool:
+    """Whether ``value`` is ordinary prose, which is never a secret value.
+
+    A sentence under a secret-named field (a learning's ``key_insight``, a ``token``
+    field holding an explanation) must reach the note verbatim. A passphrase of a few
+    lower-case words with no punctuation ("correct horse battery staple") is not prose.
+
+    Args:
+        value: A candidate secret.
+
+    Returns:
+        True for at least four whitespace-separated tokens, at least 60 % of them words,
+        that either have sentence punctuation, start with a capital letter, or number
+        seven or more tokens.
+    """
+    tokens = value.split()
+    if len(tokens) < 4:
+        return False
+    wordy = sum(1 for t in tokens if _WORD.match(t))
+    if wordy * 5 < len(tokens) * 3:
+        return False
+    sentence = any(c in value for c in ".,;:!?()") or tokens[0][:1].isupper()
+    return sentence or len(tokens) >= 7
 
 
 def entropy(value: str) -> float:
@@ -65,11 +119,11 @@ def looks_generated(value: str, *, min_len: int = 16) -> bool:
         min_len: The shortest length that can count.
 
     Returns:
-        True when ``value`` is at least ``min_len`` long, mixes letters with digits (or
-        has both cases), has at least 3 bits of entropy per character, and is no
-        placeholder.
+        True when ``value`` is at least ``min_len`` long, has no whitespace (a sentence
+        has high entropy and both cases too), mixes letters with digits (or has both
+        cases), has at least 3 bits of entropy per character, and is no placeholder.
     """
-    if len(value) < min_len or is_placeholder(value):
+    if len(value) < min_len or is_placeholder(value) or any(c.isspace() for c in value):
         return False
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)

@@ -25,21 +25,21 @@ from typing import NamedTuple
 
 from reflect_jobs.redaction.checks import (
     CHECKS,
-    NOT_SECRET_SUFFIX,
+    is_code_reference,
     is_placeholder,
+    is_prose,
     looks_generated,
     looks_like_password,
 )
+from reflect_jobs.redaction.names import credential_kind
 from reflect_jobs.redaction.rules import (
     AZURE_CLIENT_SECRET,
     CONTEXT_RULES,
     CONTEXT_WORDS,
-    EXACT_NAMES,
     SECRET_NAMES,
     TELEGRAM_BOT_TOKEN,
     TOKEN_RULES,
     VENDOR_WORDS,
-    WEAK_NAMES,
     TokenRule,
 )
 
@@ -76,6 +76,9 @@ def _casings(words: tuple[str, ...]) -> list[str]:
 _NAME_FORMS = sorted({f for words in SECRET_NAMES for f in _casings(words)}, key=len, reverse=True)
 _NAME_ALT = "|".join(_NAME_FORMS)
 _VALUE_CHARS = r"[^\s\"'`,;}{)(\]\[<>\\]"
+#: An assigned value (``NAME=value``) runs to whitespace, a quote, ``,``/``;`` or a backslash:
+#: generated keys hold ``(``, ``)``, ``$``, ``%``; :func:`_bare_value` trims what is not it.
+_ASSIGNED_CHARS = r"[^\s\"'`,;<>\\]"
 _VENDOR_FORMS = {f: check for word, check in VENDOR_WORDS.items() for f in _casings((word,))}
 
 
@@ -108,7 +111,7 @@ def _scans() -> _Scans:
         name_scan=re.compile(
             rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)(?:"
             rf"(?P<asep>\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*)"
-            rf"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\\\n]{{4,}}?)(?P=q)|(?P<bv>{_VALUE_CHARS}{{4,}}))"
+            rf"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\\\n]{{4,}}?)(?P=q)|(?P<bv>{_ASSIGNED_CHARS}{{4,}}))"
             rf"|(?P<psep>[ \t]+(?:is|was|=)[ \t]+)(?P<pq>[\"'`]?)(?P<pv>{_VALUE_CHARS}{{6,}})"
             rf"|(?P<ssep>[ \t]+)(?P<sv>{_VALUE_CHARS}{{4,}})"
             r")"
@@ -123,30 +126,18 @@ _WINDOW = 80
 _CANDIDATE = re.compile(r"(?<![A-Za-z0-9/+_.~-])[A-Za-z0-9/+=_.~-]{20,64}(?![A-Za-z0-9/+=_.~-])")
 
 
-def name_kind(name: str, rest: str, before: str) -> str | None:
-    """Whether a name (found by the name scan) labels a secret, and which kind.
+_IDENT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
-    Args:
-        name: The secret word as matched (``PASSWORD``, ``apiKey``, ``_auth``…).
-        rest: The characters of the name after the word (``_ID`` of ``TOKEN_ID``).
-        before: The character before the word (``""`` at the start).
 
-    Returns:
-        ``"password"`` or ``"secret"``; ``"weak"`` for a bare ``key`` (``WEATHER_KEY``,
-        ``"key"``), whose value must look generated to count; or ``None`` when the name
-        is not a secret's: an exact name (``auth``, ``sas``, ``pwd``) inside a longer word,
-        or an ending such as ``tokens``/``_count``/``_path`` that names something else.
-    """
-    low = name.lower()
-    base = re.sub(r"[_.-]", "", low)
-    exact = base in EXACT_NAMES or low in EXACT_NAMES
-    if exact and (rest or (before and before in _ALNUM)):
-        return None
-    if rest and NOT_SECRET_SUFFIX.match(rest):
-        return None
-    if base in WEAK_NAMES:
-        return "weak"
-    return "password" if ("pass" in low or low == "pwd") else "secret"
+def _identifier_start(text: str, start: int) -> int:
+    """Where the identifier holding the name found at ``start`` begins (``DJANGO_`` of
+    ``DJANGO_SECRET_KEY``, ``stripe.`` of ``stripe.api_key``), so the whole name is judged."""
+    j = start
+    while j > 0 and text[j - 1] in _IDENT:
+        j -= 1
+    while j < start and text[j] in "-.":  # a flag's dashes, a sentence's full stop
+        j += 1
+    return j
 
 
 def _is_flag(text: str, start: int) -> bool:
@@ -157,12 +148,25 @@ def _is_flag(text: str, start: int) -> bool:
     return text.startswith("-", j) and j < start
 
 
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _bare_value(value: str) -> str:
+    """The unquoted value of ``NAME=value`` as matched, without the trailing punctuation of
+    the sentence around it or a closing bracket it does not open (``(set pw=abc123)``)."""
+    while value and (
+        value[-1] in ".,;:!?"
+        or (value[-1] in _CLOSERS and value.count(value[-1]) > value.count(_CLOSERS[value[-1]]))
+    ):
+        value = value[:-1]
+    return value
+
+
 def _name_value(m: re.Match[str]) -> tuple[str | None, int, int]:
     """For one name-scan match: (kind or None, value start, value end)."""
     text = m.string
-    name_end = m.start("rest")
-    before = text[m.start() - 1] if m.start() else ""
-    kind = name_kind(text[m.start() : name_end], m.group("rest"), before)
+    name = text[_identifier_start(text, m.start()) : m.end("rest")]
+    kind = credential_kind(name)
     if kind is None:
         return None, 0, 0
     if kind == "weak":  # "key": only a value that looks machine-made
@@ -173,17 +177,24 @@ def _name_value(m: re.Match[str]) -> tuple[str | None, int, int]:
         return "secret", m.start(group), m.start(group) + len(value)
     numeric_ok = kind == "password"
     if m.group("asep") is not None:
-        group = "qv" if m.group("qv") is not None else "bv"
-        value = m.group(group)
+        if m.group("qv") is not None:
+            value, vs = m.group("qv"), m.start("qv")
+            if is_prose(value):
+                return None, 0, 0
+        else:
+            vs = m.start("bv")
+            value = _bare_value(m.group("bv"))
+            if is_code_reference(value):
+                return None, 0, 0
         if is_placeholder(value) or (value.replace(".", "").isdigit() and not numeric_ok):
             return None, 0, 0
-        if group == "bv" and len(value) < 6:
+        if m.group("qv") is None and len(value) < 6:
             return None, 0, 0
         # "Token: expired" is prose; "token: 9f8e7d6c…" is a value.
         prose = value.isalpha() and value.islower() and len(value) <= 16
-        if prose and ":" in m.group("asep") and group == "bv" and kind != "password":
+        if prose and ":" in m.group("asep") and m.group("qv") is None and kind != "password":
             return None, 0, 0
-        return kind, m.start(group), m.end(group)
+        return kind, vs, vs + len(value)
     if m.group("psep") is not None:
         value = m.group("pv").rstrip(".,;:!?")
         if not looks_like_password(value):
@@ -315,13 +326,8 @@ def secret_key(key: str) -> str | None:
         key: A dict key, or the ``name`` of a ``{"name": …, "value": …}`` pair.
 
     Returns:
-        ``"password"``, ``"secret"`` or ``"weak"`` (see :func:`name_kind`), or ``None``
-        when no secret name is in ``key`` (or only one that names something else, like
-        ``input_tokens``).
+        ``"password"``, ``"secret"`` or ``"weak"`` (see
+        :func:`reflect_jobs.redaction.names.credential_kind`), or ``None`` when the key is
+        not a credential's name (``key_insight``, ``input_tokens``, ``monkey``).
     """
-    for m in _scans().name_only.finditer(key):
-        before = key[m.start() - 1] if m.start() else ""
-        kind = name_kind(key[m.start() : m.start("rest")], m.group("rest"), before)
-        if kind:
-            return kind
-    return None
+    return credential_kind(key)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reflect_jobs.redaction.checks import is_placeholder, looks_generated
+from reflect_jobs.redaction.checks import is_placeholder, is_prose, looks_generated
 from reflect_jobs.redaction.engine import redact_secrets, secret_key, tag
 
 _MAX_DEPTH = 3
 
 
 def _walk(value: Any, depth: int) -> tuple[Any, int]:
-    """Redact every string of a decoded JSON value; a secret-named key redacts its value."""
+    """Redact every string of a decoded JSON value; a credential-named key (judged by its
+    words, :mod:`reflect_jobs.redaction.names`) redacts a value that could be a secret."""
     if isinstance(value, str):
         return _structured(value, depth + 1)
     if isinstance(value, list):
@@ -71,7 +72,13 @@ def _secret_value(item: Any, kind: str) -> bool:
         value = item.strip()
         if kind == "weak":
             return looks_generated(value)
-        return len(value) >= 4 and not is_placeholder(value) and "[REDACTED:" not in value
+        # Ordinary prose is never a secret value, whatever its field is called.
+        return (
+            len(value) >= 4
+            and not is_placeholder(value)
+            and not is_prose(value)
+            and "[REDACTED:" not in value
+        )
     return False
 
 
