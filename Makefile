@@ -48,8 +48,8 @@ test-fast: install
 chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
-# Every script in bench/ (bench/corpus.py, original_signals.py and baseline_redact.py are helpers),
-# with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
+# Every script in bench/ but its helpers (corpus.py, original_signals.py, baseline_redact.py,
+# redaction_probe.py), with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
