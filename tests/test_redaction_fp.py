@@ -11,9 +11,9 @@ The paths are those of the product (``bench/redaction_probe.py``, shared with
 ``cascade.prepare.filter_turns``; the raw line through ``redact_secrets``; the answer through
 ``redact_structured``.
 
-The cases marked ``xfail`` fail against the engine as it was when this corpus was written (the
-engine fix of issue 21 item 1 must make them pass; then drop the marks). ``strict=False`` keeps
-an early fix from failing the suite.
+Against the engine as it was when this corpus was written, 8 held-out credentials leaked, 16
+look-alikes changed, 3 tags fell on real dialogue and both ``key_insight`` fields of the clean
+answer were blanked (issue 21 item 1); all of these pass now.
 """
 
 from __future__ import annotations
@@ -29,31 +29,6 @@ from secret_corpus_heldout import NOT_SECRETS, SECRETS_HELDOUT
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import redaction_probe as probe  # noqa: E402
-
-PENDING = pytest.mark.xfail(strict=False, reason="issue 21 item 1: engine fix pending")
-
-#: Held-out credentials the engine lets through today (on every path).
-MISSED_TODAY = {
-    "django_secret_key_dollar",
-    "django_secret_key_percent",
-    "django_secret_key_paren_quoted",
-    "authorization_token_drf",
-    "cookie_sessionid",
-    "json_auth_token",
-    "python_typed_constant",
-    "docker_login_password",
-}
-#: Look-alikes the engine changes today (on every path).
-CHANGED_TODAY = {
-    "held-out:pem_rsa_json_escaped",
-    "held-out:pem_ec_env_escaped",
-    "held-out:pem_dsa_escaped",
-    "held-out:pem_openssh_yaml_block",
-    "held-out:export_jwt_secret",
-    "held-out:json_api_key",
-    "held-out:json_credentials_object",
-    *(f"not_secret:{i}" for i in (0, 1, 2, 3, 4, 5, 6, 7, 9)),
-}
 
 HELDOUT = [c for c in probe.cases() if c.corpus == "held-out"]
 LOOKALIKES = probe.lookalikes()
@@ -100,7 +75,7 @@ def test_the_false_positive_corpus_is_real_and_readable() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(c.name, marks=PENDING) if c.name in MISSED_TODAY else c.name for c in HELDOUT],
+    [c.name for c in HELDOUT],
 )
 def test_a_heldout_credential_is_caught_in_the_transcript_and_in_an_echoed_answer(
     name: str,
@@ -114,7 +89,7 @@ def test_a_heldout_credential_is_caught_in_the_transcript_and_in_an_echoed_answe
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=PENDING) if n in CHANGED_TODAY else n for n, _ in LOOKALIKES],
+    [n for n, _ in LOOKALIKES],
 )
 def test_a_lookalike_comes_back_unchanged(name: str) -> None:
     r = _lookalike_results()[name]
@@ -123,13 +98,20 @@ def test_a_lookalike_comes_back_unchanged(name: str) -> None:
     assert r.echo, f"echoed answer: {r.echo_out[:300]}"
 
 
-@PENDING
 def test_no_tag_in_the_dialogue_of_real_transcripts() -> None:
     scan = _dialogue_scan()
     assert scan.tags == 0, "\n".join(fp.show() for fp in scan.samples[:30])
 
 
-@PENDING
+def test_no_tag_in_the_raw_lines_of_real_transcripts() -> None:
+    """Tool output and code the session read (what a condensed transcript will carry):
+    ``apiKey: 'proxy-handled'``, ``key: data?.key``, ``Record<string, string>``, a regex
+    describing a key, a template's ``${…}`` are not credentials (58 tags before)."""
+    scan = probe.scan_raw(probe.fp_corpus_files())
+    assert scan.lines >= 5_000
+    assert scan.tags == 0, "\n".join(fp.show() for fp in scan.samples[:30])
+
+
 def test_every_field_of_a_clean_answer_comes_back_verbatim() -> None:
     leaves, changed = probe.field_integrity()
     assert leaves >= 50
@@ -137,7 +119,7 @@ def test_every_field_of_a_clean_answer_comes_back_verbatim() -> None:
 
 
 def test_the_probe_would_see_a_tag_and_a_changed_field() -> None:
-    """The two xfail checks above can fail: the probe counts a tag the engine adds to a
+    """The two corpus-wide checks above can fail: the probe counts a tag the engine adds to a
     transcript line and reports a field whose value a redaction replaced."""
     before = probe.jsonl_line("deploy with DB_PASSWORD=CorrectHorse42 tonight")
     after = probe.redact_secrets(before)[0]

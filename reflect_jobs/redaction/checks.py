@@ -31,12 +31,69 @@ _REFERENCE = re.compile(
 #: ``settings.API_KEY``, ``request.headers.get(``): what a variable is set from, not a secret.
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALL = r"(?:\([^()]*\)|\[[^\[\]]*\])"
+_DOT = r"[?!]?\."  # a.b, optional chaining a?.b, non-null a!.b
 _CODE = re.compile(
-    rf"^{_IDENT}(?:\.{_IDENT})*(?:{_CALL}(?:\.{_IDENT}{_CALL}?)*|\(|\[)$"
-    rf"|^{_IDENT}(?:\.{_IDENT})+$"
+    rf"^{_IDENT}(?:{_DOT}{_IDENT})*(?:{_CALL}(?:{_DOT}{_IDENT}{_CALL}?)*|\(|\[)(?:\([^()]*)?$"
+    rf"|^{_IDENT}(?:{_DOT}{_IDENT})+$"
+    r"|^\(\w*$"  # the start of a parameter list: setToken: (token: string) => …
 )
+#: Masked or elided values: ``sk-...``, ``ghp_…``, ``****1234``, ``xxxx-xxxx``.
+_ELIDED = re.compile(
+    r"\.\.\.|…|\*\*\*|xxxx|XXXX|\$\{"  # masks, elisions, a template's ${…}
+    r"|\[[^\]]+\][{*+?]|\\[dwsS]"  # a regular expression describing a key, not a key
+    r"|^[A-Za-z]{1,8}(?:[-_][A-Za-z]{1,8})*[-_]$"  # a prefix alone: sk-, sk-ant-, ghp_
+)
+#: Version strings and ranges (``^3.948.0``, ``>=2.1``, ``v1.2.3-rc1``).
+_VERSION = re.compile(r"^(?:[~^<>=!]=?|v)?\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?$")
+#: Lower-case words joined by hyphens ("one-time", "read-only").
+_HYPHENATED = re.compile(r"^[a-z]+(?:-[a-z]+)+$")
 #: Identifiers made of words (``db_password``, ``dbPassword``): a variable, not a value.
-_WORDY_IDENTIFIER = re.compile(r"^(?:[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+)$")
+_WORDY_IDENTIFIER = re.compile(r"^(?:[a-z]+(?:_[a-z]+)+|[a-z]+(?:[A-Z][a-z]*)+)$")
+#: A command line with a file path in it (``node scripts/validate-secrets.js``).
+_PATH_TOKEN = re.compile(r"^(?:\.{0,2}/|~/)?[\w.-]+(?:/[\w.-]+)+$|^[\w-]+\.(?:js|ts|py|sh|rb|go)$")
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "after",
+        "before",
+        "and",
+        "or",
+        "but",
+        "not",
+        "no",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "then",
+        "than",
+        "when",
+        "if",
+        "as",
+        "so",
+        "into",
+        "onto",
+        "over",
+        "under",
+    ]
+)
 _WORD = re.compile(r"^[A-Za-z][A-Za-z'’-]*[.,;:!?)]*$")
 
 
@@ -49,11 +106,33 @@ def is_placeholder(value: str) -> bool:
     Returns:
         True for references (``$X``, ``${X}``, ``os.environ[…]``, ``process.env.X``),
         template markers (``{{x}}``, ``<x>``, ``%s``), type names, masks (``***``, ``xxx``),
-        an earlier redaction, and "your-key"/"example" style fillers. A value that merely
-        *starts* with ``$``, ``%``, ``{`` or ``(`` is not one (generated keys do).
+        an earlier redaction, "your-key"/"example" style fillers, elided values
+        (``sk-...``) and version strings (``^3.948.0``). A value that merely *starts* with
+        ``$``, ``%``, ``{`` or ``(`` is not one (generated keys do).
     """
     value = value.strip()
-    return bool(_PLACEHOLDER.match(value) or _REFERENCE.match(value))
+    return bool(
+        _PLACEHOLDER.match(value)
+        or _REFERENCE.match(value)
+        or _ELIDED.search(value)
+        or _VERSION.match(value)
+    )
+
+
+def is_word_value(value: str) -> bool:
+    """A value that is a word or words joined by hyphens (``ollama``, ``proxy-handled``,
+    ``test-key``): a test value or a mode, never a generated API key or token.
+
+    Args:
+        value: A candidate secret under a key or token name (not a password's).
+
+    Returns:
+        True for 1-16 lower-case letters, or lower-case words joined by hyphens.
+    """
+    value = value.strip()
+    return bool(
+        (value.isalpha() and value.islower() and len(value) <= 16) or _HYPHENATED.match(value)
+    )
 
 
 def is_code_reference(value: str) -> bool:
@@ -64,11 +143,15 @@ def is_code_reference(value: str) -> bool:
 
     Returns:
         True for a call, subscript or dotted attribute (``get_token()``, ``settings.KEY``,
-        ``os.environ[``) and for identifiers made of words (``db_password``,
-        ``dbPassword``); a value with digits or symbols mixed in is not code.
+        ``data?.key``, ``os.environ[``), identifiers made of words (``db_password``,
+        ``isLiteLLM``) and command lines naming a file (``node scripts/check.js``); a
+        value with digits or symbols mixed in is not code.
     """
     value = value.strip()
-    return bool(_CODE.match(value) or _WORDY_IDENTIFIER.match(value))
+    if _CODE.match(value) or _WORDY_IDENTIFIER.match(value):
+        return True
+    tokens = value.split()
+    return len(tokens) >= 2 and any(_PATH_TOKEN.match(t) for t in tokens)
 
 
 def is_prose(value: str) -> bool:
@@ -83,8 +166,8 @@ def is_prose(value: str) -> bool:
 
     Returns:
         True for at least four whitespace-separated tokens, at least 60 % of them words,
-        that either have sentence punctuation, start with a capital letter, or number
-        seven or more tokens.
+        that have sentence punctuation, start with a capital letter, number seven or more,
+        or number five or more with two function words ("on", "after"…) among them.
     """
     tokens = value.split()
     if len(tokens) < 4:
@@ -93,7 +176,8 @@ def is_prose(value: str) -> bool:
     if wordy * 5 < len(tokens) * 3:
         return False
     sentence = any(c in value for c in ".,;:!?()") or tokens[0][:1].isupper()
-    return sentence or len(tokens) >= 7
+    function = sum(1 for t in tokens if t.lower() in _FUNCTION_WORDS)
+    return sentence or len(tokens) >= 7 or (len(tokens) >= 5 and function >= 2)
 
 
 def entropy(value: str) -> float:
@@ -127,7 +211,8 @@ def looks_generated(value: str, *, min_len: int = 16) -> bool:
         return False
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
-    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    # A capital inside the value, not only a Capitalised word ("Responsibilities:**").
+    mixed = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
     return letters and (digits or mixed) and entropy(value) >= 3.0
 
 
@@ -139,10 +224,11 @@ def looks_like_password(value: str) -> bool:
 
     Returns:
         True for 6+ characters with a digit, a symbol, or an upper-case letter after the
-        first, that are no placeholder; "invalid", "expired", "Required" are words.
+        first, that are no placeholder; "invalid", "expired", "Required" and hyphenated
+        words ("one-time", "short-lived") are words.
     """
     value = value.rstrip(".,;:!?")
-    if len(value) < 6 or is_placeholder(value):
+    if len(value) < 6 or is_placeholder(value) or _HYPHENATED.match(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_symbol = any(not c.isalnum() for c in value)
@@ -163,7 +249,7 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 #: Validators named by ``TokenRule.check`` and ``VENDOR_WORDS``.
 CHECKS: dict[str, Callable[[str], bool]] = {
     "value": lambda v: bool(v) and not is_placeholder(v),
-    "entropy": lambda v: not is_placeholder(v) and not v.isalpha(),
+    "entropy": lambda v: not is_placeholder(v) and not v.isalpha() and not _HYPHENATED.match(v),
     "base64": lambda v: not is_placeholder(v) and not v.isalpha(),
     "sas": lambda v: not is_placeholder(v),
     "aws_secret": lambda v: len(v) == 40 and _mixed_case(v) and looks_generated(v, min_len=40),

@@ -28,6 +28,7 @@ from reflect_jobs.redaction.checks import (
     is_code_reference,
     is_placeholder,
     is_prose,
+    is_word_value,
     looks_generated,
     looks_like_password,
 )
@@ -110,7 +111,8 @@ def _scans() -> _Scans:
         # Pass 3: NAME … value. The alternation of names comes first: a literal-led branch.
         name_scan=re.compile(
             rf"(?:{_NAME_ALT})(?P<rest>[A-Za-z0-9_.-]*)(?:"
-            rf"(?P<asep>\\?[\"']?[ \t]*(?::=|=>|=|:)[ \t]*)"
+            # NAME: str = value (a typed constant) as well as NAME=, NAME:, NAME :=, NAME =>
+            rf"(?P<asep>\\?[\"']?[ \t]*(?::=|=>|=|:(?:[ \t]*[A-Za-z_][\w.|\[\], ]{{0,40}}?[ \t]*=)?)[ \t]*)"
             rf"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\\\n]{{4,}}?)(?P=q)|(?P<bv>{_ASSIGNED_CHARS}{{4,}}))"
             rf"|(?P<psep>[ \t]+(?:is|was|=)[ \t]+)(?P<pq>[\"'`]?)(?P<pv>{_VALUE_CHARS}{{6,}})"
             rf"|(?P<ssep>[ \t]+)(?P<sv>{_VALUE_CHARS}{{4,}})"
@@ -172,20 +174,23 @@ def _name_value(m: re.Match[str]) -> tuple[str | None, int, int]:
     if kind == "weak":  # "key": only a value that looks machine-made
         group = next(g for g in ("qv", "bv", "pv", "sv") if m.group(g) is not None)
         value = m.group(group).rstrip(".,;:!?")
-        if not looks_generated(value):
+        if not looks_generated(value) or is_code_reference(value):
             return None, 0, 0
         return "secret", m.start(group), m.start(group) + len(value)
     numeric_ok = kind == "password"
     if m.group("asep") is not None:
         if m.group("qv") is not None:
             value, vs = m.group("qv"), m.start("qv")
-            if is_prose(value):
+            if is_prose(value) or is_code_reference(value):
                 return None, 0, 0
         else:
             vs = m.start("bv")
             value = _bare_value(m.group("bv"))
-            if is_code_reference(value):
+            # A type or a call (Record<string, …>, getToken(…) cut at a quote) is code.
+            if is_code_reference(value) or text[m.end("bv") : m.end("bv") + 1] in ("<", "("):
                 return None, 0, 0
+        if kind != "password" and is_word_value(value):
+            return None, 0, 0
         if is_placeholder(value) or (value.replace(".", "").isdigit() and not numeric_ok):
             return None, 0, 0
         if m.group("qv") is None and len(value) < 6:

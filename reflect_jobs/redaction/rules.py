@@ -140,6 +140,26 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     TokenRule("bearer_token", r"bearer\s+([A-Za-z0-9._~+/-]{16,}=*)", group=1, check="entropy"),
     TokenRule("bearer_token", r"BEARER\s+([A-Za-z0-9._~+/-]{16,}=*)", group=1, check="entropy"),
     TokenRule("basic_auth", r"Basic\s+([A-Za-z0-9+/]{12,}=*)", group=1, check="base64"),
+    # Django REST framework / Rails: "Authorization: Token <key>"
+    TokenRule(
+        "auth_token",
+        r"Authorization:\s*Token\s+([A-Za-z0-9._~+/=-]{16,})",
+        group=1,
+        check="entropy",
+    ),
+    TokenRule(
+        "auth_token",
+        r"authorization:\s*[Tt]oken\s+([A-Za-z0-9._~+/=-]{16,})",
+        group=1,
+        check="entropy",
+    ),
+    # Session cookies: a logged-in session, as good as a password while it lives.
+    TokenRule("session_cookie", r"sessionid=([A-Za-z0-9%._~+/-]{16,})", group=1, check="entropy"),
+    TokenRule("session_cookie", r"PHPSESSID=([A-Za-z0-9%._~+/-]{16,})", group=1, check="entropy"),
+    TokenRule("session_cookie", r"JSESSIONID=([A-Za-z0-9%._~+/-]{16,})", group=1, check="entropy"),
+    TokenRule(
+        "session_cookie", r"connect\.sid=([A-Za-z0-9%._~+/-]{16,})", group=1, check="entropy"
+    ),
     TokenRule("basic_auth", r"basic\s+([A-Za-z0-9+/]{12,}=*)", group=1, check="base64"),
     # scheme://user:password@host, also with no user (redis://:pw@host); the user is kept.
     TokenRule(
@@ -173,6 +193,13 @@ CONTEXT_RULES: tuple[TokenRule, ...] = (
         check="value",
     ),
     TokenRule("password", r"sshpass\s+-p\s*['\"]?([^\s'\"]+)", group=1, check="value"),
+    # docker login -u USER -p PASSWORD (--password-stdin is the safe form and is kept)
+    TokenRule(
+        "password",
+        r"docker\s+login\b[^\n|;&]*?\s(?:-p|--password)[= ]\s*['\"]?([^\s'\"]+)",
+        group=1,
+        check="value",
+    ),
     # az login --service-principal -u APP -p SECRET (Azure AD client secret as a flag)
     TokenRule(
         "azure_secret",
@@ -181,7 +208,7 @@ CONTEXT_RULES: tuple[TokenRule, ...] = (
         check="value",
     ),
 )
-CONTEXT_WORDS = ("curl", "mysql", "mariadb", "sshpass", "az ")
+CONTEXT_WORDS = ("curl", "mysql", "mariadb", "sshpass", "az ", "docker")
 
 #: Azure AD client secrets (``abc8Q~…``) start with a class, so they get a pass of their own.
 AZURE_CLIENT_SECRET = (

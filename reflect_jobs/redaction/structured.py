@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reflect_jobs.redaction.checks import is_placeholder, is_prose, looks_generated
+from reflect_jobs.redaction.checks import (
+    is_code_reference,
+    is_placeholder,
+    is_prose,
+    is_word_value,
+    looks_generated,
+)
 from reflect_jobs.redaction.engine import redact_secrets, secret_key, tag
 
 _MAX_DEPTH = 3
@@ -71,12 +77,15 @@ def _secret_value(item: Any, kind: str) -> bool:
     if isinstance(item, str):
         value = item.strip()
         if kind == "weak":
-            return looks_generated(value)
+            return looks_generated(value) and not is_code_reference(value)
+        if kind != "password" and is_word_value(value):
+            return False
         # Ordinary prose is never a secret value, whatever its field is called.
         return (
             len(value) >= 4
             and not is_placeholder(value)
             and not is_prose(value)
+            and not is_code_reference(value)
             and "[REDACTED:" not in value
         )
     return False
