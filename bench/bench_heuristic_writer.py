@@ -90,8 +90,8 @@ _RULE_FORMS = re.compile(
     r"^(?:never|always|don't|do not|prefer|use|avoid|only)\b", re.IGNORECASE | re.UNICODE
 )
 _PERSON = re.compile(
-    r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|you|you're|you've|you'll|you'd|your|yours|"
-    r"yourself)\b|(?:^|\s)i(?:\s|$)",
+    r"(?<![\w/.-])(?:I|I'm|I've|I'd|I'll|me|my|mine|you|you're|you've|you'll|you'd|your|"
+    r"yours|yourself)(?![\w/'-])",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -196,6 +196,7 @@ class Note:
     entities: int
     relationships: int
     evidence: str = ""
+    names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -238,6 +239,7 @@ def store(run: Run, kb: Path, source: str, slice_text: str, writer: Writer, base
             len(side["entities"]),
             len(side["relationships"]),
             evidence,
+            tuple(e["name"] for e in side["entities"]),
         )
 
 
@@ -340,8 +342,8 @@ def main() -> int:
                     print(f"  [{'ok' if ok else 'NO: ' + why}] {note.rule}")
                     print(f"      title: {note.title}{'   <-- ' + cut if cut else ''}")
                     print(
-                        f"      entities {note.entities}, relationships {note.relationships}"
-                        f"  ({note.source})"
+                        f"      {note.entities} entities {list(note.names)}, "
+                        f"{note.relationships} relationships  ({note.source})"
                     )
     return 0
 

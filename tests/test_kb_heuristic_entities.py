@@ -39,7 +39,7 @@ def test_heuristic_writer_notes_get_entities_and_relationships(tmp_path: Path) -
     nf = _write(tmp_path / "kb", _heuristic_learning())
     side = load_sidecar(nf.sidecar_path)
     names = {e["name"].lower() for e in side["entities"]}
-    assert 3 <= len(side["entities"]) <= 12
+    assert 3 <= len(side["entities"]) <= 8
     assert {"npm", "pnpm"} <= names
     assert "heuristic" not in names  # the writer's bookkeeping tag is not a concept
     assert not any("extracted by" in n for n in names)  # "Extracted" is no errno like ENOENT
