@@ -73,3 +73,20 @@ def test_graph_keeps_a_sidecar_with_entities(tmp_path: Path) -> None:
     learning = {**_heuristic_learning(), "entities": ["Corepack"]}
     nf = _write(tmp_path / "kb", learning)
     assert [e["name"] for e in graph_sidecar(parse_note(nf.path))["entities"]] == ["Corepack"]
+
+
+def test_a_redaction_tag_is_never_an_entity(tmp_path: Path) -> None:
+    # A field the redactor replaced says what was removed ("secret"), not what the note is
+    # about; a note with few names must not fill up with it.
+    learning = {
+        **_heuristic_learning(),
+        "title": "Never use a bare except",
+        "rule": "Never use a bare except.",
+        "key_insight": "[REDACTED:secret]",
+        "problem": "[REDACTED:password]",
+        "body": "## Context\nNo, never use a bare except.\nFixed by catching KeyError.",
+    }
+    side = load_sidecar(_write(tmp_path / "kb", learning).sidecar_path)
+    names = {e["name"].lower() for e in side["entities"]}
+    assert {"bare except", "keyerror"} <= names
+    assert not names & {"secret", "password", "redacted", "redacted:secret"}

@@ -33,6 +33,8 @@ MAX_ENTITIES = 8
 MIN_ENTITIES = 3
 #: The most relationships the extractor adds beyond the note's own causal relations.
 MAX_RELATIONSHIPS = 6
+#: A redaction tag (``[REDACTED:<kind>]``) names what was removed, never a concept of the note.
+_REDACTED = re.compile(r"\[REDACTED(?::[\w-]*)?\]")
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]*")
 _ERROR_NAME = re.compile(
@@ -182,7 +184,8 @@ def heuristic_sidecar(note: Note) -> dict[str, Any]:
         add(rel["target"], "concept")
     fields = [str(fm.get(k) or "") for k in ("title", "rule", "key_insight", "root_cause")]
     fields += [str(fm.get(k) or "") for k in ("problem", "fix")]
-    text = "\n".join([*fields, note.body])
+    fields = [_REDACTED.sub(" ", f) for f in fields]
+    text = "\n".join([*fields, _REDACTED.sub(" ", note.body)])
     for term in _BACKTICK.findall(text):
         add(term.strip(), "concept")
     for word in _WORD.findall(text):
