@@ -48,7 +48,8 @@ test-fast: install
 chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
-# Every script in bench/ (bench/corpus.py, original_signals.py and baseline_redact.py are helpers),
+# Every script in bench/ (bench/corpus.py, original_signals.py, baseline_redact.py and
+# baseline_heuristic_writer.py are helpers),
 # with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
@@ -66,6 +67,7 @@ bench: install
 	$(BIN)/python bench/bench_warm.py --repeat 2
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
+	$(BIN)/python bench/bench_heuristic_writer.py
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic

@@ -72,7 +72,8 @@ VERBS = frozenset(
     disable document double drop dump edit emit enable encode enforce ensure escape evict
     exclude execute expect explain export extract fail fetch filter fix flush follow force
     format freeze gate generate give group guard handle hash hide hold ignore import include
-    index initialise initialize inject inline insert install isolate keep kill label launch
+    index initialise initialize inject inline insert install invalidate isolate keep kill label
+    launch
     leave let limit link lint list load lock log look make mark measure merge migrate mock
     move name normalise normalize note notify open order pack page parse pass patch pause pin
     place poll prefer prefix prepare print profile prune publish pull push put query queue

@@ -144,9 +144,8 @@ def _segments(text: str) -> list[str]:
             joiner = sep or joiner
             continue
         first = piece.split()[0].lower().strip("`,.")
-        continues = first in _CONTINUATION or (
-            not is_imperative(to_imperative(piece), strict=True) and len(piece.split()) < 3
-        )
+        command = is_imperative(to_imperative(piece), strict=True)  # "not to X" is "don't X"
+        continues = not command and (first in _CONTINUATION or len(piece.split()) < 3)
         if merged and joiner == "," and continues:
             merged[-1] = f"{merged[-1]}, {piece}"
         else:
