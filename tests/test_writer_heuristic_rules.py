@@ -178,6 +178,8 @@ def test_a_correction_is_stored_as_an_imperative_rule(said: str, title: str, rul
         "Never mind, I'll fix it myself.",
         "Don't worry, I'll handle the edge case too.",
         "The root cause was that npm rewrote the lockfile inside Docker.",
+        "never never never",
+        "No. Don't wrong, stop never (use it",
         # A task prompt with a "don't" in it is no rule: its sentences ask for this task.
         "Port this Python project to Rust. Create a standalone Rust library. Delete all the "
         "Python source files when you're done. Don't stop until all functions are ported, "

@@ -66,8 +66,11 @@ VERBS = _words(
 #: Verbs a person says after "don't"/"never" without directing anything ("don't worry").
 _NOT_DIRECTIVE = _words(
     "know think see understand worry mind care really get seem recall remember want like "
-    "agree believe expect panic bother apologise apologize"
+    "agree believe expect panic bother apologise apologize wrong no not because since so and "
+    "or but if when said told did was were had"
 )
+#: Words no kept rule contains once its lead-ins are gone.
+_FILLER = re.compile(r"\b(?:please|pls|thanks|thank you|lol|wtf|ugh|omg)\b", re.IGNORECASE)
 _RULE_OPENERS = _words("never always don't only dont")
 _NOT_OBJECT = _words(
     "i me my mine you your yours we us our it its this that these those they them he she the "
@@ -337,19 +340,27 @@ def is_imperative(clause: str, *, strict: bool = False) -> bool:
         a directed verb, or Avoid/Prefer and an object.
     """
     words = clause.replace("\u2019", "'").split()
-    if not words:
+    if not words or _FILLER.search(clause) or not _balanced(clause):
         return False
     first = words[0].lower().strip("`*_\"'")
     rest = [w.lower().strip("`*_,.\"'") for w in words[1:]]
     if first == "do" and rest[:1] == ["not"]:
         first, rest = "don't", rest[1:]
     if first in _RULE_OPENERS:
-        if not rest or rest[0] in _NOT_OBJECT or rest[0] in _NOT_DIRECTIVE:
+        if not rest or rest[0] in _NOT_OBJECT | _NOT_DIRECTIVE | _RULE_OPENERS:
             return False
         return rest[0] in VERBS or not strict
     if first in ("avoid", "prefer"):
         return bool(rest)
-    return first in VERBS and bool(rest) and rest[0] not in _FINITE
+    return first in VERBS and bool(rest) and rest[0] not in _FINITE | _RULE_OPENERS
+
+
+def _balanced(text: str) -> bool:
+    return (
+        text.count("(") == text.count(")")
+        and text.count("[") == text.count("]")
+        and text.count("`") % 2 == 0
+    )
 
 
 def points_at_the_thing_at_hand(clause: str) -> bool:
