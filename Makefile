@@ -49,7 +49,8 @@ chaos: install
 	CHAOS_TRIALS=20 $(BIN)/python -m pytest -q -m chaos
 
 # Every script in bench/ but its helpers (corpus.py, original_signals.py, baseline_redact.py,
-# redaction_probe.py), with the arguments docs/BENCHMARKS.md was produced with; ~40 minutes on 2 cores.
+# redaction_probe.py, baseline_heuristic_writer.py), with the arguments docs/BENCHMARKS.md was
+# produced with; ~40 minutes on 2 cores.
 bench: install
 	$(BIN)/python bench/bench_hook.py --runs 60
 	$(BIN)/python bench/bench_prepare.py
@@ -66,6 +67,7 @@ bench: install
 	$(BIN)/python bench/bench_warm.py --repeat 2
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
+	$(BIN)/python bench/bench_heuristic_writer.py
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic

@@ -39,7 +39,7 @@ def test_heuristic_writer_notes_get_entities_and_relationships(tmp_path: Path) -
     nf = _write(tmp_path / "kb", _heuristic_learning())
     side = load_sidecar(nf.sidecar_path)
     names = {e["name"].lower() for e in side["entities"]}
-    assert 3 <= len(side["entities"]) <= 12
+    assert 3 <= len(side["entities"]) <= 8
     assert {"npm", "pnpm"} <= names
     assert "heuristic" not in names  # the writer's bookkeeping tag is not a concept
     assert not any("extracted by" in n for n in names)  # "Extracted" is no errno like ENOENT
@@ -73,3 +73,20 @@ def test_graph_keeps_a_sidecar_with_entities(tmp_path: Path) -> None:
     learning = {**_heuristic_learning(), "entities": ["Corepack"]}
     nf = _write(tmp_path / "kb", learning)
     assert [e["name"] for e in graph_sidecar(parse_note(nf.path))["entities"]] == ["Corepack"]
+
+
+def test_a_redaction_tag_is_never_an_entity(tmp_path: Path) -> None:
+    # A field the redactor replaced says what was removed ("secret"), not what the note is
+    # about; a note with few names must not fill up with it.
+    learning = {
+        **_heuristic_learning(),
+        "title": "Never use a bare except",
+        "rule": "Never use a bare except.",
+        "key_insight": "[REDACTED:secret]",
+        "problem": "[REDACTED:password]",
+        "body": "## Context\nNo, never use a bare except.\nFixed by catching KeyError.",
+    }
+    side = load_sidecar(_write(tmp_path / "kb", learning).sidecar_path)
+    names = {e["name"].lower() for e in side["entities"]}
+    assert {"bare except", "keyerror"} <= names
+    assert not names & {"secret", "password", "redacted", "redacted:secret"}

@@ -1,22 +1,29 @@
 """Rule-based learnings for machines with no model (the ``heuristic`` backend, ARCHITECTURE §5).
 
-It only trusts EXPLICIT human corrections ("no, …", "never …", "don't …", "always …",
-"the root cause was …", "use X not Y", "I already told you …") and gives them a low confidence
-(0.35), so a later model pass can confirm or retire them. It answers in the same
-``{"actions": [...]}`` JSON as a model, so everything downstream is shared. Deterministic:
-the same slice always yields the same actions.
+It only trusts EXPLICIT corrections and rules in the dialogue ("no, …", "never …", "don't
+…", "always …", "the root cause was …", "use X not Y", "I already told you …": the signal
+detector's kinds, ``cascade/signals.py``) and turns each into a rule a person would keep
+(``writer/correction.py``): "Wrong, I already told you: use pnpm install from the repo root,
+npm rewrites the lockfile" is stored as "Use pnpm install from the repo root; npm rewrites
+the lockfile." — the person's words go to ``evidence`` (verbatim, ≤ 300 characters), never
+into the rule. A correction that yields no imperative yields no learning. Learnings get a
+low confidence (0.35), so they wait for review and a later model pass can confirm or retire
+them. It answers in the same ``{"actions": [...]}`` JSON as a model, so everything downstream
+is shared. Deterministic: the same slice always yields the same actions.
 """
 
 from __future__ import annotations
 
 import re
 
+from reflect_jobs.cascade.slicing import CONTEXT_MARK, GAP
 from reflect_jobs.markers import CHILD_MARKER
+from reflect_jobs.writer.correction import Rule, rule_from_line
 
 CONFIDENCE = 0.35
 MAX_HEURISTIC_CREATES = 5
-MAX_TITLE_WORDS = 12
-MAX_RULE_CHARS = 300
+#: Longest line of the slice quoted in a learning's body (context, not the rule).
+BODY_LINE_CHARS = 500
 
 # The slice ends with machine-written blocks full of "always"/"never" prose of our own.
 _TRAILING_BLOCKS = (
@@ -24,28 +31,6 @@ _TRAILING_BLOCKS = (
     "## Consolidated observations",
     "## Reflection items (candidates)",
 )
-_APOS = "['\u2019]"
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("frustration", re.compile(r"\bi already told you\b", re.I)),
-    ("root_cause", re.compile(r"\bthe (?:root cause|real cause|actual cause) (?:was|is)\b", re.I)),
-    (
-        "preference",
-        re.compile(
-            r"\buse\s+[\w.+/-]+(?:\s+[\w.+/-]+)?\s+(?:not|instead of|rather than)\s+\w", re.I
-        ),
-    ),
-    ("correction", re.compile(r"^no\b\s*[,.!:;\u2014-]", re.I)),
-    (
-        "rule",
-        re.compile(
-            rf"^(?:please\s+)?(?:always|never|don{_APOS}?t|do not)\b"
-            r"|\byou (?:should|must) (?:always|never|not)\b",
-            re.I,
-        ),
-    ),
-)
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
-_LEAD = re.compile(r"^(?:no\b\s*[,.!:;\u2014-]\s*|please\s+)+", re.I)
 _CATEGORY_WORDS = (
     ("Security", re.compile(r"password|secret|credential|token|vulnerab|inject|sanitiz", re.I)),
     ("Tools", re.compile(r"\b(?:cli|npm|pnpm|yarn|pip|git|docker|shell|terminal|config)\b", re.I)),
@@ -54,6 +39,11 @@ _CATEGORY_WORDS = (
 
 
 def _dialogue_lines(slice_text: str) -> list[str]:
+    """The slice's dialogue lines, stripped; headers, gaps and our revision blocks left out.
+
+    Lines already reflected on (``CONTEXT_MARK``) are kept as context, marked, so that
+    they never become a learning again.
+    """
     cut = len(slice_text)
     for marker in _TRAILING_BLOCKS:
         pos = slice_text.find(marker)
@@ -61,26 +51,13 @@ def _dialogue_lines(slice_text: str) -> list[str]:
             cut = min(cut, pos)
     out = []
     for raw in slice_text[:cut].splitlines():
-        line = " ".join(raw.split())
-        if not line or line.startswith("# ") or line.startswith("\u2026"):
+        line = raw.strip()
+        if not line or line.startswith("# ") or line == GAP or line.startswith(GAP):
             continue
         if CHILD_MARKER in line:
             continue
         out.append(line)
     return out
-
-
-def _match(sentence: str) -> str:
-    for kind, pattern in _PATTERNS:
-        if pattern.search(sentence):
-            return kind
-    return ""
-
-
-def _title(sentence: str) -> str:
-    words = _LEAD.sub("", sentence).split()[:MAX_TITLE_WORDS]
-    title = " ".join(words).rstrip(".,;:!?")
-    return title[:1].upper() + title[1:]
 
 
 def _category(text: str, kind: str) -> str:
@@ -90,23 +67,33 @@ def _category(text: str, kind: str) -> str:
     return "New Skill" if kind == "root_cause" else "Unknown"
 
 
-def _learning(sentence: str, line: str, kind: str) -> dict:
-    rule = _LEAD.sub("", sentence)[:MAX_RULE_CHARS]
-    rule = rule[:1].upper() + rule[1:]
-    context = line[: MAX_RULE_CHARS * 2]
+def _quote(line: str) -> str:
+    line = " ".join(line.removeprefix(CONTEXT_MARK).split())
+    if len(line) <= BODY_LINE_CHARS:
+        return line
+    cut = line[:BODY_LINE_CHARS]
+    return (cut[: cut.rfind(" ")] if " " in cut else cut) + " \u2026"
+
+
+def _learning(rule: Rule, window: tuple[str, str, str]) -> dict:
+    """The learning of ``rule``; ``window`` is the line before it, its line and the one after
+    (what the agent had done, the correction, what it did then), quoted as context."""
+    line = window[1]
+    context = "\n".join(_quote(x) for x in window if x)
     return {
-        "title": _title(sentence),
-        "category": _category(line, kind),
-        "key_insight": rule,
+        "title": rule.title,
+        "category": _category(line, rule.kind),
+        "key_insight": rule.text,
         "problem": "",
-        "root_cause": rule if kind == "root_cause" else "",
+        "root_cause": rule.root_cause,
         "fix": "",
-        "rule": rule,
+        "rule": rule.text,
         "confidence_num": CONFIDENCE,
-        "tags": ["heuristic", kind],
+        "tags": ["heuristic", rule.kind],
         "entities": [],
         "causal_relations": [],
         "scope": "repo",
+        "evidence": rule.evidence,
         "body": f"## Context\n{context}\n\n(Extracted by the heuristic backend: no model was used.)",
     }
 
@@ -114,35 +101,45 @@ def _learning(sentence: str, line: str, kind: str) -> dict:
 def heuristic_actions(slice_text: str) -> list[dict]:
     """CREATE actions for the first explicit corrections in a slice (at most five).
 
-    The slice carries no roles, so a correction-shaped sentence an agent wrote matches too.
+    The slice carries no roles, so a correction-shaped sentence an agent wrote is read too;
+    only what turns into an imperative rule is kept.
 
     Args:
         slice_text: The slice as ``prepare`` built it; its ``# `` header lines, ``…`` gap
-            lines and trailing revision block are skipped.
+            lines and trailing revision block are skipped, and lines marked as already
+            reflected on (``[context] ``) are read only as context.
 
     Returns:
         Up to ``MAX_HEURISTIC_CREATES`` CREATE actions in slice order, one per distinct
-        title, each learning with confidence 0.35 and tags ``["heuristic", <kind>]``.
+        title, each learning with confidence 0.35, tags ``["heuristic", <kind>]``, an
+        imperative ``rule`` (also its ``key_insight``), a ``title`` cut only at a boundary,
+        and ``evidence``: the correction verbatim as it occurs in the slice.
     """
     actions: list[dict] = []
     seen: set[str] = set()
-    for line in _dialogue_lines(slice_text):
-        for sentence in _SENTENCE_SPLIT.split(line):
-            kind = _match(sentence)
-            if not kind:
-                continue
-            learning = _learning(sentence, line, kind)
-            key = learning["title"].lower()
-            if not key or key in seen:
-                continue
-            seen.add(key)
-            actions.append(
-                {
-                    "action": "CREATE",
-                    "reason": f"explicit {kind.replace('_', ' ')} in the session",
-                    "learning": learning,
-                }
-            )
-            if len(actions) >= MAX_HEURISTIC_CREATES:
-                return actions
+    lines = _dialogue_lines(slice_text)
+    for i, line in enumerate(lines):
+        if line.startswith(CONTEXT_MARK):
+            continue
+        rule = rule_from_line(line)
+        if rule is None:
+            continue
+        key = rule.title.lower()
+        if key in seen or rule.text.lower() in seen:
+            continue
+        seen.update((key, rule.text.lower()))
+        window = (
+            lines[i - 1] if i > 0 else "",
+            line,
+            lines[i + 1] if i + 1 < len(lines) else "",
+        )
+        actions.append(
+            {
+                "action": "CREATE",
+                "reason": f"explicit {rule.kind.replace('_', ' ')} in the session",
+                "learning": _learning(rule, window),
+            }
+        )
+        if len(actions) >= MAX_HEURISTIC_CREATES:
+            return actions
     return actions
