@@ -1,5 +1,5 @@
-"""Which repository a command means and where its memory lives (``reflect_jobs/repo.py``;
-no git binary needed)."""
+"""Which repository a command means and where its memory lives (``reflect_jobs/repo.py``,
+``repo_home.py``; no git binary needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reflect_jobs.repo import RepoError, git_root, memory_home, normalise_remote, repo_for, resolve
+from reflect_jobs.repo import RepoError, git_root, normalise_remote, repo_for
+from reflect_jobs.repo_home import memory_home, resolve
 
 
 def make_repo(root: Path, origin: str | None = None) -> Path:

@@ -10,7 +10,8 @@ from pathlib import Path
 from recall_support import make_repo
 
 from reflect_jobs.reflections.store import open_store
-from reflect_jobs.repo import KEY_FILE, Repo, as_key, read_key_file, record_key, resolve
+from reflect_jobs.repo import Repo, as_key
+from reflect_jobs.repo_home import KEY_FILE, read_key_file, record_key, resolve
 
 TOKEN = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
 

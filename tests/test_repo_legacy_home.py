@@ -29,7 +29,7 @@ from reflect_jobs.reflections.cli import main as reflections
 from reflect_jobs.reflections.events import format_ts
 from reflect_jobs.reflections.index import ReflectionIndex
 from reflect_jobs.reflections.store import open_store
-from reflect_jobs.repo import resolve
+from reflect_jobs.repo_home import resolve
 
 ORIGIN = "https://github.com/acme/shop.git"
 KEY = "github.com/acme/shop"

@@ -3,7 +3,7 @@
 The SessionStart hook must stay a few interpreter start-ups fast (ARCHITECTURE §13), so it
 does not import the reflection store (its index module pulls the KB's lexical index, its
 events module the redaction rules). It finds the repository and its memory home with
-:mod:`reflect_jobs.repo` (stdlib, reads ``.git`` files only), stats the host logs
+:mod:`reflect_jobs.repo` and :mod:`reflect_jobs.repo_home` (stdlib, reads ``.git`` files only), stats the host logs
 exactly as the index's own refresh does, and when the index already matches them — the
 common case: every write goes through a command that refreshes — answers from the index
 read-only with the same query as ``Store.context`` (open, not stale, handoffs first, then
@@ -104,7 +104,7 @@ def open_items(
         "kind", "title", "body", "by", "created_at", "updated_at"}``, handoffs first then
         newest first; ``(None, [], 0)`` outside a repository, ``(key, [], 0)`` when it has
         no logs. A home with logs and no label yet is labelled with the key
-        (:func:`reflect_jobs.repo.record_key`: one ``stat`` when it already is).
+        (:func:`reflect_jobs.repo_home.record_key`: one ``stat`` when it already is).
 
 
     Raises:
@@ -118,7 +118,8 @@ def open_items(
     env = dict(os.environ if environ is None else environ)
     if not _may_have_items(env):
         return None, [], 0
-    from reflect_jobs.repo import memory_home, record_key, repo_for
+    from reflect_jobs.repo import repo_for
+    from reflect_jobs.repo_home import memory_home, record_key
 
     found = repo_for(os.path.abspath(cwd))
     if found is None or not found.in_git or found.root is None:

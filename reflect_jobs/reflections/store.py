@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reflect_jobs.envpaths import home_dir_str, kb_root_str
-from reflect_jobs.repo import Repo, is_home_name, read_key_file, record_key, resolve
+from reflect_jobs.repo import Repo, is_home_name
+from reflect_jobs.repo_home import read_key_file, record_key, resolve
 
 from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
@@ -83,7 +84,7 @@ class Store:
 
     def _append(self, event: dict[str, Any]) -> None:
         """Append one event to this machine's log; a home written for the first time is
-        labelled with its repository's key (:func:`reflect_jobs.repo.record_key`)."""
+        labelled with its repository's key (:func:`reflect_jobs.repo_home.record_key`)."""
         append_event(self.log, event)
         record_key(self.repo)
 
@@ -373,13 +374,13 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
 
     Args:
         repo: ``--repo`` (a directory, a key or a memory home's name), or ``None`` for the
-            cwd's repository (:func:`reflect_jobs.repo.resolve`).
+            cwd's repository (:func:`reflect_jobs.repo_home.resolve`).
         cwd: The current directory.
         environ: The environment; ``None`` means ``os.environ``.
 
     Returns:
         The open store (close it when done). An existing memory home without a label gets
-        one (:func:`reflect_jobs.repo.record_key`).
+        one (:func:`reflect_jobs.repo_home.record_key`).
 
     Raises:
         RepoError: The repository or its memory home cannot be determined.
