@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from reflect_jobs.reflections.events import append_event, make_event, new_hex  # noqa: E402
-from reflect_jobs.reflections.home import Repo  # noqa: E402
 from reflect_jobs.reflections.index import ReflectionIndex  # noqa: E402
 from reflect_jobs.reflections.store import Store  # noqa: E402
+from reflect_jobs.repo import Repo  # noqa: E402
 
-KEY = "bench-00000000"
+KEY = "example.com/bench/reflections"
 KINDS = ("action", "question", "handoff", "learning", "gotcha", "note")
 
 

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .envpaths import TRUE, home_dir_str, is_truthy, queue_url
+from .envpaths import TRUE, home_dir_str, is_truthy, kb_root_str, memory_homes_str, queue_url
 
 FALSE = {"0", "false", "no", "off", ""}
 
@@ -163,6 +163,10 @@ class Settings:
     #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads the
     #: variable itself (stdlib path); this field is for ``doctor``/``install`` and validation.
     recall_on_prompt: bool = False
+    #: ``REFLECT_MEMORY_HOMES``: the memory-home mapping file (default
+    #: ``$REFLECT_HOME/memory-homes.conf``). ``reflect_jobs/repo.py`` reads it through
+    #: ``envpaths`` (the hook imports it); this field shows it to ``doctor`` and the config.
+    memory_homes: Path | None = None
     # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
     # (a debounce of 0 means no per-window cap; the daily cap still holds)
     daily_max: int = 20
@@ -350,8 +354,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     """
     env = dict(os.environ if environ is None else environ)
     home = home_dir(env)
-    kb_raw = _env("GLOBAL_LEARNINGS_PATH", env)
-    kb = Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings"
+    kb = Path(kb_root_str(env))
     db_url = _env("REFLECT_DB_URL", env) or f"sqlite:///{home / 'reflect.db'}"
     if not db_url.startswith(("sqlite", "postgresql")):
         raise SettingsError(
@@ -385,6 +388,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     return Settings(
         home=home,
         kb_path=kb,
+        memory_homes=Path(memory_homes_str(env)),
         db_url=db_url,
         queue_url=qurl,
         disabled=_bool(env, "REFLECT_DISABLED", False),

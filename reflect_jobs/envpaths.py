@@ -1,4 +1,4 @@
-"""The few environment lookups the hook needs, with no imports beyond ``os``.
+"""The few environment lookups the hook path needs, with no imports beyond ``os``.
 
 Kept apart from ``config`` (which builds the full validated ``Settings`` with dataclasses
 and pathlib) because every millisecond of import time is paid after every agent turn.
@@ -41,6 +41,40 @@ def home_dir_str(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     raw = (env.get("REFLECT_HOME") or env.get("REFLECT_STATE_DIR") or "").strip()
     return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".reflect")
+
+
+def kb_root_str(environ: dict[str, str] | None = None) -> str:
+    """``$GLOBAL_LEARNINGS_PATH``, default ``~/.learnings`` (what ``Settings.kb_path`` reads).
+
+    Args:
+        environ: The environment to read; ``None`` means ``os.environ``.
+
+    Returns:
+        The knowledge base's root with ``~`` expanded; not created.
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
+    if raw:
+        return os.path.expanduser(raw)
+    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
+    return os.path.join(home, ".learnings")
+
+
+def memory_homes_str(environ: dict[str, str] | None = None) -> str:
+    """``$REFLECT_MEMORY_HOMES``, the memory-home mapping file (``reflect_jobs/repo.py``).
+
+    Args:
+        environ: The environment to read; ``None`` means ``os.environ``.
+
+    Returns:
+        The file's path with ``~`` expanded, default ``$REFLECT_HOME/memory-homes.conf``;
+        the file need not exist (no mapping).
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get("REFLECT_MEMORY_HOMES") or "").strip()
+    if raw:
+        return os.path.expanduser(raw)
+    return os.path.join(home_dir_str(env), "memory-homes.conf")
 
 
 def queue_url(environ: dict[str, str] | None = None) -> str:

@@ -1,4 +1,5 @@
-"""The repository key: stable across clones and spellings, never holding credentials."""
+"""The repository key (``reflect_jobs/repo.py``): stable across clones and spellings, never
+holding credentials; what recall, learnings and items all name a repository by."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import pytest
 from recall_support import make_repo
 
-from reflect_jobs.recall.repokey import normalise_remote, origin_url, repo_for
+from reflect_jobs.repo import normalise_remote, origin_url, repo_for
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,8 @@ from reflect_jobs.recall.repokey import normalise_remote, origin_url, repo_for
         "https://alice:ghp_s3cret@github.com/Acme/widgets",
         "ssh://git@GitHub.com:22/Acme/widgets.git/",
         "git+ssh://git@github.com/Acme/widgets",
+        "https://github.com/Acme/widgets.git?access_token=ghp_s3cret#readme",
+        "alice:ghp_s3cret@github.com:Acme/widgets.git",
     ],
 )
 def test_every_spelling_of_one_remote_is_one_key_without_credentials(url):
@@ -40,7 +43,8 @@ def test_repo_for_walks_up_to_the_git_root_and_keys_by_origin(tmp_path):
     (root / "src" / "pkg").mkdir(parents=True)
     ref = repo_for(str(root / "src" / "pkg"))
     assert ref is not None and ref.key == "github.com/acme/w"
-    assert ref.root == os.path.realpath(root)
+    assert ref.root == os.path.realpath(root) and ref.in_git
+    assert ref.display == ref.key, "people read the key itself"
 
 
 def test_without_origin_the_root_path_is_the_key_and_outside_git_the_dir_itself(tmp_path):
@@ -49,7 +53,8 @@ def test_without_origin_the_root_path_is_the_key_and_outside_git_the_dir_itself(
     assert repo_for(str(root / "sub")).key == os.path.realpath(root)
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert repo_for(str(plain)).key == os.path.realpath(plain)
+    outside = repo_for(str(plain))
+    assert outside.key == os.path.realpath(plain) and not outside.in_git
 
 
 def test_a_linked_worktree_shares_its_main_checkouts_origin(tmp_path):

@@ -89,12 +89,14 @@ def test_json_shape_ids_with_or_without_hash_and_exit_codes(repo: Path, env: Env
         run(env, repo, "items", "list", "--status", "all", "--json", exe="reflect-jobs")
     )
     assert [i["id"] for i in via_jobs] == [item["id"]]
-    key = log_dir(env).parent.name
-    assert [i["id"] for i in js(env, repo.parent, "list", "--status", "done", "--repo", key)] == [
-        item["id"]
-    ]
+    # one identity: the key people see is what --repo takes; the home's directory name too
+    name = log_dir(env).parent.name
+    for key in ("github.com/o/demo", name):
+        listed = js(env, repo.parent, "list", "--status", "done", "--repo", key)
+        assert [i["id"] for i in listed] == [item["id"]]
     [listed] = js(env, repo.parent, "list", "--all", "--status", "all")
-    assert listed["repo"] == key
+    assert listed["repo"] == "github.com/o/demo"
+    assert js(env, repo, "context")["repo"] == "github.com/o/demo"
 
 
 def test_secrets_are_redacted_before_the_line_is_written(repo: Path, env: Env) -> None:

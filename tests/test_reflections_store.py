@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reflect_jobs.reflections.home import Repo
 from reflect_jobs.reflections.index import ReflectionIndex
 from reflect_jobs.reflections.store import BadIdError, Store, StoreError
+from reflect_jobs.repo import Repo
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -17,7 +17,7 @@ T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 @pytest.fixture
 def two(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Two machines over one memory home, each with its own index."""
-    repo = Repo("demo-00000000", None, tmp_path / "memory")
+    repo = Repo("example.com/o/demo", None, tmp_path / "memory")
     a = Store(repo, "alpha", ReflectionIndex(tmp_path / "a.db"))
     b = Store(repo, "beta", ReflectionIndex(tmp_path / "b.db"))
     yield a, b

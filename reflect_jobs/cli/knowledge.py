@@ -61,7 +61,7 @@ def search(
     if repo_dir is not None:
         import os
 
-        from ..recall.repokey import repo_for
+        from ..repo import repo_for
 
         ref = repo_for(os.path.abspath(repo_dir))
         if ref is None:

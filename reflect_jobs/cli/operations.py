@@ -136,9 +136,10 @@ def open_items_part(cwd: str) -> str:
         ``" open:N"`` (N = open, not stale) inside a git repository; ``""`` outside one, or
         when the count cannot be read (a status line never fails for it).
     """
-    from ..recall import items, repokey
+    from ..recall import items
+    from ..repo import git_root
 
-    if repokey.git_root(cwd) is None:
+    if git_root(cwd) is None:
         return ""
     try:
         _, _, total = items.open_items(cwd)

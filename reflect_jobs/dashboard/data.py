@@ -197,9 +197,11 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     """The Reflection Store's open items per repository this machine knows (ARCHITECTURE §14).
 
     A repository is known when its logs sit in a default memory home
-    (``$GLOBAL_LEARNINGS_PATH/repos/<key>/reflections``) or this machine's reflection index
-    has read them before (a mapped home). Each is refreshed from its logs first (cheap when
-    unchanged), so the page never shows an item another machine closed and synced.
+    (``$GLOBAL_LEARNINGS_PATH/repos/<name>/reflections``) or this machine's reflection index
+    has read them before (a mapped home): :func:`reflect_jobs.reflections.store.known_repos`,
+    shown by its key (``github.com/acme/shop``). Each is refreshed from its logs first
+    (cheap when unchanged), so the page never shows an item another machine closed and
+    synced.
 
     Args:
         settings: The settings (the KB root, ``$REFLECT_HOME`` for the index).
@@ -213,9 +215,8 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     import sqlite3
 
     from ..reflections.fold import now_utc, stale_cutoffs
-    from ..reflections.home import Repo, is_repo_key
     from ..reflections.index import ReflectionIndex, index_path
-    from ..reflections.store import Store
+    from ..reflections.store import Store, known_repos
 
     cutoffs = stale_cutoffs(now_utc())
     out: list[dict[str, Any]] = []
@@ -224,19 +225,13 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     except (OSError, sqlite3.Error):
         return {"available": False, "repositories": []}
     try:
-        known = index.log_dirs()
-        repos_dir = settings.kb_path / "repos"
-        if repos_dir.is_dir():
-            for d in sorted(repos_dir.iterdir()):
-                if (d / "reflections").is_dir() and is_repo_key(d.name):
-                    known.setdefault(d.name, d / "reflections")
-        for key, log_dir in sorted(known.items()):
-            Store(Repo(key, None, log_dir.parent), "dashboard", index).refresh()
-            items, total = index.fresh_open(key, cutoffs, shown)
+        for repo in known_repos(index, settings.kb_path):
+            Store(repo, "dashboard", index).refresh()
+            items, total = index.fresh_open(repo.key, cutoffs, shown)
             if total:
                 out.append(
                     {
-                        "repository": key,
+                        "repository": repo.display,
                         "open": total,
                         "items": [
                             {"id": i.id, "kind": i.kind, "title": i.title} for i in items[:shown]

@@ -62,7 +62,7 @@ def note_scope(learning: Mapping[str, object]) -> str:
 
     Args:
         learning: The learning; ``scope`` (``repo``/``global``) and ``repo`` (the key from
-            :func:`reflect_jobs.recall.repokey.repo_for`) are read.
+            :func:`reflect_jobs.repo.repo_for`) are read.
 
     Returns:
         ``"repo"`` or ``"global"``.

@@ -258,6 +258,16 @@ def _bucket(**extra: Any) -> dict[str, Any]:
     }
 
 
+def _transcript_label(row: CostRow) -> str:
+    """A row's ``transcript`` as ``cost --by transcript`` groups it: a transcript's file name;
+    a jobless call's label (``dedupe:github.com/acme/shop``) whole, since a repository key
+    has slashes too and two repositories must not fold into one ``shop``."""
+    text = row.transcript or "?"
+    if row.job_id is None and not text.startswith("/"):
+        return text
+    return text.rsplit("/", 1)[-1] or "?"
+
+
 def cost_report(
     session: Session, *, by: str = "day", since: timedelta | None = None
 ) -> dict[str, Any]:
@@ -285,7 +295,7 @@ def cost_report(
     for row in session.scalars(query):
         key = {
             "day": row.day,
-            "transcript": (row.transcript or "?").rsplit("/", 1)[-1] or "?",
+            "transcript": _transcript_label(row),
             "model": row.model or "?",
             "outcome": row.outcome or "?",
             "writer": row.writer_class or "?",

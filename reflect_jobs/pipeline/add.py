@@ -27,7 +27,7 @@ from reflect_jobs.ledger.models import utcnow
 from reflect_jobs.lifecycle import normalise_learning_type
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
-from reflect_jobs.reflections.home import HomeError
+from reflect_jobs.repo import RepoError
 
 from . import note_edits
 from .runtime import Runtime, backoff, finish, log, log_transition, owned
@@ -206,7 +206,7 @@ def _reflect(
         return ""
     try:
         store = reflector.job_store(repo)
-    except HomeError as exc:
+    except RepoError as exc:
         log.warning("reflection store unavailable", job_id=job_id, error=str(exc))
         return f"items: not applied ({exc})"[:300]
     if store is None:

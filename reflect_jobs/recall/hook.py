@@ -68,11 +68,14 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
     """
-    from . import block, repokey, store
+    from reflect_jobs.envpaths import kb_root_str
+    from reflect_jobs.repo import repo_for
 
-    ref = repokey.repo_for(cwd if isinstance(cwd, str) else None)
+    from . import block, store
+
+    ref = repo_for(cwd if isinstance(cwd, str) else None)
     open_now, open_total = _open_items(cwd, kb_root)
-    conn = store.open_for_read(store.store_path(kb_root or store.kb_root_str()))
+    conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
     general: list[dict] = []
     if conn is not None:
@@ -82,7 +85,7 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
         finally:
             conn.close()
     return block.render(
-        ref.key if ref else None,
+        ref.display if ref else None,
         repo,
         general,
         max_chars=max_chars,
@@ -131,20 +134,23 @@ def prompt_context(
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
     """
-    from . import block, repokey, store
+    from reflect_jobs.envpaths import kb_root_str
+    from reflect_jobs.repo import repo_for
+
+    from . import block, store
 
     terms = block.prompt_terms(prompt if isinstance(prompt, str) else "")
     query = block.fts_query(terms)
     if query is None:
         return ""
-    conn = store.open_for_read(store.store_path(kb_root or store.kb_root_str()))
+    conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     if conn is None:
         return ""
     try:
         rows = store.match_rows(conn, query, limit=12)
     finally:
         conn.close()
-    ref = repokey.repo_for(cwd if isinstance(cwd, str) else None)
+    ref = repo_for(cwd if isinstance(cwd, str) else None)
     hits = block.strong_matches(terms, rows, ref.key if ref else None)
     if not hits:
         return ""

@@ -30,15 +30,15 @@ MCP_AUTHOR = "skill"
 
 def _store(repo: str | None, cwd: str | None = None) -> Any:
     """The store of ``repo`` (a directory or a repo key; default: the server's directory)."""
-    from reflect_jobs.reflections.home import HomeError
     from reflect_jobs.reflections.store import open_store
+    from reflect_jobs.repo import RepoError
 
     given = str(repo).strip() if repo is not None and str(repo).strip() else None
     if given is not None:
         given = os.path.expanduser(given)
     try:
         return open_store(given, cwd or os.getcwd())
-    except HomeError as exc:
+    except RepoError as exc:
         raise ToolError(str(exc)) from None
 
 
@@ -79,7 +79,7 @@ def list_items_tool(repo: str | None = None, status: str = "open", k: int = 20) 
     st = _store(repo)
     try:
         found = st.items(status)
-        key = st.repo.key
+        key = st.repo.display
     finally:
         st.close()
     lines = [

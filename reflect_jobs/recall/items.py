@@ -3,7 +3,7 @@
 The SessionStart hook must stay a few interpreter start-ups fast (ARCHITECTURE §13), so it
 does not import the reflection store (its index module pulls the KB's lexical index, its
 events module the redaction rules). It finds the repository and its memory home with
-:mod:`reflect_jobs.reflections.home` (stdlib, reads ``.git`` files only), stats the host logs
+:mod:`reflect_jobs.repo` and :mod:`reflect_jobs.repo_home` (stdlib, reads ``.git`` files only), stats the host logs
 exactly as the index's own refresh does, and when the index already matches them — the
 common case: every write goes through a command that refreshes — answers from the index
 read-only with the same query as ``Store.context`` (open, not stale, handoffs first, then
@@ -70,20 +70,17 @@ def _matches(conn: Any, key: str, current: dict[str, tuple[int, int, int]]) -> b
     return stored == current
 
 
-def _may_have_items(env: dict[str, str], reflect_home: str) -> bool:
+def _may_have_items(env: dict[str, str]) -> bool:
     """Whether any memory home can exist: a mapping file, or the default ``repos/`` directory.
 
-    Two ``stat`` calls that spare a machine which never used the reflection store the
-    import of :mod:`reflect_jobs.reflections.home` (``pathlib``, ``dataclasses``,
-    ``configparser``: most of this module's cost) on every session start.
+    Two ``stat`` calls that spare a machine which never used the reflection store reading
+    its memory-home mapping and hashing a directory name on every session start.
     """
-    mapping = (env.get("REFLECT_MEMORY_HOMES") or "").strip()
-    if os.path.exists(
-        os.path.expanduser(mapping) if mapping else reflect_home + "/memory-homes.conf"
-    ):
+    from reflect_jobs.envpaths import kb_root_str, memory_homes_str
+
+    if os.path.exists(memory_homes_str(env)):
         return True
-    kb = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip() or "~/.learnings"
-    return os.path.isdir(os.path.join(os.path.expanduser(kb), "repos"))
+    return os.path.isdir(os.path.join(kb_root_str(env), "repos"))
 
 
 def open_items(
@@ -103,31 +100,35 @@ def open_items(
         now: The reading time (staleness); ``None`` for now.
 
     Returns:
-        ``(repo_key, items, total_open)``: items as ``{"id", "kind", "title", "body", "by",
-        "created_at", "updated_at"}``, handoffs first then newest first; ``(None, [], 0)``
-        outside a repository, ``(key, [], 0)`` when it has no logs.
+        ``(repo_key, items, total_open)``: the key as people read it; items as ``{"id",
+        "kind", "title", "body", "by", "created_at", "updated_at"}``, handoffs first then
+        newest first; ``(None, [], 0)`` outside a repository, ``(key, [], 0)`` when it has
+        no logs. A home with logs and no label yet is labelled with the key
+        (:func:`reflect_jobs.repo_home.record_key`: one ``stat`` when it already is).
+
 
     Raises:
         sqlite3.Error: The index is locked past its timeout or damaged.
-        reflect_jobs.reflections.home.HomeError: The memory-home mapping file is bad.
+        reflect_jobs.repo.RepoError: The memory-home mapping file is bad.
     """
     if not isinstance(cwd, str) or not cwd:
         return None, [], 0
     from reflect_jobs.envpaths import home_dir_str
 
     env = dict(os.environ if environ is None else environ)
-    if not _may_have_items(env, home_dir_str(env)):
+    if not _may_have_items(env):
         return None, [], 0
-    from reflect_jobs.reflections import home
+    from reflect_jobs.repo import repo_for
+    from reflect_jobs.repo_home import memory_home, record_key
 
-    root = home.git_root(cwd)
-    if root is None:
+    found = repo_for(os.path.abspath(cwd))
+    if found is None or not found.in_git or found.root is None:
         return None, [], 0
-    key = home.repo_key(root)
-    log_dir = home.memory_home(key, root, env) / "reflections"
-    current = scan_logs(log_dir)
+    root, key, home = found.root, found.key, memory_home(found, env)
+    current = scan_logs(os.path.join(home, "reflections"))
     if not current:
         return key, [], 0
+    record_key(found.at(home))
     from datetime import UTC, datetime
 
     when = now or datetime.now(UTC)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
+from reflect_jobs.repo import MAX_KEY_CHARS, repo_for
 from reflect_jobs.transcripts.cwd import transcript_cwd
-
-from .repokey import MAX_KEY_CHARS, repo_for
 
 
 def transcript_repo(path: str | os.PathLike[str]) -> dict[str, str | None] | None:
@@ -16,7 +15,7 @@ def transcript_repo(path: str | os.PathLike[str]) -> dict[str, str | None] | Non
         path: The transcript file.
 
     Returns:
-        ``{"key", "root", "cwd"}`` (see :func:`reflect_jobs.recall.repokey.repo_for`); when
+        ``{"key", "root", "cwd"}`` (see :func:`reflect_jobs.repo.repo_for`); when
         the directory is gone and no repository encloses what remains, the recorded path
         itself is the key (what the hook computes for a directory outside git), with
         ``root`` ``None``. ``None`` when the transcript names no working directory.

@@ -60,23 +60,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
 """
 
 
-def kb_root_str(environ: dict[str, str] | None = None) -> str:
-    """``$GLOBAL_LEARNINGS_PATH``, default ``~/.learnings`` (what ``Settings.kb_path`` reads).
-
-    Args:
-        environ: The environment to read; ``None`` means ``os.environ``.
-
-    Returns:
-        The KB root with ``~`` expanded; not created.
-    """
-    env = os.environ if environ is None else environ
-    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    if raw:
-        return os.path.expanduser(raw)
-    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
-    return os.path.join(home, ".learnings")
-
-
 def store_path(kb_root: str | os.PathLike[str]) -> str:
     """Where the context store of a KB lives.
 
@@ -270,7 +253,7 @@ def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[
 
     Args:
         conn: A connection.
-        repo_key: The repository's key (:func:`reflect_jobs.recall.repokey.repo_for`).
+        repo_key: The repository's key (:func:`reflect_jobs.repo.repo_for`).
         limit: At most this many, strongest first.
 
     Returns:

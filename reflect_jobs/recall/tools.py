@@ -8,11 +8,12 @@ into a session — carries ids and paths, and is cut to :data:`MAX_RESULT_CHARS`
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
-from . import block, repokey, store
+from reflect_jobs.repo import key_of
+
+from . import block, store
 
 MAX_RESULT_CHARS = 12_000
 MAX_K = 20
@@ -55,23 +56,16 @@ def wrap(body: str, *, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 def repo_key_of(repo: str | None) -> str | None:
-    """A tool's ``repo`` argument as a repository key.
+    """A tool's ``repo`` argument as a repository key (:func:`reflect_jobs.repo.key_of`).
 
     Args:
         repo: A directory (its repository's key is computed) or a key as stored
-            (``github.com/o/r``); ``None``/``""`` for none.
+            (``github.com/o/r``; a remote URL is normalised); ``None``/``""`` for none.
 
     Returns:
         The key, or ``None``.
     """
-    if not repo or not str(repo).strip():
-        return None
-    repo = str(repo).strip()
-    if os.path.isabs(os.path.expanduser(repo)) and os.path.isdir(os.path.expanduser(repo)):
-        ref = repokey.repo_for(os.path.expanduser(repo))
-        if ref is not None:
-            return ref.key
-    return repo[: repokey.MAX_KEY_CHARS]
+    return key_of(repo)
 
 
 def _k(k: object, default: int) -> int:

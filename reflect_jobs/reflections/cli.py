@@ -1,7 +1,8 @@
 """``reflections``: add, list, search, close and show a repository's reflection items.
 
 The same click group is the ``reflections`` console script and ``reflect-jobs items``. The
-repository is the current directory's git root, or ``--repo`` (a directory or a repo key).
+repository is the current directory's git root, or ``--repo`` (a directory, or the key people
+see, ``github.com/acme/shop``; ``reflect_jobs/repo.py``).
 Exit codes follow ARCHITECTURE §9: 0 success, 1 a handled failure (unknown id, a log that
 cannot be written), 2 bad usage (malformed id, an empty title, not in a repository); errors
 are one line on stderr. ``--json`` shapes are stable (docs/REFLECTIONS.md): keys are added,
@@ -19,11 +20,11 @@ from typing import Any, TypeVar
 
 import click
 
-from reflect_jobs.envpaths import home_dir_str
+from reflect_jobs.envpaths import home_dir_str, kb_root_str
+from reflect_jobs.repo import RepoError
 
 from .events import AUTHORS, KINDS, EventError, host_name
 from .fold import STATUSES, Item, now_utc
-from .home import HomeError, Repo
 from .index import ReflectionIndex, index_path
 from .store import (
     CONTEXT_BUDGET,
@@ -46,7 +47,7 @@ def _repo_option(func: F) -> F:
         "repo",
         default=None,
         metavar="DIR|KEY",
-        help="The repository: a directory in it, or its repo key (default: the cwd's git root).",
+        help="The repository: a directory in it, or its key (default: the cwd's git root).",
     )(func)
 
 
@@ -73,7 +74,7 @@ def _store(repo: str | None) -> Iterator[Store]:
     """Open the store, turning every known failure into one line and the right exit code."""
     try:
         store = open_store(repo, Path.cwd())
-    except HomeError as exc:
+    except RepoError as exc:
         raise click.UsageError(str(exc)) from None
     try:
         yield store
@@ -169,9 +170,9 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
     env = dict(os.environ)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     try:
-        for key, log_dir in _known_repos(index, env).items():
-            other = Store(Repo(key, None, log_dir.parent), host_name(env), index)
-            out += [i.to_json(now, repo=key) for i in other.items(status, now)]
+        for known in known_repos(index, Path(kb_root_str(env))):
+            other = Store(known, host_name(env), index)
+            out += [i.to_json(now, repo=known.display) for i in other.items(status, now)]
     finally:
         index.close()
     if as_json:
@@ -181,12 +182,6 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
             click.echo(
                 f"{row['repo']}  {row['id']}  {row['kind']}  {row['status']}  {row['title']}"
             )
-
-
-def _known_repos(index: ReflectionIndex, env: dict[str, str]) -> dict[str, Path]:
-    """Every repository with logs: the default homes, and any the index has read before."""
-    kb_raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    return known_repos(index, Path(kb_raw).expanduser() if kb_raw else Path.home() / ".learnings")
 
 
 @main.command()
@@ -343,7 +338,7 @@ def context(budget: int, repo: str | None, as_json: bool) -> None:
     now = now_utc()
     with _store(repo) as store:
         text, shown, total = store.context(budget, now)
-        key = store.repo.key
+        key = store.repo.display
     if as_json:
         _emit({"repo": key, "text": text, "items": [i.to_json(now) for i in shown], "open": total})
     elif text:

@@ -42,6 +42,7 @@ from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Control, utcnow
 from reflect_jobs.limits import Caps, CounterStorage, Deferral
+from reflect_jobs.repo import RepoError
 from reflect_jobs.write_lease import WriteLease
 from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.backends import make_backend
@@ -51,7 +52,6 @@ from reflect_jobs.writer.result import BackendMissing, ModelResult
 
 from .dedupe import build_prompt, dedupe_candidates, parse_groups, plan_drops
 from .events import EventError, host_name
-from .home import HomeError, Repo
 from .index import ReflectionIndex, index_path
 from .store import Store, known_repos
 
@@ -124,18 +124,22 @@ def _flag_at(value: str | None) -> datetime | None:
         return None
 
 
-def last_dedupe(db_url: str, repo_key: str) -> datetime | None:
+def last_dedupe(db_url: str, repo_key: str, aliases: tuple[str, ...] = ()) -> datetime | None:
     """When the repository's last pass was applied (or claimed by a pass still running).
 
     Args:
         db_url: The ledger.
         repo_key: The repository.
+        aliases: Older names of the repository whose flags count too (its memory home's
+            directory name keyed the flag before ``reflect_jobs/repo.py``), so a pass made
+            before the upgrade is not paid for again.
 
     Returns:
         An aware UTC datetime, or ``None`` when it never ran.
     """
     with session_scope(db_url, readonly=True) as session:
-        return _flag_at(control.get_flag(session, _flag_key(repo_key)))
+        seen = [_flag_at(control.get_flag(session, _flag_key(k))) for k in (repo_key, *aliases)]
+    return max((at for at in seen if at is not None), default=None)
 
 
 def _claim(db_url: str, repo_key: str, now: datetime, interval: int, force: bool) -> Any:
@@ -265,7 +269,7 @@ def run_dedupe(
     if backend_name == "heuristic":
         return DedupeReport(key, "heuristic", "the heuristic writer has no model to ask")
     now = datetime.now(UTC)
-    last = None if force or dry_run else last_dedupe(settings.db_url, key)
+    last = None if force or dry_run else last_dedupe(settings.db_url, key, store.repo.names)
     if last is not None and last > now - timedelta(seconds=settings.dedupe_interval_sec):
         # read-only first: the hourly task takes no ledger write lock for a repository
         # that is not due
@@ -405,11 +409,11 @@ def run_due(
     out: list[DedupeReport] = []
     index = ReflectionIndex(index_path(settings.home))
     try:
-        for key, log_dir in known_repos(index, settings.kb_path).items():
-            store = Store(Repo(key, None, log_dir.parent), host_name(env), index)
+        for known in known_repos(index, settings.kb_path):
+            store, key = Store(known, host_name(env), index), known.display
             try:
                 out.append(run_dedupe(store, settings, storage, lease=lease))
-            except (HomeError, OSError, ValueError, sqlite3.Error, SQLAlchemyError) as exc:
+            except (RepoError, OSError, ValueError, sqlite3.Error, SQLAlchemyError) as exc:
                 log.warning("dedupe pass failed", repo=key, error=f"{type(exc).__name__}: {exc}")
                 out.append(DedupeReport(key, "failed", f"{type(exc).__name__}: {exc}"))
     finally:

@@ -429,6 +429,25 @@ class ReflectionIndex:
             out.setdefault(repo, Path(path).parent)
         return out
 
+    def forget(self, repo: str) -> None:
+        """Drop every row of ``repo`` (its logs are read again under whatever key names them).
+
+        Args:
+            repo: The repo key.
+        """
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute(
+                "DELETE FROM items_fts WHERE rowid IN (SELECT rid FROM items WHERE repo = ?)",
+                (repo,),
+            )
+            for table in ("items", "events", "logs"):
+                self._conn.execute(f"DELETE FROM {table} WHERE repo = ?", (repo,))  # noqa: S608 - fixed names
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
     def bad_lines(self, repo: str) -> int:
         """How many invalid lines the logs of ``repo`` hold (skipped by the fold).
 

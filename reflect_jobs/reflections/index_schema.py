@@ -12,7 +12,9 @@ from typing import Any
 
 from .fold import Item
 
-SCHEMA_VERSION = 1
+#: 2: rows keyed by the repository's key (``github.com/acme/shop``, ``reflect_jobs/repo.py``)
+#: instead of its memory home's directory name; an index of 1 is rebuilt from the logs.
+SCHEMA_VERSION = 2
 TAIL = 4096
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _WEIGHTS = "4.0, 1.0, 1.0"

@@ -24,10 +24,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from reflect_jobs.repo import RepoError
+
 from .candidates import Offer, render_block, select_candidates, session_summary
 from .events import EventError, redact_text
 from .fold import Item, now_utc, starting_status
-from .home import HomeError
 from .store import Store, open_store
 
 #: New items whose title shares this share of words with a live item's are that item.
@@ -141,7 +142,7 @@ def job_store(repo: Any, environ: dict[str, str] | None = None) -> Store | None:
         The open store, or ``None`` when the transcript's repository is unknown or gone.
 
     Raises:
-        HomeError: The memory-home mapping is bad.
+        RepoError: The memory-home mapping is bad.
     """
     root = repo.get("root") if isinstance(repo, dict) else None
     if not isinstance(root, str) or not os.path.isdir(root):
@@ -320,5 +321,5 @@ def offer_for_job(
             return offer(store, session, excerpt_query(slice_text)), None
         finally:
             store.close()
-    except (HomeError, OSError, ValueError, sqlite3.Error) as exc:
+    except (RepoError, OSError, ValueError, sqlite3.Error) as exc:
         return Offer(), f"{type(exc).__name__}: {exc}"

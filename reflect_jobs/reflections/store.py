@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reflect_jobs.envpaths import home_dir_str
+from reflect_jobs.envpaths import home_dir_str, kb_root_str
+from reflect_jobs.repo import Repo, is_home_name
+from reflect_jobs.repo_home import read_key_file, record_key, resolve
 
 from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
-from .home import Repo, is_repo_key, resolve_repo
 from .index import ReflectionIndex, RefreshStats, index_path
 
 T = TypeVar("T")
@@ -72,9 +73,20 @@ class Store:
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def log_dir(self) -> Path:
+        """``<memory home>/reflections``, where every host's log is."""
+        return Path(self.repo.log_dir)
+
+    @property
     def log(self) -> Path:
         """This machine's log: ``<memory home>/reflections/<host>.jsonl``."""
-        return self.repo.log_dir / f"{self.host}.jsonl"
+        return self.log_dir / f"{self.host}.jsonl"
+
+    def _append(self, event: dict[str, Any]) -> None:
+        """Append one event to this machine's log; a home written for the first time is
+        labelled with its repository's key (:func:`reflect_jobs.repo_home.record_key`)."""
+        append_event(self.log, event)
+        record_key(self.repo)
 
     def close(self) -> None:
         """Close the index."""
@@ -87,10 +99,10 @@ class Store:
             What the refresh read.
         """
         try:
-            stats = self.index.refresh(self.repo.key, self.repo.log_dir)
+            stats = self.index.refresh(self.repo.key, self.log_dir)
         except sqlite3.DatabaseError:
             self.index.reset()
-            stats = self.index.refresh(self.repo.key, self.repo.log_dir)
+            stats = self.index.refresh(self.repo.key, self.log_dir)
         self.warnings += [w for w in stats.warnings if w not in self.warnings]
         return stats
 
@@ -100,7 +112,7 @@ class Store:
             return query()
         except sqlite3.DatabaseError:
             self.index.reset()
-            self.index.refresh(self.repo.key, self.repo.log_dir)
+            self.index.refresh(self.repo.key, self.log_dir)
             return query()
 
     def _uid_item(self, uid: str) -> Item:
@@ -152,7 +164,7 @@ class Store:
             body=body,
             session=session,
         )
-        append_event(self.log, event)
+        self._append(event)
         self.refresh()
         return self._uid_item(uid), existing is None
 
@@ -192,7 +204,7 @@ class Store:
             return False
         event = make_event(op, uid, host=self.host, by=by, now=_after(item, now), **fields)
         event["eid"] = eid
-        append_event(self.log, event)
+        self._append(event)
         return True
 
     def find(self, ident: str) -> Item:
@@ -213,7 +225,7 @@ class Store:
         prefix = m.group(1).lower()
         found = self._read(lambda: self.index.by_prefix(self.repo.key, prefix))
         if not found:
-            raise StoreError(f"no item #{m.group(1).lower()} in {self.repo.key}")
+            raise StoreError(f"no item #{m.group(1).lower()} in {self.repo.display}")
         if len(found) > 1:
             ids = ", ".join(sorted(i.id for i in found))
             raise StoreError(f"#{m.group(1).lower()} is ambiguous: {ids}")
@@ -266,7 +278,7 @@ class Store:
             title=title,
             body=body,
         )
-        append_event(self.log, event)
+        self._append(event)
         self.refresh()
         return self._uid_item(item.uid)
 
@@ -325,7 +337,7 @@ class Store:
         )
         if not items:
             return "", [], 0
-        head = f"Open reflection items for {self.repo.key} (close with `reflections done ID --note EVIDENCE`):"
+        head = f"Open reflection items for {self.repo.display} (close with `reflections done ID --note EVIDENCE`):"
         lines, shown, used = [head], [], len(head) + 1
         for item in items:
             excerpt = " ".join(item.body.split())
@@ -361,40 +373,99 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
     """The store of the repository a command means, with this machine's host and the index.
 
     Args:
-        repo: ``--repo`` (a directory or a repo key), or ``None`` for the cwd's repository.
+        repo: ``--repo`` (a directory, a key or a memory home's name), or ``None`` for the
+            cwd's repository (:func:`reflect_jobs.repo_home.resolve`).
         cwd: The current directory.
         environ: The environment; ``None`` means ``os.environ``.
 
     Returns:
-        The open store (close it when done).
+        The open store (close it when done). An existing memory home without a label gets
+        one (:func:`reflect_jobs.repo_home.record_key`).
 
     Raises:
-        HomeError: The repository or its memory home cannot be determined.
+        RepoError: The repository or its memory home cannot be determined.
     """
     env = dict(os.environ if environ is None else environ)
-    resolved = resolve_repo(repo, cwd, env)
+    resolved = resolve(repo, cwd, env)
+    record_key(resolved)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     return Store(resolved, host_name(env), index)
 
 
-def known_repos(index: ReflectionIndex, kb: Path) -> dict[str, Path]:
-    """Every repository with logs: the default memory homes, and any the index has read.
+def _learned_keys(kb: Path) -> list[str]:
+    """The repository keys of the KB's repository-scoped learnings (its context store)."""
+    from reflect_jobs.recall import store as context
+
+    try:
+        conn = context.open_for_read(context.store_path(kb))
+        if conn is None:
+            return []
+        try:
+            rows = conn.execute("SELECT DISTINCT repo_key FROM notes WHERE scope = 'repo'")
+            return [r[0] for r in rows if isinstance(r[0], str) and r[0]]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+
+
+def _listed(key: str, home: Path) -> Repo:
+    """A listed repository; a key that is only its home's directory name stays just that."""
+    style = "name" if key == home.name and is_home_name(key) else "key"
+    return Repo(key, None, home, style=style)
+
+
+def known_repos(index: ReflectionIndex, kb: Path) -> list[Repo]:
+    """Every repository with logs, one per log directory, each with its memory home.
+
+    The default memory homes (``<kb>/repos/<name>/reflections``) and any home the index has
+    read (a mapped one). A default home is known by its label (``repo-key``); a home
+    written before labels existed takes the key the index learned for it from its
+    repository, else the key of a learning whose directory name it is, and is labelled
+    then (the lazy migration: idempotent, and each label is written whole). Only a home
+    none of these knows keeps its directory name as its key; the index's rows under such a
+    name are dropped once the home is known by its key.
 
     Args:
         index: This machine's index.
-        kb: The knowledge base (``$GLOBAL_LEARNINGS_PATH``): its ``repos/<key>/reflections``
-            directories are the default memory homes.
+        kb: The knowledge base (``$GLOBAL_LEARNINGS_PATH``).
 
     Returns:
-        ``repo key -> log directory``, sorted by key.
+        The repositories, sorted by key.
     """
-    known = index.log_dirs()
+    indexed = index.log_dirs()
+    found: dict[str, Repo] = {}  # by the real path of the log directory
+    unlabelled: list[Path] = []
     repos_dir = kb / "repos"
     if repos_dir.is_dir():
         for d in sorted(repos_dir.iterdir()):
-            if (d / "reflections").is_dir() and is_repo_key(d.name):
-                known.setdefault(d.name, d / "reflections")
-    return dict(sorted(known.items()))
+            if not ((d / "reflections").is_dir() and is_home_name(d.name)):
+                continue
+            key = read_key_file(d, d.name)
+            if key is None:
+                unlabelled.append(d)
+            found[os.path.realpath(d / "reflections")] = _listed(key or d.name, d)
+    if unlabelled:
+        names = {d.name for d in unlabelled}
+        learned: dict[str, str] = {}
+        for key in [k for k in indexed if k not in names] + _learned_keys(kb):
+            for name in Repo(key).names:
+                learned.setdefault(name, key)
+        for d in unlabelled:
+            if d.name in learned:
+                repo = Repo(learned[d.name], None, d)
+                found[os.path.realpath(d / "reflections")] = repo
+                record_key(repo)
+    for key, log_dir in indexed.items():
+        real = os.path.realpath(log_dir)
+        if real not in found:
+            found[real] = _listed(key, log_dir.parent)
+        elif found[real].key != key and key == log_dir.parent.name:
+            index.forget(key)  # rows under a bare directory name, now known by its key
+    by_key: dict[str, Repo] = {}
+    for repo in found.values():
+        by_key.setdefault(repo.key, repo)
+    return [by_key[k] for k in sorted(by_key)]
 
 
 def learnings_search(
@@ -411,10 +482,7 @@ def learnings_search(
         Hits ``{"id", "title", "score", "path"}`` (empty when the KB has no lexical index
         yet) and warnings (a damaged index is a warning, not a failure of the search).
     """
-    env = os.environ if environ is None else environ
-    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    kb = Path(raw).expanduser() if raw else Path.home() / ".learnings"
-    db = kb / "index" / "lexical.db"
+    db = Path(kb_root_str(environ)) / "index" / "lexical.db"
     if not db.is_file():
         return [], []
     from reflect_jobs.index.lexical import LexicalIndex
