@@ -208,8 +208,8 @@ def _held(rt: Runtime, job_id: str, worker: str, held: Defer) -> None:
     if held.gate == "slice":
         _back_to_prepare(rt, job_id, worker)
         return
-    if held.until is None:  # our lease was lost: the job is someone else's now
-        return
+    if held.gate == "job_lease" or held.until is None:
+        return  # our lease was lost (the paid path's one gate without a time): not ours now
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
