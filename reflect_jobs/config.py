@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from .envpaths import TRUE, home_dir_str, is_truthy, kb_root_str, memory_homes_str, queue_url
@@ -104,6 +106,40 @@ def _choice(environ: dict[str, str], name: str, default: str, choices: tuple[str
     return raw
 
 
+#: Variables that no longer do anything, read only to say so (docs/DEPRECATIONS.md): each
+#: maps to what the warning tells a person. After :data:`DEPRECATED_REMOVE_AFTER` the
+#: table goes (the variables are then simply not read).
+DEPRECATED_VARIABLES: dict[str, str] = {
+    "REFLECT_DRAIN_CASCADE": (
+        "the $0 cascade always runs (the variable was parsed and never read: "
+        "REFLECT_DRAIN_CASCADE=0 turned nothing off); unset it"
+    ),
+    "REFLECT_DRAIN_WRITER": (
+        "the agentic writer was removed (it paid for a 16-turn tool-free call and "
+        "discarded the answer); every pass is the one extract call; unset it"
+    ),
+    "REFLECT_DRAIN_MAX_TURNS": "it only bounded the removed agentic writer; unset it",
+}
+DEPRECATED_REMOVE_AFTER = date(2027, 6, 1)
+
+
+def deprecations(environ: dict[str, str]) -> list[str]:
+    """What the environment sets that no longer does anything, one message per variable.
+
+    Args:
+        environ: The environment.
+
+    Returns:
+        ``"<VAR> is deprecated and ignored: <what to do>"`` for each variable of
+        :data:`DEPRECATED_VARIABLES` that is set (to anything), in the table's order.
+    """
+    return [
+        f"{name} is deprecated and ignored: {why}"
+        for name, why in DEPRECATED_VARIABLES.items()
+        if _env(name, environ) is not None
+    ]
+
+
 WRITER_BACKENDS = ("auto", "claude", "heuristic", "openai", "anthropic", "codex")
 #: A hub model id as sentence-transformers resolves it: ``name`` or ``owner/name``.
 _HUB_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
@@ -189,18 +225,15 @@ class Settings:
     lease_sec: int = 360
     # the writer (ARCHITECTURE §5)
     writer_backend: str = "auto"
-    writer_mode: str = "extract"
     model: str = "sonnet"
     claude_bin: str = "claude"
     writer_cwd: Path = field(default_factory=Path.home)
-    max_turns: int = 16
     max_input_chars: int = 60_000
     # the API writers (README "Writers"): openai-compatible endpoint, codex CLI, prices
     openai_base_url: str = ""
     openai_api_key: str = field(default="", repr=False)  # a secret: never printed
     codex_bin: str = "codex"
     prices_path: str = ""
-    cascade: bool = True
     dry_run: bool = False
     skip_reindex: bool = False
     # quota gate (SPEC-drain §5.5)
@@ -346,6 +379,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     Returns:
         The validated settings. An unset variable takes the default shown on
         :class:`Settings`, and so does an empty one, except a boolean: empty means false.
+        A deprecated variable (:data:`DEPRECATED_VARIABLES`) is ignored with a
+        ``FutureWarning`` that says what to do.
 
     Raises:
         SettingsError: A value is not an integer, number, boolean or allowed choice, is out
@@ -353,6 +388,9 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             variable.
     """
     env = dict(os.environ if environ is None else environ)
+    for message in deprecations(env):
+        # FutureWarning: shown by default (to the person at the shell, the service's log).
+        warnings.warn(message, FutureWarning, stacklevel=2)
     home = home_dir(env)
     kb = Path(kb_root_str(env))
     db_url = _env("REFLECT_DB_URL", env) or f"sqlite:///{home / 'reflect.db'}"
@@ -411,17 +449,14 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         max_recoveries=_int(env, "REFLECT_MAX_RECOVERIES", 3),
         lease_sec=_int(env, "REFLECT_LEASE_SEC", timeout + 60, minimum=1),
         writer_backend=_choice(env, "REFLECT_WRITER_BACKEND", "auto", WRITER_BACKENDS),
-        writer_mode=_choice(env, "REFLECT_DRAIN_WRITER", "extract", ("extract", "agentic")),
         model=_env("REFLECT_DRAIN_MODEL", env) or "sonnet",
         claude_bin=_env("REFLECT_DRAIN_CLAUDE_BIN", env) or "claude",
         writer_cwd=Path(cwd_raw).expanduser() if cwd_raw else Path.home(),
-        max_turns=_int(env, "REFLECT_DRAIN_MAX_TURNS", 16, minimum=1),
         max_input_chars=_int(env, "REFLECT_DRAIN_MAX_INPUT_CHARS", 60_000, minimum=1000),
         openai_base_url=base_url,
         openai_api_key=_env("REFLECT_OPENAI_API_KEY", env) or _env("OPENAI_API_KEY", env) or "",
         codex_bin=_env("REFLECT_CODEX_BIN", env) or "codex",
         prices_path=prices,
-        cascade=_bool(env, "REFLECT_DRAIN_CASCADE", True),
         dry_run=_bool(env, "REFLECT_DRAIN_DRY_RUN", False),
         skip_reindex=_bool(env, "REFLECT_DRAIN_SKIP_REINDEX", False),
         quota_gate=_bool(env, "REFLECT_QUOTA_GATE", True),

@@ -20,8 +20,10 @@ parsed), ``after_notes`` (notes on disk, ledger not yet committed), ``before_com
 entry survives),
 ``after_commit:add`` (the add is committed with its note edits pending; the existing notes'
 proof/retirement rewrites have not run — recovery applies them, see ``pipeline.note_edits``)
-(pipeline); ``write:holding_lease`` (the write stage holds a write slot, before the quota
-gate; a kill there proves a dead holder frees its slot); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
+(pipeline); ``<pass>:holding_lease`` — ``write:holding_lease``, ``dedupe:holding_lease``
+(``pipeline/paid_call.py``: the pass holds a write slot, before the quota gate; a kill there
+proves a dead holder frees its slot); ``dedupe:after_record`` (the dedupe pass's answer is
+committed, nothing parsed); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
 (``fsio``, before each step); ``graphml:check`` (reading the graph back to validate it);
 ``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
 ``mid:reindex`` (``index.maintenance.reindex``, the lexical index and manifest saved, the

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from reflect_jobs.gates import Defer, Go
+
 
 class CounterStorage(Protocol):
     """The two counter operations of Huey's storage (SQLite and Redis) that the caps use.
@@ -232,3 +234,46 @@ class Caps:
             "run_limit": self.run_max if rkey else None,
             "run_resets_at": window_end(now, self.window_sec).isoformat() if rkey else None,
         }
+
+
+class CapsGate:
+    """The caps as a gate (:mod:`reflect_jobs.gates`): one unit, refunded by a free outcome.
+
+    Args:
+        caps: The budget to reserve from (the writer's, or a pass's own prefix).
+        what: Prefixed to a deferral's reason (``"dedupe "`` for the dedupe pass's units).
+    """
+
+    name = "caps"
+
+    def __init__(self, caps: Caps, what: str = "") -> None:
+        """Bind the gate to ``caps``; nothing is reserved until :meth:`acquire`."""
+        self.caps = caps
+        self.what = what
+
+    def acquire(self) -> Go | Defer:
+        """Reserve one unit (:meth:`Caps.reserve`).
+
+        Returns:
+            ``Go`` holding the :class:`Reservation`, or ``Defer`` until the full window
+            resets.
+        """
+        booked = self.caps.reserve()
+        if isinstance(booked, Deferral):
+            return Defer(self.name, self.what + booked.reason, booked.until)
+        return Go(self.name, booked)
+
+    def release(self, go: Go) -> None:
+        """A spent unit stays spent: nothing to give back when the call is over.
+
+        Args:
+            go: The pass this gate gave.
+        """
+
+    def refund(self, go: Go) -> None:
+        """The attempt was free: give the unit back (:meth:`Caps.refund`).
+
+        Args:
+            go: The pass holding the reservation.
+        """
+        self.caps.refund(go.taken)

@@ -12,9 +12,6 @@ lock (a Redis key with the Redis queue, so it holds across machines).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -22,11 +19,11 @@ from typing import Any
 import structlog
 from huey import crontab
 from huey.constants import EmptyData
-from huey.exceptions import TaskLockedException
 
+from . import kb_jobs
 from .config import load_settings
-from .faults import failpoint
 from .index import maintenance
+from .kb_jobs import REINDEX_PENDING, REINDEX_RUNNING
 from .ledger import control, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
@@ -38,7 +35,7 @@ from .pipeline.capture import SPOOL_MIN_AGE_SEC, reconcile_spool, run_capture
 from .pipeline.idle import sweep_idle_sessions
 from .pipeline.note_edits import heal as heal_note_edits
 from .pipeline.prepare import run_prepare
-from .pipeline.runtime import Runtime, run_guarded, stage_failed, transient_error
+from .pipeline.runtime import Runtime, stage_failed, transient_error
 from .pipeline.write import run_write
 from .queue import make_huey
 from .warm import supervisor
@@ -48,46 +45,15 @@ settings = load_settings()
 huey = make_huey(settings)
 log = structlog.get_logger("reflect_jobs.tasks")
 
-REINDEX_PENDING = "kb:reindex-pending"
-# Set while a reindex task runs its passes; left behind only by a writer that died in one.
-REINDEX_RUNNING = "kb:reindex-running"
-GRAPH_LOCK = "graph-writer"
-GRAPH_LOCK_TTL = 900
 
+def graph_writer() -> contextlib.AbstractContextManager[None]:
+    """One graph writer at a time (:func:`reflect_jobs.kb_jobs.graph_writer` on this queue).
 
-@contextlib.contextmanager
-def graph_writer() -> Iterator[None]:
-    """One graph writer at a time; a dead holder never wedges the index.
-
-    On Redis (several machines) it is a Huey lock with a TTL: a consumer killed mid-reindex
-    frees it when the TTL runs out. Locally it is an ``flock`` on a file in
-    ``$REFLECT_HOME``, which the kernel releases the moment the holding process dies — a
-    Huey lock on SQLite has no TTL, and ``huey_consumer -f`` only flushes locks already
-    declared at start-up, so a SIGKILLed reindex used to block indexing for good.
-
-    Yields:
-        Nothing; the lock is held for the body of the ``with`` block.
-
-    Raises:
-        TaskLockedException: Another graph writer holds the lock (it is not waited for).
+    Returns:
+        A context manager holding the lock for its block; entering it raises
+        ``TaskLockedException`` when another graph writer holds the lock.
     """
-    if settings.queue_is_redis:
-        with huey.lock_task(GRAPH_LOCK, ttl=GRAPH_LOCK_TTL):
-            yield
-        return
-    private_dir(settings.home)
-    fd = os.open(settings.home / "graph-writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TaskLockedException(GRAPH_LOCK) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    return kb_jobs.graph_writer(huey, settings)
 
 
 class HueyDispatcher:
@@ -212,7 +178,7 @@ def prepare(job_id: str) -> None:
     Args:
         job_id: The job to prepare.
     """
-    run_guarded(runtime(), "prepare", run_prepare, job_id)
+    run_prepare(runtime(), job_id)
 
 
 @huey.task()
@@ -222,7 +188,7 @@ def write(job_id: str) -> None:
     Args:
         job_id: The job to write.
     """
-    run_guarded(runtime(), "write", run_write, job_id)
+    run_write(runtime(), job_id)
 
 
 @huey.task()
@@ -232,7 +198,7 @@ def add(job_id: str) -> None:
     Args:
         job_id: The job to add.
     """
-    run_guarded(runtime(), "add", run_add, job_id)
+    run_add(runtime(), job_id)
 
 
 @huey.task()
@@ -265,52 +231,8 @@ def reindex_task(force: bool = False) -> dict | None:
         # A consumer: the model child runs this same body (ARCHITECTURE §8.1). With vectors
         # off there is no model, and the body is as light here.
         return _in_child(service, "reindex_task", force=force)
-    rt = runtime()
-    last: dict | None = None
-    try:
-        with graph_writer():
-            # Marked before the pending flag is popped and cleared only after the last
-            # pass: a writer killed in between leaves it, and recovery serves it again.
-            # (An exception clears it too: only a death mid-pass leaves it behind.)
-            huey.storage.put_data(REINDEX_RUNNING, b"1")
-            try:
-                first = True
-                while huey.storage.pop_data(REINDEX_PENDING) is not EmptyData or first:
-                    last = _reindex_once(rt, force=force and first)
-                    first = False
-            finally:
-                huey.storage.pop_data(REINDEX_RUNNING)
-    except TaskLockedException:
-        return None
-    return last
-
-
-def _reindex_once(rt: Runtime, *, force: bool) -> dict:
-    with session_scope(rt.db) as session:
-        count = control.incr_counter(session, "repairs_since_maintain")
-        due = rt.settings.maintain_every > 0 and count >= rt.settings.maintain_every
-        if due:
-            control.set_flag(session, "repairs_since_maintain", "0")
-    failpoint("reindex:holding_lock")
-    s = rt.settings
-    vec = {"vectors": s.index_vectors, "embed_model": s.embed_model}
-    report = maintenance.repair(s.kb_path, maintain=due, **vec)
-    if report.action not in ("valid", "missing"):
-        with session_scope(rt.db) as session:
-            control.record_error(
-                session,
-                kind="graphml_corrupt",
-                severity="warn",
-                message=f"{report.action}: {report.detail}",
-            )
-    stats = maintenance.reindex(s.kb_path, force=force, **vec)
-    log.info("reindexed", repair=report.action, **stats.to_dict())
-    if stats.errors:
-        with session_scope(rt.db) as session:
-            control.record_error(
-                session, kind="reindex_fail", message="; ".join(stats.errors)[:500]
-            )
-    return stats.to_dict()
+    runtime()  # logging configured, modes repaired
+    return kb_jobs.reindex(huey, settings, force=force)
 
 
 @huey.periodic_task(crontab(minute="*/30"))
@@ -329,13 +251,7 @@ def communities() -> bool | None:
         if not maintenance.communities_owed(settings.kb_path):
             return False  # decided from one SQLite row: no child started every 30 minutes
         return _in_child(service, "communities")
-    try:
-        with graph_writer():
-            return maintenance.rebuild_communities(
-                settings.kb_path, vectors=settings.index_vectors, embed_model=settings.embed_model
-            )
-    except TaskLockedException:
-        return None  # a reindex holds the graph; the next run catches up
+    return kb_jobs.communities(huey, settings)
 
 
 def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:

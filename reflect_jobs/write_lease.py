@@ -30,8 +30,11 @@ import os
 import secrets
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+from reflect_jobs.gates import Defer, Go
 
 POLL_SEC = 0.05
 _RENEW_LUA = """
@@ -225,6 +228,57 @@ class WriteLease:
             os.close(fd)
             raise
         return _FlockSlot(index, fd)
+
+
+#: The longest a paid pass waits for a write slot before it is deferred (a job is due again
+#: at once, so the worker thread is free for other stages meanwhile; the dedupe pass tries
+#: again at its next hourly run).
+LEASE_WAIT_SEC = 10.0
+
+
+class LeaseGate:
+    """The write lease as a gate (:mod:`reflect_jobs.gates`): a slot, given back on release.
+
+    Args:
+        lease: The installation's write lease.
+        wait_sec: How long to wait for a slot before deferring (:data:`LEASE_WAIT_SEC`, at
+            most half a job's lease).
+    """
+
+    name = "write_lease"
+
+    def __init__(self, lease: WriteLease, wait_sec: float = LEASE_WAIT_SEC) -> None:
+        """Bind the gate to ``lease``; nothing is taken until :meth:`acquire`."""
+        self.lease = lease
+        self.wait_sec = wait_sec
+
+    def acquire(self) -> Go | Defer:
+        """Take a slot, waiting up to ``wait_sec``.
+
+        Returns:
+            ``Go`` holding the :class:`Slot`, or ``Defer`` due again now (every slot is
+            busy: never a failure, never charged).
+        """
+        slot = self.lease.acquire(self.wait_sec)
+        if slot is None:
+            reason = f"write lease busy: {self.lease.slots} paid call(s) in flight"
+            return Defer(self.name, reason, datetime.now(UTC))
+        return Go(self.name, slot)
+
+    def release(self, go: Go) -> None:
+        """The answer and its telemetry are recorded: the next caller may go.
+
+        Args:
+            go: The pass holding the slot.
+        """
+        go.taken.release()
+
+    def refund(self, go: Go) -> None:
+        """A slot is not a charge: :meth:`release` gives it back.
+
+        Args:
+            go: The pass this gate gave.
+        """
 
 
 def make_write_lease(settings: Any, storage: Any) -> WriteLease:

@@ -154,7 +154,7 @@ def test_poisoned_job_can_be_retried(env, tmp_path):
 @pytest.mark.chaos
 def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path, monkeypatch):
     """A worker died after the answer was recorded: recovery applies it without a new call."""
-    from reflect_jobs.writer.backends import make_backend
+    from reflect_jobs.writer.selection import make_backend
 
     t = write_claude_transcript(
         tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]

@@ -218,7 +218,7 @@ def test_codex_timeout_and_garbage():
 def test_hook_status_and_backend_selection_never_import_an_sdk(tmp_path):
     code = (
         "import sys, reflect_jobs.hook, reflect_jobs.status, reflect_jobs.cli, reflect_jobs.doctor\n"
-        "from reflect_jobs.writer.backends import make_backend\n"
+        "from reflect_jobs.writer.selection import make_backend\n"
         "for name in ('openai', 'anthropic', 'codex'):\n"
         "    make_backend(name, claude_bin='claude', model='m', cwd='.', drain_timeout=300)\n"
         "bad = [m for m in ('openai', 'anthropic', 'httpx') if m in sys.modules]\n"
@@ -245,9 +245,9 @@ def test_codex_timeout_kills_the_run_and_takes_the_cli_timeout_row(tmp_path, mon
     assert classify_attempt(result, CTX).outcome == "poison_timeout_exit_124"
 
 
-def test_missing_codex_or_agentic_api_writer_is_an_install_fault(tmp_path):
-    from reflect_jobs.writer.backends import make_backend
+def test_missing_codex_is_an_install_fault(tmp_path):
     from reflect_jobs.writer.result import BackendMissing
+    from reflect_jobs.writer.selection import make_backend
 
     backend = make_backend(
         "codex",
@@ -259,15 +259,6 @@ def test_missing_codex_or_agentic_api_writer_is_an_install_fault(tmp_path):
     )
     with pytest.raises(BackendMissing):
         backend.call("hi")
-    with pytest.raises(BackendMissing, match="extract-only"):
-        make_backend(
-            "openai",
-            claude_bin="claude",
-            model="m",
-            cwd=".",
-            drain_timeout=300,
-            writer_mode="agentic",
-        )
 
 
 def test_anthropic_without_a_key_is_an_install_fault_not_a_crash(monkeypatch):

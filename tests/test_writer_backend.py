@@ -212,13 +212,12 @@ def test_timeout_for_and_make_backend(tmp_path: Path) -> None:
     assert isinstance(extract, ClaudeCliBackend) and isinstance(extract, Backend)
     assert extract.max_turns == 1 and extract.timeout_sec == 210
     assert extract.argv()[-2:] == ["--max-turns", "1"]
-    agentic = make_backend("claude", writer_mode="agentic", **kw)
-    assert agentic.argv()[-2:] == ["--max-turns", "16"]
     assert isinstance(make_backend("heuristic", **kw), HeuristicBackend)
     with pytest.raises(ValueError):
         make_backend("gpt", **kw)
-    with pytest.raises(ValueError):
-        make_backend("claude", writer_mode="chatty", **kw)
+    # The agentic writer is gone (docs/DEPRECATIONS.md): there is no mode to choose.
+    with pytest.raises(TypeError):
+        make_backend("claude", writer_mode="agentic", **kw)
 
 
 # --- prompt -----------------------------------------------------------------------------

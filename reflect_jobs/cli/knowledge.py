@@ -189,7 +189,7 @@ def repair(maintain: bool) -> None:
     """
     s = get_settings()
     quiet_libraries(s)
-    from ..index.maintenance import repair as do_repair
+    from ..index.repair import repair as do_repair
 
     report = do_repair(
         s.kb_path, maintain=maintain, vectors=s.index_vectors, embed_model=s.embed_model

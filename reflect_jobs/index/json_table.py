@@ -8,17 +8,25 @@ of being copied.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .sqlite_store import IndexDB
+
+class Executes(Protocol):
+    """What a view needs of the index database (``sqlite_store.IndexDB``): one query.
+
+    A protocol rather than an import, so this module and ``sqlite_store`` (which builds
+    views) do not import each other.
+    """
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor: ...
 
 
 class JsonTableView(Mapping):
     """``key -> JSON value`` rows of one table (optionally one namespace), read live."""
 
-    def __init__(self, db: IndexDB, table: str, key: str, value: str, ns: str | None = None):
+    def __init__(self, db: Executes, table: str, key: str, value: str, ns: str | None = None):
         """A view of ``table``'s ``key`` and ``value`` columns.
 
         Args:

@@ -1,4 +1,5 @@
-"""Reindex and graph repair over the notes: the KB-wide tasks a committed add triggers.
+"""Reindex over the notes: the KB-wide task a committed add triggers (graph repair, which
+calls :func:`reindex` when the graph is beyond repair, is :mod:`.repair`).
 
 The notes are the source of truth; both indexes are derived. Reindex is incremental by
 content hash (B14): only notes whose bytes changed are re-inserted, notes that are gone or
@@ -36,7 +37,6 @@ __all__ = [  # FileManifest, manifest and index_lags live in file_manifest; re-e
     "manifest",
     "rebuild_communities",
     "reindex",
-    "repair",
 ]
 
 
@@ -472,23 +472,3 @@ def rebuild_communities(kb_path: Path, *, vectors: bool, embed_model: str | None
     with contextlib.redirect_stdout(sys.stderr):
         index.rebuild_communities()
     return True
-
-
-def repair(kb_path: Path, *, maintain: bool = False, vectors: bool, embed_model: str | None = None):  # type: ignore[no-untyped-def]
-    """Validate/repair the KB's graphml (:func:`reflect_jobs.index.repair.repair`).
-
-    Kept here so ``maintenance.repair`` callers keep working; the logic lives in
-    :mod:`reflect_jobs.index.repair`.
-
-    Args:
-        kb_path: The KB root.
-        maintain: Also prune and relink after a valid or repaired graph.
-        vectors: ``Settings.index_vectors``.
-        embed_model: ``Settings.embed_model``; ``None`` for the default.
-
-    Returns:
-        The :class:`reflect_jobs.index.repair.RepairReport`.
-    """
-    from .repair import repair as do_repair
-
-    return do_repair(kb_path, maintain=maintain, vectors=vectors, embed_model=embed_model)

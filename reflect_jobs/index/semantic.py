@@ -12,6 +12,7 @@ match", never a failed job — the lexical path and the ledger still work.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,21 @@ from reflect_jobs import kb
 
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
+#: Where :func:`similar` sends its lookups instead of loading the model in this process: the
+#: worker's model service sets it (``warm.supervisor.activate``, ARCHITECTURE §8.1), so the
+#: index never imports the layer above it.
+_remote: Callable[..., dict[str, Any]] | None = None
+
+
+def route_to(call: Callable[..., dict[str, Any]] | None) -> None:
+    """Send this process's similarity lookups to a model service (``None``: in-process).
+
+    Args:
+        call: ``ModelService.call``-shaped: ``call("similar", text=…, k=…, kb_path=…,
+            vectors=…, embed_model=…)`` returns ``{"ok": True, "hits": [[id, cosine]…]}``.
+    """
+    global _remote
+    _remote = call
 
 
 def graph_index(kb_path: Path, *, vectors: bool, embed_model: str | None = None) -> Any | None:
@@ -68,12 +84,10 @@ def similar(
     """
     if not text.strip():
         return []
-    from reflect_jobs.warm import supervisor
-
-    service = supervisor.current()
-    if service is not None and vectors:  # a consumer: the model lives in its child (§8.1)
+    remote = _remote
+    if remote is not None and vectors:  # a consumer: the model lives in its child (§8.1)
         try:
-            answer = service.call(
+            answer = remote(
                 "similar",
                 text=text,
                 k=k,

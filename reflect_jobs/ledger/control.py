@@ -16,6 +16,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from reflect_jobs.gates import Defer, FreeGate, Go
+
 from .models import Control, ErrorRecord, Heartbeat, QuotaSnapshot, utcnow
 
 HALT_KEY = "write_halted"
@@ -73,6 +75,32 @@ def halt_reason(session: Session) -> str | None:
         The halt reason stored under :data:`HALT_KEY`, or ``None``.
     """
     return get_flag(session, HALT_KEY)
+
+
+class HaltGate(FreeGate):
+    """The write-stage halt flag as a gate (:mod:`reflect_jobs.gates`), asked in the claim's
+    transaction: held (no time ends it) until a person's ``resume`` clears the flag.
+
+    Args:
+        session: The claim's open ledger session.
+    """
+
+    name = "halt"
+
+    def __init__(self, session: Session) -> None:
+        """Bind the gate to the claim's transaction."""
+        self.session = session
+
+    def acquire(self) -> Go | Defer:
+        """Read the flag.
+
+        Returns:
+            ``Go`` when the write stage runs, else ``Defer`` with no time and the reason.
+        """
+        reason = halt_reason(self.session)
+        if reason:
+            return Defer(self.name, f"write stage halted: {reason}")
+        return Go(self.name)
 
 
 def incr_counter(session: Session, key: str) -> int:

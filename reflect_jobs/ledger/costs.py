@@ -136,7 +136,9 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
     return row
 
 
-def record_jobless_attempt(session: Session, result: Any, *, outcome: str, label: str) -> CostRow:
+def record_jobless_attempt(
+    session: Session, result: Any, *, label: str, outcome: str = "pending"
+) -> CostRow:
     """Add the row of a paid call made for no job (the Reflection Store's dedupe pass).
 
     The row is what ``reflect-jobs cost`` reports, so the spend shows with the writer's
@@ -147,34 +149,55 @@ def record_jobless_attempt(session: Session, result: Any, *, outcome: str, label
     Args:
         session: An open ledger session; the row is added to it.
         result: The :class:`reflect_jobs.writer.result.ModelResult` (redacted again here).
-        outcome: The outcome word, e.g. ``dedupe_ok``.
         label: What the call was for, stored as the row's ``transcript`` (e.g.
-            ``dedupe:<repo key>``: ``cost --by transcript`` groups by it).
+            ``dedupe:<repo key>``: ``cost --by transcript`` groups by it, and
+            :func:`pending_attempt` finds an unsettled answer by it).
+        outcome: ``pending`` (the default: recorded before it is parsed, settled by
+            :func:`settle_attempt`) or the final outcome word, e.g. ``dedupe_ok``.
 
     Returns:
-        The new row: ``job_id`` NULL, ``entries=0``, already ``consumed``.
+        The new row: ``job_id`` NULL, ``entries=0``, consumed unless still ``pending``.
     """
     row = _answer_row(result, job_id=None, transcript=label, outcome=outcome[:64], entries=0)
-    row.consumed = True
+    row.consumed = outcome != "pending"
     session.add(row)
     return row
 
 
-def pending_attempt(session: Session, job_id: str) -> CostRow | None:
+def settle_attempt(session: Session, row_id: int, *, outcome: str) -> None:
+    """Give a recorded answer its outcome; it is no longer pending (never reused again).
+
+    Args:
+        session: An open ledger session.
+        row_id: The row :func:`record_attempt` or :func:`record_jobless_attempt` added.
+        outcome: The outcome word (cut to 64 characters).
+    """
+    row = session.get(CostRow, row_id)
+    if row is not None:
+        row.outcome = outcome[:64]
+        row.consumed = True
+
+
+def pending_attempt(session: Session, job_id: str | None, *, label: str = "") -> CostRow | None:
     """An answer that was paid for and recorded but never applied (crash after the call).
 
     Args:
         session: An open ledger session.
-        job_id: The job whose write stage is running again.
+        job_id: The job whose write stage is running again; ``None`` for a pass made for
+            no job, found by ``label``.
+        label: A jobless pass's row label (``dedupe:<repo key>``).
 
     Returns:
-        The newest unconsumed ``pending`` row of that job, or ``None``.
+        The newest unconsumed ``pending`` row of that job (or label), or ``None``.
     """
-    return session.scalars(
-        select(CostRow)
-        .where(CostRow.job_id == job_id, CostRow.consumed.is_(False), CostRow.outcome == "pending")
-        .order_by(CostRow.id.desc())
-    ).first()
+    query = select(CostRow).where(CostRow.consumed.is_(False), CostRow.outcome == "pending")
+    if job_id is not None:
+        query = query.where(CostRow.job_id == job_id)
+    elif label:
+        query = query.where(CostRow.job_id.is_(None), CostRow.transcript == label)
+    else:
+        return None
+    return session.scalars(query.order_by(CostRow.id.desc())).first()
 
 
 def record_free(

@@ -1,8 +1,10 @@
 """Stage runners: load the job, call the pure stage logic, record the transition.
 
 One module per stage, named like its Huey task (``capture``, ``prepare``, ``write``,
-``add``), over a shared :mod:`.runtime`. Each runner follows the same shape so that it is
-idempotent and crash-safe:
+``add``), over a shared :mod:`.runtime`; :mod:`.middleware` wraps prepare, write and add in
+the same chain (stage errors, kill switch, dry run, claim), and :mod:`.paid_call` is the one
+sequence every paid pass makes its call through. Each runner follows the same shape so that
+it is idempotent and crash-safe:
 
 1. *claim* the job for its stage in one short transaction (a second delivery, a recovery
    duplicate or another consumer gets ``None`` and returns: nothing happens twice);

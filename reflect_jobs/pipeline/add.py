@@ -15,48 +15,83 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
 from reflect_jobs.ledger import control, learnings, proposals, watermarks
-from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import claim, transition
-from reflect_jobs.ledger.models import utcnow
+from reflect_jobs.ledger.jobs import transition
+from reflect_jobs.ledger.models import Job, utcnow
 from reflect_jobs.lifecycle import normalise_learning_type
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
+from reflect_jobs.writer.outcomes import retries_exhausted
 
 from . import note_edits
+from .middleware import Stage, StageRun, no_preview, run_stage
 from .runtime import Runtime, backoff, finish, log, log_transition, owned
+
+
+@dataclass
+class AddTicket:
+    """What the add stage took from the job when it claimed it."""
+
+    plan: dict[str, Any]
+    source: str
+    session_id: str | None
+    signal_hash: str | None
+    chunk_hashes: list[str]
+    stats: dict[str, Any]
+    harness: str
+    planned: Any
 
 
 def run_add(rt: Runtime, job_id: str) -> None:
     """Write notes and sidecars, verify them, commit provenance, then edit existing notes.
 
+    Through the stage chain (``middleware.run_stage``): stage errors, the kill switch
+    (``REFLECT_DISABLED``: the job keeps its place), a dry run (nothing is written), the
+    claim, then :func:`_add`.
+
     Args:
         rt: The runtime.
         job_id: The job to add (a no-op unless it is due at stage ``add``).
     """
+    run_stage(ADD, rt, job_id)
+
+
+def _claim(run: StageRun, session: Session, job: Job) -> AddTicket:
+    """Inside the claim's transaction: the plan and what the commit needs."""
+    stats = dict(job.prepare_stats or {})
+    return AddTicket(
+        plan=dict(job.actions or {}),
+        source=job.transcript_path,
+        session_id=job.session_id,
+        signal_hash=job.signal_hash,
+        chunk_hashes=list(job.chunk_hashes or []),
+        stats=stats,
+        harness=job.harness,
+        planned=stats.get("watermark"),
+    )
+
+
+def _add(run: StageRun) -> None:
+    """Notes on disk first, then one commit under our lease, then the note edits."""
+    rt, job_id, worker, ticket = run.rt, run.job_id, run.worker, run.ticket
     s = rt.settings
-    worker = rt.who()
-    with session_scope(rt.db) as session:
-        job = claim(session, job_id, "add", worker=worker, lease_sec=s.lease_sec)
-        if job is None:
-            return
-        plan = dict(job.actions or {})
-        source, session_id, signal_hash = job.transcript_path, job.session_id, job.signal_hash
-        chunk_hashes = list(job.chunk_hashes or [])
-        stats = dict(job.prepare_stats or {})
-        harness, planned = job.harness, stats.get("watermark")
+    plan, source, session_id = ticket.plan, ticket.source, ticket.session_id
+    signal_hash, chunk_hashes, stats = ticket.signal_hash, ticket.chunk_hashes, ticket.stats
+    harness, planned = ticket.harness, ticket.planned
     # The repository the learnings are scoped to: recorded by prepare (a job prepared by an
     # older version has no "repo" key, so the transcript is asked again).
     repo = stats["repo"] if "repo" in stats else transcript_repo(source)
     repo_key = repo.get("key") if isinstance(repo, dict) else None
 
-    failpoint("after_claim:add")
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     written: list[Any] = []
     twins: list[tuple[dict[str, Any], str, float]] = []
@@ -183,6 +218,9 @@ def run_add(rt: Runtime, job_id: str) -> None:
         rt.dispatcher.kb_changed()
 
 
+ADD = Stage("add", claim=_claim, step=_add, preview=no_preview)
+
+
 def _reflect(
     items: Any, repo: Any, stats: dict[str, Any], session_id: str | None, job_id: str
 ) -> str:
@@ -225,13 +263,16 @@ def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        add_failures = int((job.result or {}).get("add_failures", 0)) + 1
+        prior = int((job.result or {}).get("add_failures", 0))
+        add_failures = prior + 1
         job.result = {**(job.result or {}), "add_failures": add_failures}
         job.error = f"add failed: {type(exc).__name__}: {exc}"
         control.record_error(
             session, kind="add_failed", message=job.error, context={"job_id": job_id}
         )
-        if add_failures >= rt.settings.max_retries:
+        # Counted apart from the write's failures (a paid answer is not poisoned by its
+        # call's retries), by the same rule as every other failure.
+        if retries_exhausted(prior, rt.settings.max_retries):
             finish(
                 session,
                 job,

@@ -31,6 +31,7 @@ from reflect_jobs.ledger import control, proposals
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
 from reflect_jobs.lifecycle import is_retired
+from reflect_jobs.writer.outcomes import retries_exhausted
 
 from .runtime import Runtime, log
 
@@ -137,8 +138,9 @@ def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:
             return True  # settled by another pass meanwhile
         result = dict(job.result)
         if failed:
-            result["note_edit_failures"] = int(result.get("note_edit_failures", 0)) + 1
-            give_up = result["note_edit_failures"] >= rt.settings.max_retries
+            prior = int(result.get("note_edit_failures", 0))
+            result["note_edit_failures"] = prior + 1
+            give_up = retries_exhausted(prior, rt.settings.max_retries)
             message = "; ".join(failed)[:500]
             log.warning("note edits failed", job_id=job_id, detail=message, given_up=give_up)
             control.record_error(

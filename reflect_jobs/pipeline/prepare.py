@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from reflect_jobs import boundary, kb
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
-from reflect_jobs.faults import failpoint
+from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go, first_defer
 from reflect_jobs.index import semantic
 from reflect_jobs.ledger import checkpoints, costs, learnings, watermarks
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import claim, transition
+from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.recall.scope import transcript_repo
@@ -32,6 +35,7 @@ from reflect_jobs.reflections.reflector import offer_for_job
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from reflect_jobs.transcripts.usage import context_tokens
 
+from .middleware import Held, Stage, StageRun, run_stage
 from .runtime import Runtime, defer, finish, log, log_transition, owned
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
@@ -137,77 +141,194 @@ def _plan(rt: Runtime, path: str, deep: bool, state: SessionState | None) -> Pas
     )
 
 
+@dataclass
+class PrepTicket:
+    """What prepare reads from the job and its session's rows before the cascade."""
+
+    path: str
+    harness: str
+    session_id: str
+    base: watermarks.Mark | None
+    cp_state: SessionState | None
+    deep: bool
+    cwd: str | None
+    unchanged: bool
+
+
 def run_prepare(rt: Runtime, job_id: str) -> None:
     """The $0 cascade: skip, or write the slice and queue the paid write.
+
+    Through the stage chain (``middleware.run_stage``: stage errors, kill switch, dry run
+    — which logs the verdict and moves nothing — and the claim with its one-pass-per-session
+    gate), then the free gates (:func:`free_gates`) and the cascade.
 
     Args:
         rt: The runtime.
         job_id: The job to prepare (a no-op unless it is due at stage ``prepare``).
     """
-    worker = rt.who()
-    if rt.settings.disabled:
-        return
-    if rt.settings.dry_run:
-        _dry_run_prepare(rt, job_id)
-        return
-    with session_scope(rt.db) as session:
-        job = claim(session, job_id, "prepare", worker=worker, lease_sec=rt.settings.lease_sec)
-        if job is None:
-            return
-        sibling = checkpoints.running_pass(session, job)
-        if sibling is not None:
-            # One pass per session at a time (ARCHITECTURE §14.1): wait for it, still
-            # accepting captures, then read from the offset it committed. A pass that is
-            # itself held (a cap, the quota gate, a retry) is waited for until it is due.
-            other, due = sibling
-            until = utcnow() + SIBLING_WAIT
-            if due is not None and due + SIBLING_WAIT > until:
-                until = due + SIBLING_WAIT
-            defer(session, job, until, f"waiting for the session's running pass {other}", worker)
-        else:
-            # From here on a new capture of this session is a new job (a grown transcript).
-            job.accepting = False
-    if sibling is not None:
-        rt.dispatcher.schedule("prepare", job_id, until)
-        return
-    failpoint("after_claim:prepare")
-    with session_scope(rt.db) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        path, harness, session_id = job.transcript_path, job.harness, job.session_id
-        base = watermarks.current(session, harness, session_id, path)
-        cp_state = checkpoints.state(session, harness, session_id, path)
-        deep, cwd = bool(job.deep), job.cwd
-        prev = session.get(Transcript, transcript_key(path))
-        unchanged = (
-            prev is not None
-            and prev.last_job_id != job.id
-            and prev.size is not None
-            and prev.size == job.transcript_size
-            and prev.mtime == job.transcript_mtime
-            and (prev.last_outcome or "").startswith(("ok", "skip_"))
-            # a Stop that made no pass reflected nothing: the deep pass after it must run
-            and prev.last_outcome != BELOW_CHECKPOINT
-        )
+    run_stage(PREPARE, rt, job_id)
+
+
+class RunningPass(FreeGate):
+    """One pass per session at a time (ARCHITECTURE §14.1), asked in the claim's transaction:
+    another job of the session at ``write``/``add`` or running defers this one until that
+    pass is due, plus :data:`SIBLING_WAIT`; it goes on accepting captures meanwhile.
+
+    Args:
+        session: The claim's open ledger session.
+        job: The job just claimed.
+    """
+
+    name = "running_pass"
+
+    def __init__(self, session: Session, job: Job) -> None:
+        """Bind the gate to the claim's transaction and job."""
+        self.session, self.job = session, job
+
+    def acquire(self) -> Go | Defer:
+        """Look for the session's pass in flight.
+
+        Returns:
+            ``Go``, or ``Defer`` until it is due (at least :data:`SIBLING_WAIT` from now).
+        """
+        sibling = checkpoints.running_pass(self.session, self.job)
+        if sibling is None:
+            return Go(self.name)
+        other, due = sibling
+        until = utcnow() + SIBLING_WAIT
+        if due is not None and due + SIBLING_WAIT > until:
+            until = due + SIBLING_WAIT
+        return Defer(self.name, f"waiting for the session's running pass {other}", until)
+
+
+def _claim(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
+    """Inside the claim's transaction: the running-pass gate, then what prepare reads."""
+    held = RunningPass(session, job).acquire()
+    if isinstance(held, Defer):
+        assert held.until is not None
+        defer(session, job, held.until, held.reason, run.worker)
+        until = held.until
+        return Held(lambda: run.rt.dispatcher.schedule("prepare", run.job_id, until))
+    # From here on a new capture of this session is a new job (a grown transcript).
+    job.accepting = False
+    return _ticket(session, job)
+
+
+def _ticket(session: Session, job: Job) -> PrepTicket:
+    path, harness, session_id = job.transcript_path, job.harness, job.session_id
+    prev = session.get(Transcript, transcript_key(path))
+    unchanged = (
+        prev is not None
+        and prev.last_job_id != job.id
+        and prev.size is not None
+        and prev.size == job.transcript_size
+        and prev.mtime == job.transcript_mtime
+        and (prev.last_outcome or "").startswith(("ok", "skip_"))
+        # a Stop that made no pass reflected nothing: the deep pass after it must run
+        and prev.last_outcome != BELOW_CHECKPOINT
+    )
+    return PrepTicket(
+        path=path,
+        harness=harness,
+        session_id=session_id,
+        base=watermarks.current(session, harness, session_id, path),
+        cp_state=checkpoints.state(session, harness, session_id, path),
+        deep=bool(job.deep),
+        cwd=job.cwd,
+        unchanged=unchanged,
+    )
+
+
+class CheckpointGate(FreeGate):
+    """The checkpoints (ARCHITECTURE §14.1): a capture crossing no new context-fill
+    threshold makes no pass. The plan it decided is kept in :attr:`plan`.
+
+    Args:
+        rt: The runtime (the checkpoint settings and models).
+        t: What prepare read (the transcript, the session's checkpoint state, deep or not).
+    """
+
+    name = "checkpoint"
+
+    def __init__(self, rt: Runtime, t: PrepTicket) -> None:
+        """Bind the gate to the capture."""
+        self.rt, self.t = rt, t
+        self.plan: PassPlan | None = None
+
+    def acquire(self) -> Go | Defer:
+        """Decide the pass from the fill read at the transcript's end.
+
+        Returns:
+            ``Go`` (a pass; :attr:`plan` says which), or ``Defer`` ending the job:
+            ``skip_below_checkpoint``, or ``skip_unreadable`` when the file cannot be read.
+        """
+        try:
+            self.plan = _plan(self.rt, self.t.path, self.t.deep, self.t.cp_state)
+        except UnreadableTranscript as exc:
+            return Defer(self.name, str(exc), outcome="skip_unreadable")
+        except OSError as exc:
+            return Defer(self.name, f"{type(exc).__name__}: {exc}", outcome="skip_unreadable")
+        if not self.plan.make_pass:
+            return Defer(self.name, self.plan.reason, outcome=BELOW_CHECKPOINT)
+        return Go(self.name, self.plan)
+
+
+def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
+    """Prepare's free gates before the cascade, in the order they are asked.
+
+    Args:
+        rt: The runtime.
+        t: What prepare read.
+
+    Returns:
+        Transcript gone (``stale``), unchanged since its last job (``skip_unchanged``),
+        the data boundary (``skip_restricted``, decided before one byte is read) and the
+        checkpoints (:class:`CheckpointGate`); each ``Defer`` carries the job's outcome.
+    """
+
+    def gone() -> Defer | None:
+        if os.path.exists(t.path):
+            return None
+        return Defer("stale", f"transcript no longer exists: {t.path}", outcome="stale")
+
+    def unchanged() -> Defer | None:
+        if not t.unchanged:
+            return None
+        reason = "transcript unchanged since its last job"
+        return Defer("unchanged", reason, outcome="skip_unchanged")
+
+    def boundary_says() -> Defer | None:
+        why = restricted(rt, t.harness, t.session_id, t.path, t.cwd)
+        if why is None:
+            return None
+        return Defer("boundary", f"boundary command: {why}", outcome=boundary.RESTRICTED_OUTCOME)
+
+    return [
+        Check("stale", gone),
+        Check("unchanged", unchanged),
+        Check("boundary", boundary_says),
+        CheckpointGate(rt, t),
+    ]
+
+
+def _prepare(run: StageRun) -> None:
+    """The free gates, the cascade, the slice; then the verdict committed under our lease."""
+    rt, job_id, worker, t = run.rt, run.job_id, run.worker, run.ticket
+    path, harness, session_id = t.path, t.harness, t.session_id
     outcome: str | None = None
     detail = ""
     prepared = None
-    pass_plan: PassPlan | None = None
     planned: dict[str, Any] = {}
-    if not os.path.exists(path):
-        outcome, detail = "stale", f"transcript no longer exists: {path}"
-    elif unchanged:
-        outcome, detail = "skip_unchanged", "transcript unchanged since its last job"
-    elif (why := restricted(rt, harness, session_id, path, cwd)) is not None:
-        # The data boundary (ARCHITECTURE §2.2): decided before one byte of it is read.
-        outcome, detail = boundary.RESTRICTED_OUTCOME, f"boundary command: {why}"
+    gates = free_gates(rt, t)
+    checkpoint = gates[-1]
+    assert isinstance(checkpoint, CheckpointGate)
+    stopped = first_defer(gates)
+    pass_plan = checkpoint.plan
+    if stopped is not None:
+        outcome, detail = stopped.outcome, stopped.reason
     else:
         try:
-            pass_plan = _plan(rt, path, deep, cp_state)
-            if not pass_plan.make_pass:
-                outcome, detail = BELOW_CHECKPOINT, pass_plan.reason
-            else:
-                prepared, planned = _cascade(rt, path, harness, base)
+            prepared, planned = _cascade(rt, path, harness, t.base)
         except UnreadableTranscript as exc:
             outcome, detail = "skip_unreadable", str(exc)
         except OSError as exc:
@@ -294,36 +415,42 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     rt.dispatcher.schedule("write", job_id)
 
 
-def _dry_run_prepare(rt: Runtime, job_id: str) -> None:
+def _preview(run: StageRun) -> None:
     """Dry run: compute and log the cascade's verdict; the job is left exactly as found."""
+    rt, job_id = run.rt, run.job_id
     with session_scope(rt.db) as session:
         job = session.get(Job, job_id)
         if job is None or job.stage != "prepare":
             return
-        path, harness, session_id = job.transcript_path, job.harness, job.session_id
-        base = watermarks.current(session, harness, session_id, path)
-        cp_state = checkpoints.state(session, harness, session_id, path)
-        deep, cwd = bool(job.deep), job.cwd
-    why = restricted(rt, harness, session_id, path, cwd)
-    if why is not None:
-        log.info("dry run: prepare", job_id=job_id, action="skip", reason="restricted")
-        return
-    try:
-        pass_plan = _plan(rt, path, deep, cp_state)
-        if not pass_plan.make_pass:
-            log.info("dry run: prepare", job_id=job_id, action="skip", reason=pass_plan.reason)
-            return
-        prepared, _ = _cascade(rt, path, harness, base)
+        t = _ticket(session, job)
+    gates = free_gates(rt, t)
+    checkpoint = gates[-1]
+    assert isinstance(checkpoint, CheckpointGate)
+    stopped = first_defer(gates)
+    if stopped is not None:
+        below = stopped.outcome == BELOW_CHECKPOINT
+        reason = stopped.reason if below else stopped.outcome.removeprefix("skip_")
         log.info(
-            "dry run: prepare",
-            job_id=job_id,
-            action=prepared.action,
-            reason=prepared.reason,
-            slice_chars=len(prepared.slice_text),
-            would_call=prepared.action == "reflect",
-            model=pass_plan.model,
+            "dry run: prepare", job_id=job_id, action="skip", reason=reason, detail=stopped.reason
         )
+        return
+    assert checkpoint.plan is not None
+    try:
+        prepared, _ = _cascade(rt, t.path, t.harness, t.base)
     except (UnreadableTranscript, OSError) as exc:
         log.info(
             "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
         )
+        return
+    log.info(
+        "dry run: prepare",
+        job_id=job_id,
+        action=prepared.action,
+        reason=prepared.reason,
+        slice_chars=len(prepared.slice_text),
+        would_call=prepared.action == "reflect",
+        model=checkpoint.plan.model,
+    )
+
+
+PREPARE = Stage("prepare", claim=_claim, step=_prepare, preview=_preview)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -181,10 +181,13 @@ def apply_move(
     """Move a held job as an outcome's :class:`~reflect_jobs.writer.outcomes.JobMove` says.
 
     The one place that turns a disposition into a transition, for the write stage's
-    outcomes and for a stage's exception alike: a terminal move goes through
-    :func:`finish`; any other is a transition due ``now``, after the :func:`backoff` of the
-    job's failures so far (the caller counts this failure first), or after the provider's
-    retry-after (60 s when it gave none, at most ``quota_ttl_sec``).
+    outcomes and for a stage's exception alike — and the one place that counts a failure:
+    ``job.failures`` goes up by one exactly when the move ``counts_failure`` (the outcome
+    table's rule, ``writer/outcomes.py``; whether the retries are then exhausted is its
+    ``retries_exhausted``). A terminal move goes through :func:`finish`; any other is a
+    transition due ``now``, after the :func:`backoff` of the job's failures so far (this
+    one included), or after the provider's retry-after (60 s when it gave none, at most
+    ``quota_ttl_sec``).
 
     Args:
         rt: The runtime (backoff base, quota TTL).
@@ -199,6 +202,8 @@ def apply_move(
     Returns:
         When the job is due again (None for a terminal move or one not scheduled).
     """
+    if move.counts_failure:
+        job.failures += 1
     if move.terminal:
         finish(session, job, outcome=outcome, state=move.state, detail=detail, worker=worker)
         return None
@@ -318,28 +323,6 @@ def describe_error(exc: BaseException, limit: int = 500) -> str:
     return clean_text(" ".join(text.split()))[:limit]
 
 
-def run_guarded(
-    rt: Runtime, stage: str, runner: Callable[[Runtime, str], None], job_id: str
-) -> None:
-    """Run a stage runner; an exception out of it ends the attempt at once (:func:`stage_failed`).
-
-    Without this an exception went to Huey, which logs it and moves on, while the ledger
-    kept the job ``running`` until its lease expired — four times, ~24 minutes at the
-    default lease, ``drain --until-idle`` blocked all along — and then poisoned it as a
-    crash loop with an empty error.
-
-    Args:
-        rt: The runtime.
-        stage: The runner's stage (``prepare``, ``write``, ``add``).
-        runner: ``run_prepare``, ``run_write`` or ``run_add``.
-        job_id: The job.
-    """
-    try:
-        runner(rt, job_id)
-    except Exception as exc:  # noqa: BLE001 - every stage error ends the attempt here
-        stage_failed(rt, stage, job_id, exc)
-
-
 def stage_failed(rt: Runtime, stage: str, job_id: str | None, exc: BaseException) -> str | None:
     """Record a stage's exception and move the job it holds: retry with backoff, or poison.
 
@@ -388,8 +371,6 @@ def stage_failed(rt: Runtime, stage: str, job_id: str | None, exc: BaseException
                 return None
             job.error = error
             move = job_move(outcome.disposition)
-            if not move.terminal:
-                job.failures += 1
             eta = apply_move(
                 rt,
                 session,

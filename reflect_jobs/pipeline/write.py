@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from reflect_jobs.faults import failpoint
+from sqlalchemy.orm import Session
+
+from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go
 from reflect_jobs.ledger import control, costs
-from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import claim, transition
+from reflect_jobs.ledger.control import HaltGate
+from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, utcnow
-from reflect_jobs.limits import Deferral
+from reflect_jobs.limits import CapsGate
+from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate
 from reflect_jobs.writer.actions import (
     ActionPlan,
     UnparseableOutput,
@@ -31,8 +33,6 @@ from reflect_jobs.writer.actions import (
     plan_actions,
     strip_fence,
 )
-from reflect_jobs.writer.api_backends import writer_options
-from reflect_jobs.writer.backends import make_backend
 from reflect_jobs.writer.items import answer_object, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
@@ -43,9 +43,11 @@ from reflect_jobs.writer.outcomes import (
     job_move,
 )
 from reflect_jobs.writer.prompt import build_prompt
-from reflect_jobs.writer.quota import bucket_of, extract_rate_limits, quota_gate
-from reflect_jobs.writer.result import BackendMissing, ModelResult
+from reflect_jobs.writer.quota import QuotaGate
+from reflect_jobs.writer.result import ModelResult
 
+from . import paid_call
+from .middleware import Held, Stage, StageRun, run_stage
 from .runtime import Runtime, apply_move, defer, log, log_transition, owned
 
 
@@ -56,197 +58,168 @@ class WriteTicket:
     ctx: AttemptContext
     slice_path: str | None
     related: list[str]
-    recorded: ModelResult | None  # an answer paid for before a crash, to reuse
-    cost_row_id: int | None
     #: The pass's model (checkpoint, drain or deep; ARCHITECTURE §14.1); "" = REFLECT_DRAIN_MODEL.
     model: str = ""
+    #: The cost row holding the answer (set once it is recorded or reused).
+    cost_row_id: int | None = None
 
 
 def run_write(rt: Runtime, job_id: str) -> None:
     """Gates, one model call (or a recorded answer reused), outcome as a job state.
 
-    The gates run in order, each free: kill switch and dry run (no claim at all), then —
-    inside the claim transaction — the write-stage halt, then a missing slice (back to
-    prepare), then the **write lease** (a paid call takes one of ``REFLECT_WRITE_CONCURRENCY``
-    slots shared by every worker and consumer), and only while holding it the quota gate
-    and the caps, which reserve the budget unit right before the call. The slot is given
-    back once the answer and its telemetry are recorded, so the next caller's quota gate and
-    caps always act on the latest telemetry. Anything that holds the job defers it; nothing
-    here fails or charges a job. A recorded answer skips the lease, the quota gate, the
-    slice check and the caps: it is already paid.
+    Through the stage chain (``middleware.run_stage``: stage errors, kill switch, dry
+    run, claim), then the paid path in :data:`reflect_jobs.gates.PAID_PATH` order, each
+    gate free: the write-stage halt (in the claim's transaction), a recorded answer
+    (reused: the rest is skipped, it is already paid), the slice file (missing: back to
+    prepare), the **write lease** (a paid call takes one of ``REFLECT_WRITE_CONCURRENCY``
+    slots shared by every worker and consumer), our lease on the job (renewed for the
+    call), and only while holding the slot the quota gate and the caps, which reserve
+    the budget unit right before the call (``pipeline/paid_call.py``). The slot is given
+    back once the answer and its telemetry are recorded, so the next caller's quota gate
+    and caps always act on the latest telemetry. Anything that holds the job defers it;
+    nothing here fails or charges a job.
 
     Args:
         rt: The runtime.
         job_id: The job to write (a no-op unless it is due at stage ``write``).
     """
+    run_stage(WRITE, rt, job_id)
+
+
+def _preview(run: StageRun) -> None:
+    """Dry run (read-only by contract, SPEC-drain §5.10 as documented for 5.2.5): no claim,
+    no call, no cost row, no budget; the log says what would have run."""
+    s = run.rt.settings
+    log.info(
+        "dry run: would call model",
+        job_id=run.job_id,
+        backend=s.resolved_writer_backend(),
+        model=s.model,
+    )
+
+
+def _claim(run: StageRun, session: Session, job: Job) -> WriteTicket | Held:
+    """Inside the claim's transaction: the halt gate, then what the call needs."""
+    s = run.rt.settings
+    halted = HaltGate(session).acquire()
+    if isinstance(halted, Defer):
+        transition(session, job, to_state="halted", detail=halted.reason, worker=run.worker)
+        log_transition(job)
+        return Held()
+    ctx = AttemptContext(
+        prior_failures=job.failures,
+        prior_timeouts=job.timeouts,
+        invalid_streak=job.invalid_streak,
+        max_retries=s.max_retries,
+        timeout_retries=s.timeout_retries,
+        invalid_threshold=s.invalid_threshold,
+        token_max=s.token_max,
+    )
+    pass_info = (job.prepare_stats or {}).get("pass") or {}
+    return WriteTicket(
+        ctx,
+        job.slice_path,
+        list(job.related_ids or []),
+        str(pass_info.get("model") or "") if isinstance(pass_info, dict) else "",
+    )
+
+
+def _write(run: StageRun) -> None:
+    """The paid call (or the recorded answer), then the outcome as the job's move."""
+    rt, job_id, worker, ticket = run.rt, run.job_id, run.worker, run.ticket
     s = rt.settings
-    worker = rt.who()
-    if s.disabled:
+    backend_name = s.resolved_writer_backend()
+    spec = paid_call.PaidPass(
+        kind="write", backend=backend_name, model=ticket.model or s.model, job_id=job_id
+    )
+    answer = paid_call.call(s, spec, _gates(rt, run, backend_name), lambda: _prompt(ticket))
+    if isinstance(answer, Defer):
+        _held(rt, job_id, worker, answer)
         return
-    if s.dry_run:
-        # Read-only by contract (SPEC-drain §5.10 as documented for 5.2.5): no claim, no call,
-        # no cost row, no budget; the log says what would have run.
-        log.info(
-            "dry run: would call model",
-            job_id=job_id,
-            backend=s.resolved_writer_backend(),
-            model=s.model,
-        )
-        return
-    ticket = _claim_for_write(rt, job_id, worker)
-    if ticket is None:
-        return
-    failpoint("after_claim:write")
-    reservation = None
-    result, missing = ticket.recorded, None
-    if result is not None:
-        log.info("reusing recorded answer", job_id=job_id, cost_row=ticket.cost_row_id)
-    else:
-        if not ticket.slice_path or not os.path.exists(ticket.slice_path):
-            _back_to_prepare(rt, job_id, worker)
-            return
-        backend_name = s.resolved_writer_backend()
-        # The heuristic writer calls no model: it costs nothing, so it takes no slot and no
-        # budget unit.
-        paid = backend_name != "heuristic"
-        slot = None
-        if paid and rt.write_lease is not None:
-            slot = rt.write_lease.acquire(_lease_wait(rt))
-            if slot is None:
-                _lease_busy(rt, job_id, worker)
-                return
-            failpoint("write:holding_lease")
-        try:
-            if _quota_held(rt, job_id, worker):
-                return
-            booked = rt.caps.reserve() if paid else None
-            if isinstance(booked, Deferral):
-                with owned(rt, job_id, worker) as (session, job):
-                    if job is not None:
-                        defer(session, job, booked.until, booked.reason, worker)
-                rt.dispatcher.schedule("write", job_id, booked.until)
-                return
-            reservation = booked
-            try:
-                result, missing = _call_model(rt, job_id, backend_name, ticket)
-            except BaseException:  # nothing was paid (the slice did not read): give it back
-                if reservation is not None:
-                    rt.caps.refund(reservation)
-                raise
-            if result is not None:
-                ticket.cost_row_id = _record_answer(rt, job_id, result)
-        finally:
-            if slot is not None:
-                slot.release()  # the answer and its telemetry are recorded: next caller
-        if result is not None:
-            failpoint("after_record")
-    outcome, plan = decide(result, missing, ticket)
-    if outcome.entries == 0 and reservation is not None:
-        rt.caps.refund(reservation)
-    _record_outcome(rt, job_id, worker, ticket, result, outcome, plan)
+    ticket.cost_row_id = answer.row_id
+    outcome, plan = decide(answer.result, answer.missing, ticket)
+    answer.settle(outcome.entries)
+    _record_outcome(rt, job_id, worker, ticket, answer.result, outcome, plan)
 
 
-#: The longest a worker waits for a write slot before it defers the job (which is due again
-#: at once, so the worker thread is free for other stages meanwhile).
-LEASE_WAIT_SEC = 10.0
+WRITE = Stage("write", claim=_claim, step=_write, preview=_preview)
+
+
+def _gates(rt: Runtime, run: StageRun, backend_name: str) -> list[Gate]:
+    """The write stage's gates on the paid path (asked in ``PAID_PATH`` order).
+
+    The heuristic writer calls no model: it costs nothing, so it takes no slot and no
+    budget unit (the quota gate still applies, as it always did).
+    """
+    s = rt.settings
+    path = run.ticket.slice_path
+    gates: list[Gate] = [
+        Check("slice", lambda: None if path and os.path.exists(path) else _NO_SLICE),
+        JobLease(rt, run.job_id, run.worker),
+        QuotaGate.from_settings(s, paid_call.snapshots(s.db_url)),
+    ]
+    if backend_name != "heuristic":
+        gates.append(CapsGate(rt.caps))
+        if rt.write_lease is not None:
+            gates.append(LeaseGate(rt.write_lease, _lease_wait(rt)))
+    return gates
+
+
+_NO_SLICE = Defer("slice", "slice file missing; preparing again")
+
+
+class JobLease(FreeGate):
+    """Our claim on the job still holds: renewed for the call (the wait for a write slot
+    must not eat into the time the call has); lost, the call is not made.
+
+    Args:
+        rt: The runtime (the lease length).
+        job_id: The job we claimed.
+        worker: The lease owner we claimed it as.
+    """
+
+    name = "job_lease"
+
+    def __init__(self, rt: Runtime, job_id: str, worker: str) -> None:
+        """Bind the gate to the job we claimed."""
+        self.rt, self.job_id, self.worker = rt, job_id, worker
+
+    def acquire(self) -> Go | Defer:
+        """Renew the job's lease, or say it was lost.
+
+        Returns:
+            ``Go``, or ``Defer`` with no time (the job is someone else's now).
+        """
+        with owned(self.rt, self.job_id, self.worker) as (_session, job):
+            if job is None:
+                return Defer(self.name, "lease lost")
+            job.lease_expires_at = utcnow() + timedelta(seconds=self.rt.settings.lease_sec)
+        return Go(self.name)
 
 
 def _lease_wait(rt: Runtime) -> float:
-    """How long to wait for a slot: :data:`LEASE_WAIT_SEC`, at most half the job's lease."""
+    """How long to wait for a slot: ``LEASE_WAIT_SEC``, at most half the job's lease."""
     return min(LEASE_WAIT_SEC, rt.settings.lease_sec / 2)
 
 
-def _lease_busy(rt: Runtime, job_id: str, worker: str) -> None:
-    """Every write slot is taken: defer the job, due again now (free; not a failure)."""
+def _held(rt: Runtime, job_id: str, worker: str, held: Defer) -> None:
+    """A gate held the job: back to prepare (no slice), nothing (lease lost), or deferred
+    until the gate's time (free; not a failure), reported when the gate says so."""
+    if held.gate == "slice":
+        _back_to_prepare(rt, job_id, worker)
+        return
+    if held.gate == "job_lease" or held.until is None:
+        return  # our lease was lost (the paid path's one gate without a time): not ours now
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        slots = rt.write_lease.slots if rt.write_lease is not None else 0
-        defer(session, job, utcnow(), f"write lease busy: {slots} paid call(s) in flight", worker)
-    rt.dispatcher.schedule("write", job_id)
-
-
-def _quota_held(rt: Runtime, job_id: str, worker: str) -> bool:
-    """The quota gate on the latest telemetry, and a fresh job lease for the call.
-
-    Runs after the write slot is held, so every answer recorded before this one has
-    already stored its telemetry. Also renews the job's lease: the wait for the slot must
-    not eat into the time the call has.
-
-    Returns:
-        True when the job must not be called now: the gate is closed (the job is deferred)
-        or our lease on it was lost; False to go on.
-    """
-    s = rt.settings
-    with owned(rt, job_id, worker) as (session, job):
-        if job is None:
-            return True
-        job.lease_expires_at = utcnow() + timedelta(seconds=s.lease_sec)
-        if not s.quota_gate:
-            return False
-        decision = quota_gate(
-            control.quota_snapshots(session),
-            now=time.time(),
-            ttl_sec=s.quota_ttl_sec,
-            util_threshold=s.quota_util_threshold,
-            api_key_auth=s.api_key_auth,
-        )
-        if decision.open:
-            return False
-        until = utcnow() + timedelta(seconds=min(s.quota_ttl_sec, 900))
-        if decision.until is not None:  # the provider said when the window resets
-            until = min(until, datetime.fromtimestamp(decision.until, UTC))
-        defer(session, job, until, f"quota gate closed: {decision.reason}", worker)
-        control.record_error(
-            session, kind="drain_quota_deferred", severity="warn", message=decision.reason
-        )
-    rt.dispatcher.schedule("write", job_id, until)
-    return True
-
-
-def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | None:
-    """Claim the job and apply the halt gate in the same transaction."""
-    s = rt.settings
-    with session_scope(rt.db) as session:
-        job = claim(session, job_id, "write", worker=worker, lease_sec=s.lease_sec)
-        if job is None:
-            return None
-        reason = control.halt_reason(session)
-        if reason:
-            transition(
-                session,
-                job,
-                to_state="halted",
-                detail=f"write stage halted: {reason}",
-                worker=worker,
+        defer(session, job, held.until, held.reason, worker)
+        if held.error_kind:
+            control.record_error(
+                session, kind=held.error_kind, severity="warn", message=held.reason
             )
-            log_transition(job)
-            return None
-        pending = costs.pending_attempt(session, job_id)
-        recorded = (
-            ModelResult.from_json(pending.raw_answer).redacted()  # rows from before redaction
-            if pending and pending.raw_answer
-            else None
-        )
-        ctx = AttemptContext(
-            prior_failures=job.failures,
-            prior_timeouts=job.timeouts,
-            invalid_streak=job.invalid_streak,
-            max_retries=s.max_retries,
-            timeout_retries=s.timeout_retries,
-            invalid_threshold=s.invalid_threshold,
-            token_max=s.token_max,
-            expect_actions=s.writer_mode == "extract",
-        )
-        pass_info = (job.prepare_stats or {}).get("pass") or {}
-        return WriteTicket(
-            ctx,
-            job.slice_path,
-            list(job.related_ids or []),
-            recorded,
-            pending.id if pending else None,
-            str(pass_info.get("model") or "") if isinstance(pass_info, dict) else "",
-        )
+    # Due already (every write slot busy): the message goes now, not through the schedule.
+    rt.dispatcher.schedule("write", job_id, held.until if held.until > utcnow() else None)
 
 
 def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
@@ -258,60 +231,19 @@ def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
                 job,
                 to_state="queued",
                 to_stage="prepare",
-                detail="slice file missing; preparing again",
+                detail=_NO_SLICE.reason,
                 worker=worker,
                 next_run_at=utcnow(),
             )
     rt.dispatcher.schedule("prepare", job_id)
 
 
-def _call_model(
-    rt: Runtime, job_id: str, backend_name: str, ticket: WriteTicket
-) -> tuple[ModelResult | None, str | None]:
-    """The one paid call. Returns (answer, None) or (None, why the backend is missing)."""
-    s = rt.settings
+def _prompt(ticket: WriteTicket) -> str:
+    """The prompt: the static instructions, the revision block and the slice (read now)."""
     assert ticket.slice_path is not None
-    prompt = build_prompt(
+    return build_prompt(
         Path(ticket.slice_path).read_text(encoding="utf-8"), allowed_ids=ticket.related
     )
-    try:
-        backend = make_backend(
-            backend_name,
-            claude_bin=s.claude_bin,
-            model=ticket.model or s.model,
-            cwd=str(s.writer_cwd),
-            drain_timeout=s.timeout_sec,
-            writer_mode=s.writer_mode,
-            max_turns=s.max_turns,
-            options=writer_options(s),
-        )
-        log.info(
-            "model call",
-            job_id=job_id,
-            backend=backend_name,
-            model=ticket.model or s.model,
-            prompt_chars=len(prompt),
-        )
-        # Redact before anything records or parses it: a secret the model echoes must not
-        # reach the ledger, a note, its file name or a later prompt (ARCHITECTURE §5).
-        return backend.call(prompt).redacted(), None
-    except BackendMissing as exc:
-        return None, str(exc)
-
-
-def _record_answer(rt: Runtime, job_id: str, result: ModelResult) -> int:
-    """Record before parse: the answer, its cost and its quota telemetry are durable before
-    anything can fail on them; a crash from here on never pays twice."""
-    with session_scope(rt.db) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        row = costs.record_attempt(session, job, result)
-        job.attempts += 1
-        session.flush()
-        snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
-        if snaps:
-            control.store_quota_snapshots(session, snaps, bucket_of)
-        return row.id
 
 
 def decide(
@@ -379,8 +311,7 @@ def _record_outcome(
             job.actions = plan_json(plan)
         else:
             job.error = outcome.detail
-        if move.counts_failure:
-            job.failures += 1
+        if move.counts_failure:  # apply_move counts the failure itself
             if result is not None and result.timed_out:
                 job.timeouts += 1
             control.record_error(
@@ -413,7 +344,7 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
     """The action plan as stored on the job for the add stage.
 
     Args:
-        plan: The safe plan, or None for the agentic writer (which edits the KB itself).
+        plan: The safe plan; None stores an empty one.
 
     Returns:
         ``{"creates", "updates", "deletes", "notes"}``, plus ``"items"`` (the reflection
@@ -424,7 +355,7 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
             "creates": [],
             "updates": [],
             "deletes": [],
-            "notes": ["agentic writer: no actions"],
+            "notes": ["no action plan"],
         }
     out: dict[str, Any] = {
         "creates": plan.creates,

@@ -110,7 +110,7 @@ def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
     try:
         _, found, total = items.open_items(cwd, env)
     except Exception as exc:  # noqa: BLE001 - logged; the learnings are still told
-        from reflect_jobs.hook import log_error
+        from reflect_jobs.hook_log import log_error
 
         log_error(f"open items: {type(exc).__name__}: {exc}")
         return [], 0

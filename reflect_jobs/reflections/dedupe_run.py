@@ -3,12 +3,15 @@
 Gates, in order, all free: the kill switch and the drain's dry run (no call), fewer than two
 open items (nothing to group: no call, no unit), the interval (``REFLECT_DEDUPE_INTERVAL_SEC``
 since the repository's last pass, unless a person asked), the heuristic writer (it has no
-model to ask), the quota gate, and one unit of the pass's **own** daily budget
+model to ask), then the paid path shared with the write stage
+(``pipeline/paid_call.py``, :data:`reflect_jobs.gates.PAID_PATH` order): a write slot, the
+quota gate, and one unit of the pass's **own** daily budget
 (``REFLECT_DEDUPE_DAILY_MAX``, counted under ``caps:dedupe:<utc-day>`` in Huey's storage by
 :class:`reflect_jobs.limits.Caps`, apart from the writer's ``caps:daily:``). Then one call to
 the configured writer backend with ``REFLECT_DEDUPE_MODEL``; its answer is redacted and its
-cost committed to the ledger (a row with no job, outcome ``dedupe_…``, so ``reflect-jobs
-cost`` shows it) before the answer is parsed; then the drops are appended (``by:
+cost committed to the ledger (a row with no job, ``pending`` until the answer is parsed,
+then outcome ``dedupe_…``, so ``reflect-jobs cost`` shows it; a pass that dies in between
+reuses the recorded answer next time instead of paying again); then the drops are appended (``by:
 reflector``, one ``drop`` event each, event ids derived from the pass so a retry writes
 nothing twice).
 
@@ -28,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import sqlite3
-import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,17 +40,17 @@ from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from reflect_jobs.config import Settings
-from reflect_jobs.ledger import control, costs
+from reflect_jobs.gates import Defer, Gate, Go, first_defer, kill_switch
+from reflect_jobs.gates import dry_run as dry_run_gate
+from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Control, utcnow
-from reflect_jobs.limits import Caps, CounterStorage, Deferral
+from reflect_jobs.limits import Caps, CapsGate, CounterStorage
+from reflect_jobs.pipeline import paid_call
 from reflect_jobs.repo import RepoError
-from reflect_jobs.write_lease import WriteLease
-from reflect_jobs.writer.api_backends import writer_options
-from reflect_jobs.writer.backends import make_backend
+from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate, WriteLease
 from reflect_jobs.writer.outcomes import AttemptContext, classify_attempt
-from reflect_jobs.writer.quota import bucket_of, extract_rate_limits, quota_gate
-from reflect_jobs.writer.result import BackendMissing, ModelResult
+from reflect_jobs.writer.quota import QuotaGate
 
 from .dedupe import build_prompt, dedupe_candidates, parse_groups, plan_drops
 from .events import EventError, host_name
@@ -56,8 +58,6 @@ from .index import ReflectionIndex, index_path
 from .store import Store, known_repos
 
 DEDUPE_PREFIX = "caps:dedupe:"
-#: How long a pass waits for a write slot before it is deferred to the next hourly run.
-LEASE_WAIT_SEC = 10.0
 log = structlog.get_logger("reflect_jobs.reflections.dedupe")
 
 __all__ = ["DEDUPE_PREFIX", "DedupeReport", "dedupe_caps", "run_dedupe", "run_due"]
@@ -184,44 +184,51 @@ def _unclaim(db_url: str, repo_key: str, now: datetime, old: str) -> None:
             session.execute(delete(Control).where(Control.key == key, Control.value == mine))
 
 
-def _gate_closed(settings: Settings) -> str:
-    """Why the quota gate holds paid calls now, or ``""`` (the writer's gate, §4)."""
-    if not settings.quota_gate:
-        return ""
-    with session_scope(settings.db_url, readonly=True) as session:
-        snaps = control.quota_snapshots(session)
-    decision = quota_gate(
-        snaps,
-        now=time.time(),
-        ttl_sec=settings.quota_ttl_sec,
-        util_threshold=settings.quota_util_threshold,
-        api_key_auth=settings.api_key_auth,
-    )
-    return "" if decision.open else f"quota gate closed: {decision.reason}"
+class DedupeClaim:
+    """The repository's last-pass flag as a gate: claimed by compare-and-set before the
+    call (one of two racing workers wins), put back by :meth:`refund` when the pass applied
+    nothing, so the next periodic run tries again.
 
+    Args:
+        db_url: The ledger.
+        repo_key: The repository.
+        now: This pass's time (the flag's new value).
+        interval: ``REFLECT_DEDUPE_INTERVAL_SEC``.
+        force: Claim whatever the interval (a person asked).
+    """
 
-def _call(settings: Settings, backend_name: str, prompt: str) -> ModelResult:
-    """One tool-free turn of the configured writer backend with the dedupe model."""
-    backend = make_backend(
-        backend_name,
-        claude_bin=settings.claude_bin,
-        model=settings.dedupe_pass_model,
-        cwd=str(settings.writer_cwd),
-        drain_timeout=settings.timeout_sec,
-        writer_mode="extract",
-        max_turns=1,
-        options=writer_options(settings),
-    )
-    return backend.call(prompt).redacted()
+    name = "claim"
 
+    def __init__(self, db_url: str, repo_key: str, now: datetime, interval: int, force: bool):
+        """Bind the gate to the repository; nothing is written until :meth:`acquire`."""
+        self.db_url, self.repo_key, self.now = db_url, repo_key, now
+        self.interval, self.force = interval, force
 
-def _record(settings: Settings, result: ModelResult, outcome: str, repo_key: str) -> None:
-    """Commit the call's cost row and its quota telemetry (before anything applies it)."""
-    with session_scope(settings.db_url) as session:
-        costs.record_jobless_attempt(session, result, outcome=outcome, label=f"dedupe:{repo_key}")
-        snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
-        if snaps:
-            control.store_quota_snapshots(session, snaps, bucket_of)
+    def acquire(self) -> Go | Defer:
+        """Compare-and-set the flag to this pass's time.
+
+        Returns:
+            ``Go`` holding the value it replaced, or ``Defer`` (another pass is newer).
+        """
+        old = _claim(self.db_url, self.repo_key, self.now, self.interval, self.force)
+        if old is False:
+            return Defer(self.name, "deduplicated less than the interval ago")
+        return Go(self.name, old)
+
+    def release(self, go: Go) -> None:
+        """An applied pass keeps its claim: it is the repository's last pass.
+
+        Args:
+            go: The pass this gate gave.
+        """
+
+    def refund(self, go: Go) -> None:
+        """Nothing was applied: put the flag back as it was, if it is still ours.
+
+        Args:
+            go: The pass holding the replaced value.
+        """
+        _unclaim(self.db_url, self.repo_key, self.now, go.taken)
 
 
 def _eid(repo_key: str, stamp: str, uid: str) -> str:
@@ -259,9 +266,9 @@ def run_dedupe(
             claim is put back first, so it stays due.
     """
     key = store.repo.key
-    if settings.disabled or settings.dry_run:
-        why = "REFLECT_DISABLED" if settings.disabled else "REFLECT_DRAIN_DRY_RUN"
-        return DedupeReport(key, "disabled", f"{why} is set: no model call")
+    off = first_defer([kill_switch(settings.disabled), dry_run_gate(settings.dry_run)])
+    if off is not None:
+        return DedupeReport(key, "disabled", f"{off.reason}: no model call")
     candidates = dedupe_candidates(store.items("open"))
     if len(candidates) < 2:
         return DedupeReport(key, "too_few", f"{len(candidates)} open item(s): nothing to group")
@@ -274,20 +281,19 @@ def run_dedupe(
         # read-only first: the hourly task takes no ledger write lock for a repository
         # that is not due
         return DedupeReport(key, "not_due", f"deduplicated at {last:%Y-%m-%d %H:%M} UTC")
-    claim = (
-        "" if dry_run else _claim(settings.db_url, key, now, settings.dedupe_interval_sec, force)
-    )
-    if claim is False:
-        return DedupeReport(key, "not_due", "deduplicated less than the interval ago")
+    gate = DedupeClaim(settings.db_url, key, now, settings.dedupe_interval_sec, force)
+    claim = None if dry_run else gate.acquire()  # a dry run leaves the repository due
+    if isinstance(claim, Defer):
+        return DedupeReport(key, "not_due", claim.reason)
     try:
         report = _ask(store, settings, storage, backend_name, candidates, dry_run, now, lease)
     except BaseException:
-        if not dry_run:
+        if claim is not None:
             with contextlib.suppress(Exception):
-                _unclaim(settings.db_url, key, now, claim)
+                gate.refund(claim)
         raise
-    if report.status != "done" and not dry_run:
-        _unclaim(settings.db_url, key, now, claim)
+    if report.status != "done" and claim is not None:
+        gate.refund(claim)
     return report
 
 
@@ -304,42 +310,44 @@ def _ask(
     """The gated call, its recorded cost, the parse and (unless ``dry_run``) the drops."""
     key = store.repo.key
     prompt, offered = build_prompt(candidates)
-    slot = lease.acquire(LEASE_WAIT_SEC) if lease is not None else None
-    if lease is not None and slot is None:
-        return DedupeReport(key, "deferred", "write lease busy: paid calls in flight")
-    try:
-        closed = _gate_closed(settings)
-        if closed:
-            return DedupeReport(key, "deferred", closed)
-        caps = dedupe_caps(settings, storage)
-        unit = caps.reserve()
-        if isinstance(unit, Deferral):
-            log.info("dedupe deferred", repo=key, reason=unit.reason)
-            until = f"{unit.until:%H:%M} UTC"
-            return DedupeReport(key, "deferred", f"dedupe {unit.reason}; resets {until}")
-        try:
-            result = _call(settings, backend_name, prompt)
-        except BackendMissing as exc:
-            caps.refund(unit)
-            log.warning("dedupe backend missing", repo=key, error=str(exc))
-            return DedupeReport(key, "failed", f"backend missing: {exc}", offered=len(offered))
-        except BaseException:
-            caps.refund(unit)  # nothing came back, so nothing was recorded as paid
-            raise
-        attempt = classify_attempt(result, AttemptContext(0, 0, 0, expect_actions=False))
-        parsed = parse_groups(result.text, offered) if attempt.disposition == "ok" else None
-        if parsed is None:
-            outcome = f"dedupe_{attempt.outcome}"
-        elif parsed.error:
-            outcome = "dedupe_unparseable"
-        else:
-            outcome = "dedupe_dry_run" if dry_run else "dedupe_ok"
-        _record(settings, result, outcome, key)
-        if attempt.entries == 0:
-            caps.refund(unit)  # a free outcome (a rate limit, a refused key…): not paid
-    finally:
-        if slot is not None:
-            slot.release()  # the answer and its telemetry are recorded: next caller
+    gates: list[Gate] = [
+        QuotaGate.from_settings(settings, paid_call.snapshots(settings.db_url)),
+        CapsGate(dedupe_caps(settings, storage), "dedupe "),
+    ]
+    if lease is not None:  # held from before the quota gate until the answer is recorded
+        gates.append(LeaseGate(lease, LEASE_WAIT_SEC))
+    spec = paid_call.PaidPass(
+        kind="dedupe",
+        backend=backend_name,
+        model=settings.dedupe_pass_model,
+        label=f"dedupe:{key}",
+        after_record="dedupe:after_record",
+    )
+    answer = paid_call.call(settings, spec, gates, lambda: prompt)
+    if isinstance(answer, Defer):
+        log.info("dedupe deferred", repo=key, gate=answer.gate, reason=answer.reason)
+        detail = answer.reason
+        if answer.gate == "caps" and answer.until is not None:
+            detail += f"; resets {answer.until:%H:%M} UTC"
+        return DedupeReport(key, "deferred", detail)
+    if answer.result is None:  # the backend is missing: nothing was paid
+        answer.settle(0)
+        log.warning("dedupe backend missing", repo=key, error=answer.missing)
+        return DedupeReport(
+            key, "failed", f"backend missing: {answer.missing}", offered=len(offered)
+        )
+    result = answer.result
+    attempt = classify_attempt(result, AttemptContext(0, 0, 0, expect_actions=False))
+    parsed = parse_groups(result.text, offered) if attempt.disposition == "ok" else None
+    if parsed is None:
+        outcome = f"dedupe_{attempt.outcome}"
+    elif parsed.error:
+        outcome = "dedupe_unparseable"
+    else:
+        outcome = "dedupe_dry_run" if dry_run else "dedupe_ok"
+    if answer.row_id is not None:
+        paid_call.settle_row(settings.db_url, answer.row_id, outcome)
+    answer.settle(attempt.entries)  # a free outcome (a rate limit, a refused key…): not paid
     report = DedupeReport(key, "failed", offered=len(offered), outcome=outcome)
     report.cost_usd = float(result.cost_usd or 0.0)
     if parsed is None or parsed.error:

@@ -80,14 +80,31 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         )
         return {"ok": True, "hits": [[doc, float(score)] for doc, score in hits]}
     if op == "reindex_task":
-        from reflect_jobs import tasks
+        from reflect_jobs import kb_jobs
 
-        return {"ok": True, "result": tasks.reindex_task.call_local(bool(request.get("force")))}
+        huey = _queue(s)
+        return {"ok": True, "result": kb_jobs.reindex(huey, s, force=bool(request.get("force")))}
     if op == "communities":
-        from reflect_jobs import tasks
+        from reflect_jobs import kb_jobs
 
-        return {"ok": True, "result": tasks.communities.call_local()}
+        return {"ok": True, "result": kb_jobs.communities(_queue(s), s)}
     return {"ok": False, "kind": "bad_request", "error": f"unknown op {op!r}"}
+
+
+_huey: Any = None
+
+
+def _queue(settings: Any) -> Any:
+    """This child's handle on the queue (the reindex flags and the graph-writer lock), made
+    once, with logging configured as the consumer's (its lines go to ``drain.log``)."""
+    global _huey
+    if _huey is None:
+        from reflect_jobs.logging import configure_logging
+        from reflect_jobs.queue import make_huey
+
+        configure_logging(settings)
+        _huey = make_huey(settings)
+    return _huey
 
 
 class Child:

@@ -183,7 +183,10 @@ def activate(settings: Settings) -> ModelService:
     """
     global _service
     if _service is None:
+        from reflect_jobs.index import semantic
+
         _service = ModelService(settings)
+        semantic.route_to(_service.call)  # the pipeline's similarity lookups go to the child
     return _service
 
 

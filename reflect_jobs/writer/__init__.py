@@ -11,18 +11,13 @@ from reflect_jobs.writer.actions import (
     parse_actions,
     plan_actions,
 )
-from reflect_jobs.writer.backends import (
-    Backend,
-    ClaudeCliBackend,
-    HeuristicBackend,
-    make_backend,
-    timeout_for,
-)
+from reflect_jobs.writer.backends import Backend, ClaudeCliBackend, HeuristicBackend
 from reflect_jobs.writer.classifier import POISON_MARKERS, SIZE_MARKERS, classify_output
 from reflect_jobs.writer.outcomes import AttemptContext, AttemptOutcome, classify_attempt
 from reflect_jobs.writer.prompt import SLICE_MARKER, build_prompt
 from reflect_jobs.writer.quota import QuotaDecision, bucket_of, extract_rate_limits, quota_gate
 from reflect_jobs.writer.result import BackendMissing, ModelResult, result_from_cli
+from reflect_jobs.writer.selection import make_backend, timeout_for
 
 __all__ = [
     "MAX_CREATES",

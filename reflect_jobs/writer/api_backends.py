@@ -1,15 +1,14 @@
 """Selecting and configuring the openai, anthropic and codex writers.
 
-Kept apart from ``backends.py`` (the Claude CLI and the heuristic writer) so that nothing on
-the hook or status path imports an SDK: each backend module imports its SDK only inside
-``call``, and this module imports a backend module only when it is selected.
+Kept apart from ``backends.py`` (the Claude CLI and the heuristic writer; ``selection.py``
+chooses between them all) so that nothing on the hook or status path imports an SDK: each
+backend module imports its SDK only inside ``call``, and this module imports a backend
+module only when it is selected.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from reflect_jobs.writer.result import BackendMissing
 
 API_BACKENDS = ("openai", "anthropic", "codex")
 
@@ -37,7 +36,6 @@ def make_api_backend(
     model: str,
     cwd: str,
     timeout_sec: float,
-    writer_mode: str,
     options: dict[str, Any],
 ) -> Any:
     """Build one API backend (``openai``, ``anthropic`` or ``codex``).
@@ -48,21 +46,14 @@ def make_api_backend(
             that the anthropic backend resolves, the others send as is).
         cwd: ``REFLECT_DRAIN_CWD`` (the codex child's working directory).
         timeout_sec: The call's timeout (``timeout_for`` the stage timeout).
-        writer_mode: Only ``extract``: the agentic writer needs the Claude CLI's tools.
         options: :func:`writer_options` of the settings.
 
     Returns:
         The configured backend.
 
     Raises:
-        BackendMissing: Agentic mode (an install/config fault: halt, free).
         ValueError: An unknown ``name``.
     """
-    if writer_mode != "extract":
-        raise BackendMissing(
-            f"REFLECT_DRAIN_WRITER={writer_mode} needs the claude backend; "
-            f"the {name} writer is extract-only"
-        )
     max_out = int(options.get("max_output_tokens") or 8192)
     if name == "openai":
         from reflect_jobs.writer.openai_backend import OpenAIBackend

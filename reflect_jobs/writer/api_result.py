@@ -21,9 +21,8 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from reflect_jobs.writer.backends import TIMEOUT_EXIT_CODE
 from reflect_jobs.writer.classifier import SIZE_MARKERS, find_marker
-from reflect_jobs.writer.result import ModelResult, coerce_usage
+from reflect_jobs.writer.result import TIMEOUT_EXIT_CODE, ModelResult, coerce_usage
 
 #: error kind -> what it means (the outcome table keys on the name).
 ERROR_KINDS: dict[str, str] = {

@@ -36,9 +36,14 @@ from typing import Protocol, runtime_checkable
 from reflect_jobs.markers import CHILD_ENV
 from reflect_jobs.writer.heuristic import heuristic_actions
 from reflect_jobs.writer.prompt import slice_of
-from reflect_jobs.writer.result import BackendMissing, ModelResult, coerce_usage, result_from_cli
+from reflect_jobs.writer.result import (
+    TIMEOUT_EXIT_CODE,
+    BackendMissing,
+    ModelResult,
+    coerce_usage,
+    result_from_cli,
+)
 
-TIMEOUT_EXIT_CODE = 124  # what GNU timeout reports; the outcome table keys on it
 _REAP_SEC = 5.0
 
 
@@ -409,76 +414,3 @@ class HeuristicBackend:
             envelope_ok=True,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-
-
-def timeout_for(drain_timeout: int) -> int:
-    """Model-call timeout: TIMEOUT-90 when the cap is above 150 s, else 60 s (SPEC-drain §4.2).
-
-    Args:
-        drain_timeout: The stage timeout in seconds (``REFLECT_DRAIN_TIMEOUT``).
-
-    Returns:
-        The model call's timeout in seconds (60 even when the stage timeout is shorter).
-    """
-    return drain_timeout - 90 if drain_timeout > 150 else 60
-
-
-def make_backend(
-    name: str,
-    *,
-    claude_bin: str,
-    model: str,
-    cwd: str,
-    drain_timeout: int,
-    writer_mode: str = "extract",
-    max_turns: int = 16,
-    options: dict | None = None,
-) -> Backend:
-    """Build the configured backend.
-
-    ``writer_mode="agentic"`` keeps the original's opt-in multi-turn run (``--max-turns
-    max_turns``, the whole drain timeout); extract is one turn.
-
-    Args:
-        name: ``"claude"`` or ``"heuristic"`` (``Settings.resolved_writer_backend()``, never
-            ``auto``).
-        claude_bin: The Claude CLI, a name or a path.
-        model: The ``--model`` value.
-        cwd: The writer's working directory.
-        drain_timeout: The stage timeout in seconds; an extract call gets
-            :func:`timeout_for` of it, an agentic run all of it.
-        writer_mode: ``"extract"`` (one tool-free turn) or ``"agentic"``.
-        max_turns: ``--max-turns`` of an agentic run; extract always uses 1.
-        options: For ``openai``/``anthropic``/``codex``: ``api_backends.writer_options``
-            of the settings (base URL, key, binary).
-
-    Returns:
-        A ``HeuristicBackend`` (every other argument ignored), a configured
-        ``ClaudeCliBackend``, or an API backend from ``api_backends.make_api_backend``.
-
-    Raises:
-        ValueError: An unknown ``name``, or an unknown ``writer_mode`` for ``claude``.
-        BackendMissing: An API backend in agentic mode, or without its SDK installed.
-    """
-    if name == "heuristic":
-        return HeuristicBackend()
-    if name == "claude":
-        if writer_mode == "agentic":
-            return ClaudeCliBackend(claude_bin, model, cwd, drain_timeout, max_turns=max_turns)
-        if writer_mode != "extract":
-            raise ValueError(f"unknown writer mode: {writer_mode!r}")
-        return ClaudeCliBackend(claude_bin, model, cwd, timeout_for(drain_timeout), max_turns=1)
-    if name in ("openai", "anthropic", "codex"):
-        from reflect_jobs.writer.api_backends import make_api_backend  # SDKs load lazily
-
-        return make_api_backend(
-            name,
-            model=model,
-            cwd=cwd,
-            timeout_sec=timeout_for(drain_timeout),
-            writer_mode=writer_mode,
-            options=options or {},
-        )
-    raise ValueError(
-        f"unknown backend: {name!r} (expected claude, heuristic, openai, anthropic or codex)"
-    )

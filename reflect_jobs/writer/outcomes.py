@@ -16,7 +16,7 @@ Pure: the caller persists the outcome, the counters and the job transition. Firs
 4. poison/retry on no output (or a fragment cut by our timeout): ``poison_timeout_exit_124`` /
              ``fail_no_output_exit_<n>``.
 5. poison    ``poison_budget`` — tokens over the budget.
-6. done      ``partial_max_turns`` (agentic only; terminal, nothing more to add).
+6. done      ``partial_max_turns`` (the CLI stopped at ``--max-turns``; terminal).
 7. retry     ``fail_is_error`` / ``fail_exit_<n>`` / ``fail_unparseable``; poison instead once
              ``prior_failures + 1 >= max_retries``.
 8. ok.
@@ -38,9 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reflect_jobs.writer.actions import UnparseableOutput, parse_actions
-from reflect_jobs.writer.backends import TIMEOUT_EXIT_CODE
 from reflect_jobs.writer.classifier import SIZE_MARKERS, classify_output, find_marker
-from reflect_jobs.writer.result import ModelResult
+from reflect_jobs.writer.result import TIMEOUT_EXIT_CODE, ModelResult
 
 DEFAULT_INVALID_THRESHOLD = 3
 
@@ -72,7 +71,7 @@ class AttemptContext:
     timeout_retries: int = 1
     invalid_threshold: int = DEFAULT_INVALID_THRESHOLD
     token_max: int = 2_000_000
-    expect_actions: bool = True  # False for the agentic writer, whose result is a summary
+    expect_actions: bool = True  # False when the answer is not an actions plan (dedupe)
 
 
 def backend_missing_outcome(message: str) -> AttemptOutcome:
@@ -108,8 +107,25 @@ def _is_unknown_command(result: ModelResult) -> bool:
     return clean_zero or said_unknown
 
 
+def retries_exhausted(prior_failures: int, max_retries: int) -> bool:
+    """The one rule for when a failing step stops retrying: this failure reaches the limit.
+
+    Used by every counted failure — a paid attempt, a stage's exception, an add that could
+    not write its notes, a note edit recovery could not apply — so ``max_retries`` means
+    the same number of tries everywhere.
+
+    Args:
+        prior_failures: Failures counted before this one.
+        max_retries: ``REFLECT_DRAIN_MAX_RETRIES``.
+
+    Returns:
+        True when ``prior_failures + 1 >= max_retries``: poison (or give up) now.
+    """
+    return prior_failures + 1 >= max_retries
+
+
 def _paid_failure(outcome: str, ctx: AttemptContext, cls: str, detail: str) -> AttemptOutcome:
-    if ctx.prior_failures + 1 >= ctx.max_retries:
+    if retries_exhausted(ctx.prior_failures, ctx.max_retries):
         return AttemptOutcome(
             outcome, 1, "poison", cls, f"{detail}; retries exhausted ({ctx.prior_failures + 1})"
         )
@@ -251,7 +267,7 @@ def classify_attempt(result: ModelResult, ctx: AttemptContext) -> AttemptOutcome
             "poison_budget", 1, "poison", cls, f"tokens {result.tokens} > {ctx.token_max}"
         )
 
-    # 6. agentic run stopped by --max-turns: whatever it wrote stands; nothing to add.
+    # 6. the CLI stopped at --max-turns: nothing more to add.
     if result.terminal_reason == "max_turns" or result.subtype == "error_max_turns":
         return AttemptOutcome(
             "partial_max_turns", 1, "done", cls, f"stopped at max turns ({result.num_turns})"
@@ -348,7 +364,7 @@ def stage_error_outcome(
     detail = f"{stage} stage error: {error}"
     if not transient:
         return AttemptOutcome("poison_stage_error", 0, "poison", "", f"{detail} (deterministic)")
-    if prior_failures + 1 >= max_retries:
+    if retries_exhausted(prior_failures, max_retries):
         return AttemptOutcome(
             "poison_stage_error",
             0,

@@ -15,8 +15,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from reflect_jobs.gates import Defer, FreeGate, Go
 
 # Keys under which the CLI / SDK nest rate-limit info.
 RATE_LIMIT_KEYS = ("rate_limit_info", "rateLimitInfo", "rate_limit")
@@ -329,3 +334,87 @@ def _api_gate(
                 until,
             )
     return None
+
+
+#: The longest a closed quota gate defers work when the provider gave no reset time.
+MAX_DEFER_SEC = 900
+
+
+class QuotaGate(FreeGate):
+    """The quota gate (:func:`quota_gate`) as a gate (:mod:`reflect_jobs.gates`); takes nothing.
+
+    Args:
+        snapshots: Reads the latest telemetry (bucket → snapshot) when the gate is asked —
+            after the write slot is held, so every answer recorded before is in it.
+        enabled: ``REFLECT_QUOTA_GATE``; off, the gate always passes (and reads nothing).
+        ttl_sec: ``REFLECT_QUOTA_TTL_SEC``.
+        util_threshold: ``REFLECT_QUOTA_UTIL_THRESHOLD``.
+        api_key_auth: Whether the writer authenticates with an API key.
+    """
+
+    name = "quota"
+
+    def __init__(
+        self,
+        snapshots: Callable[[], dict[str, dict]],
+        *,
+        enabled: bool = True,
+        ttl_sec: int = DEFAULT_TTL_SEC,
+        util_threshold: float | None = None,
+        api_key_auth: bool = False,
+    ) -> None:
+        """Remember how to read the telemetry and the gate's settings."""
+        self.snapshots = snapshots
+        self.enabled = enabled
+        self.ttl_sec = ttl_sec
+        self.util_threshold = util_threshold
+        self.api_key_auth = api_key_auth
+
+    @classmethod
+    def from_settings(cls, settings: Any, snapshots: Callable[[], dict[str, dict]]) -> QuotaGate:
+        """The gate as a ``config.Settings`` configures it.
+
+        Args:
+            settings: Supplies ``quota_gate``, ``quota_ttl_sec``, ``quota_util_threshold``
+                and ``api_key_auth``.
+            snapshots: Reads the latest telemetry.
+
+        Returns:
+            The gate.
+        """
+        return cls(
+            snapshots,
+            enabled=settings.quota_gate,
+            ttl_sec=settings.quota_ttl_sec,
+            util_threshold=settings.quota_util_threshold,
+            api_key_auth=settings.api_key_auth,
+        )
+
+    def acquire(self) -> Go | Defer:
+        """Decide on the latest telemetry.
+
+        Returns:
+            ``Go``, or ``Defer`` until the window's reset when the provider said when, else
+            for ``min(ttl_sec, 900)`` seconds; reported as ``drain_quota_deferred``.
+        """
+        if not self.enabled:
+            return Go(self.name)
+        now = time.time()
+        decision = quota_gate(
+            self.snapshots(),
+            now=now,
+            ttl_sec=self.ttl_sec,
+            util_threshold=self.util_threshold,
+            api_key_auth=self.api_key_auth,
+        )
+        if decision.open:
+            return Go(self.name)
+        until = datetime.now(UTC) + timedelta(seconds=min(self.ttl_sec, MAX_DEFER_SEC))
+        if decision.until is not None:  # the provider said when the window resets
+            until = min(until, datetime.fromtimestamp(decision.until, UTC))
+        return Defer(
+            self.name,
+            f"quota gate closed: {decision.reason}",
+            until,
+            error_kind="drain_quota_deferred",
+        )

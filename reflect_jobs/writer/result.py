@@ -18,6 +18,11 @@ from reflect_jobs.redaction import redact_secrets, redact_structured, redact_val
 from reflect_jobs.writer.classifier import is_envelope
 from reflect_jobs.writer.quota import extract_rate_limits
 
+#: The exit code of a call our timeout killed (what GNU ``timeout`` reports); the outcome
+#: table keys on it. Here, not in ``backends``, so the API writers and the outcome table
+#: need not import the subprocess backends.
+TIMEOUT_EXIT_CODE = 124
+
 USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
