@@ -1,6 +1,8 @@
 """Recall at scale: does each session get told, and find, what its task needs — and nothing else?
 
-Run (about 10 minutes on 2 cores; see docs/BENCHMARKS.md for the figures)::
+Run (the 2,000 scale: 7.4 CPU minutes, 20 minutes wall on the shared 2-core machine at load
+8-16; the model dominates: reindex embeddings and one query embedding per non-lexical search;
+figures in docs/BENCHMARKS.md)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_recall_eval.py [--split dev|test|all]
         [--scale 200|2000|both] [--modes lexical,hybrid,local,global] [--json out.json]
@@ -224,7 +226,7 @@ def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
             [sum(e in r["session_ids"] for e in part(r, scope)) / len(part(r, scope)) for r in sel]
         )
     lines = [r["block_lines"][e] for r in rel for e in r["expected"] if e in r["block_lines"]]
-    block["median_line"] = statistics.median(lines) if lines else None
+    block["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
     block["chars_mean"] = (
         round(statistics.mean(r["block"]["chars"] for r in rows)) if rows else None
     )
