@@ -1,0 +1,354 @@
+"""Recall at scale: does each session get told, and find, what its task needs — and nothing else?
+
+Run (the 2,000 scale: 7.4 CPU minutes, 20 minutes wall on the shared 2-core machine at load
+8-16; the model dominates: reindex embeddings and one query embedding per non-lexical search;
+figures in docs/BENCHMARKS.md)::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_recall_eval.py [--split dev|test|all]
+        [--scale 200|2000|both] [--modes lexical,hybrid,local,global] [--json out.json]
+
+The labelled data is ``bench/data/recall_eval/`` (``recall_eval_data.py`` loads it; how it
+was made is in its ``SOURCES.md``): 10 public projects' agent-instruction files paraphrased
+into repository learnings, labelled global rules, 2,000+ distractor learnings in 48 other
+repositories and global, and situations — a session in a labelled repository with its first
+prompt, a search query and the learnings it needs (none for 24 of them). Situations are split
+into dev and test by sha256 of their id: tune on dev, report test.
+
+For each scale (``200``: the labelled learnings and 16 distractors; ``2000``: everything) a
+KB is written with ``kb.write_learning`` and indexed with ``reflect-jobs reindex`` (plus
+the worker's community pass) in a temporary directory, every repository gets a fake
+checkout, and then for every situation:
+
+* **block** — the SessionStart hook (``reflect-jobs-hook claude``) for the checkout: the
+  share of the expected repository / global learnings told, their line among the learnings
+  told, the characters, and the lines leaked from another repository or another stack;
+* **prompt** — the UserPromptSubmit hook with ``REFLECT_RECALL_ON_PROMPT=1``, once in a
+  fresh session (hit, precision, silence when nothing is needed) and once after the block
+  in the same session (what the session was told in all);
+* **search** — ``reflect-jobs search QUERY --json -k 5`` per mode, with ``--repo`` and
+  without: hit@1 / hit@5 for repository and global learnings, and how often an irrelevant
+  query is answered with nothing.
+
+Nothing outside the repository is read; the model is the installed MiniLM, offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+import recall_eval_kb as kbuild  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from recall_eval_data import Dataset, load, stack_mismatch  # noqa: E402
+
+from reflect_jobs.cli import main as cli_main  # noqa: E402
+from reflect_jobs.recall.hook import handle  # noqa: E402
+
+MODES = ("lexical", "hybrid", "local", "global")
+BIG_REPO = 40
+
+
+def told_lines(block: str) -> list[tuple[str, str]]:
+    """(note id, line) for every learning line (``- [id] …``) of a block, in order."""
+    out = []
+    for line in block.splitlines():
+        if line.startswith("- [") and "]" in line:
+            out.append((line[3 : line.index("]")], line))
+    return out
+
+
+def hook(event: str, cwd: Path, session: str, prompt: str = "") -> str:
+    """The block one hook call prints (``""`` when it prints nothing)."""
+    payload = {"hook_event_name": event, "cwd": str(cwd), "session_id": session}
+    if prompt:
+        payload["prompt"] = prompt
+    out = io.StringIO()
+    handle(["claude"], json.dumps(payload), out)
+    text = out.getvalue().strip()
+    if not text:
+        return ""
+    return json.loads(text)["hookSpecificOutput"]["additionalContext"]
+
+
+def search(query: str, mode: str, repo_dir: Path | None, runner: CliRunner) -> list[str]:
+    """Note ids ``reflect-jobs search --json`` returns (a list, or ``{"results": […]}``)."""
+    args = ["search", query, "--mode", mode, "-k", "5", "--json"]
+    if repo_dir is not None:
+        args += ["--repo", str(repo_dir)]
+    result = runner.invoke(cli_main, args, catch_exceptions=False)
+    if result.exit_code != 0:
+        raise SystemExit(f"search failed: {args}: {result.output[-500:]}")
+    data = json.loads(result.stdout)
+    hits = data.get("results", data.get("hits", [])) if isinstance(data, dict) else data
+    return [h["id"] for h in hits]
+
+
+class Judge:
+    """Maps told note ids back to benchmark learnings and judges each told line."""
+
+    def __init__(self, ds: Dataset, ids: dict[str, str]) -> None:
+        self.ds = ds
+        self.bench_of = {note: bench for bench, note in ids.items()}
+        self.by_id = ds.by_id()
+
+    def told(self, block: str, repo_key: str) -> dict:
+        """Benchmark ids told (in order), and the leaked lines and their characters."""
+        repo = self.ds.repos[repo_key]
+        ids, leak_repo, leak_stack, leak_chars = [], 0, 0, 0
+        for note_id, line in told_lines(block):
+            bench = self.bench_of.get(note_id)
+            if bench is None:
+                continue
+            ids.append(bench)
+            learning = self.by_id[bench]
+            if learning.scope == "repo" and learning.repo != repo_key:
+                leak_repo += 1
+                leak_chars += len(line) + 1
+            elif learning.scope == "global" and stack_mismatch(
+                learning.applies_to, repo, self.ds.languages, self.ds.frameworks
+            ):
+                leak_stack += 1
+                leak_chars += len(line) + 1
+        return {
+            "ids": ids,
+            "chars": len(block),
+            "leak_repo": leak_repo,
+            "leak_stack": leak_stack,
+            "leak_chars": leak_chars,
+        }
+
+    def ranked(self, note_ids: list[str]) -> list[str]:
+        return [self.bench_of.get(n, "?" + n) for n in note_ids]
+
+
+def measure(
+    ds: Dataset, scale: str, situations: list[dict], modes: list[str], vectors: bool
+) -> dict:
+    """Build one scale's KB and ask every question; per-situation rows and timings."""
+    with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
+        root = Path(tmp)
+        old = kbuild.apply_env(kbuild.env_for(root, vectors=vectors))
+        try:
+            ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+            judge = Judge(ds, ids)
+            sizes: dict[str, int] = {}
+            for learning in ds.learnings(scale):
+                if learning.repo:
+                    sizes[learning.repo] = sizes.get(learning.repo, 0) + 1
+            runner = CliRunner()
+            lat: dict[str, list[float]] = {}
+            rows = []
+            t0 = time.perf_counter()
+
+            def timed(kind: str, fn, *a):  # type: ignore[no-untyped-def]
+                s = time.perf_counter()
+                r = fn(*a)
+                lat.setdefault(kind, []).append(time.perf_counter() - s)
+                return r
+
+            for s in situations:
+                cwd = dirs[s["repo"]]
+                block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
+                after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
+                alone = timed(
+                    "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
+                )
+                found = {}
+                for mode in modes:
+                    for scope, rd in (("repo", cwd), ("all", None)):
+                        found[f"{mode}/{scope}"] = judge.ranked(
+                            timed(f"search {mode}/{scope}", search, s["query"], mode, rd, runner)
+                        )
+                b = judge.told(block, s["repo"])
+                rows.append(
+                    {
+                        **{k: s[k] for k in ("id", "split", "kind", "repo")},
+                        "repo_size": sizes.get(s["repo"], 0),
+                        "expected": s["expected"],
+                        "block": b,
+                        "block_lines": {x: i + 1 for i, x in enumerate(b["ids"])},
+                        "prompt": judge.told(alone, s["repo"]),
+                        "session_ids": sorted(
+                            set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
+                        ),
+                        "search": found,
+                    }
+                )
+            info["questions_s"] = round(time.perf_counter() - t0, 1)
+            info["latency_ms"] = {
+                k: round(statistics.median(v) * 1000, 1) for k, v in sorted(lat.items())
+            }
+        finally:
+            kbuild.restore_env(old)
+    return {"info": info, "rows": rows}
+
+
+def _mean(xs: list[float]) -> float | None:
+    return round(statistics.mean(xs), 3) if xs else None
+
+
+def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
+    """The figures of one split at one scale (see the module docstring)."""
+    by_id = ds.by_id()
+
+    def part(row: dict, scope: str) -> list[str]:
+        return [e for e in row["expected"] if by_id[e].scope == scope]
+
+    rel = [r for r in rows if r["expected"]]
+    none = [r for r in rows if not r["expected"]]
+    out: dict = {"situations": len(rel), "irrelevant": len(none)}
+    block: dict = {}
+    for scope, name in (("repo", "repo_hit"), ("global", "global_hit")):
+        sel = [r for r in rel if part(r, scope)]
+        block[name] = _mean(
+            [sum(e in r["block"]["ids"] for e in part(r, scope)) / len(part(r, scope)) for r in sel]
+        )
+        block[name + "_n"] = len(sel)
+        if scope == "repo":
+            big = [r for r in sel if r["repo_size"] >= BIG_REPO]
+            block["repo_hit_40plus"] = _mean(
+                [
+                    sum(e in r["block"]["ids"] for e in part(r, "repo")) / len(part(r, "repo"))
+                    for r in big
+                ]
+            )
+            block["repo_hit_40plus_n"] = len(big)
+        block["session_" + name] = _mean(
+            [sum(e in r["session_ids"] for e in part(r, scope)) / len(part(r, scope)) for r in sel]
+        )
+    lines = [r["block_lines"][e] for r in rel for e in r["expected"] if e in r["block_lines"]]
+    block["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
+    block["chars_mean"] = (
+        round(statistics.mean(r["block"]["chars"] for r in rows)) if rows else None
+    )
+    block["leak_repo_lines"] = _mean([r["block"]["leak_repo"] for r in rows])
+    block["leak_stack_lines"] = _mean([r["block"]["leak_stack"] for r in rows])
+    block["leak_chars_mean"] = (
+        round(statistics.mean(r["block"]["leak_chars"] for r in rows)) if rows else None
+    )
+    block["blocks_with_leak"] = _mean(
+        [float(r["block"]["leak_repo"] + r["block"]["leak_stack"] > 0) for r in rows]
+    )
+    out["block"] = block
+    told = [r for r in rel if r["prompt"]["ids"]]
+    good = sum(sum(x in r["expected"] for x in r["prompt"]["ids"]) for r in told)
+    out["prompt"] = {
+        "hit": _mean([float(any(e in r["prompt"]["ids"] for e in r["expected"])) for r in rel]),
+        "recall": _mean(
+            [sum(e in r["prompt"]["ids"] for e in r["expected"]) / len(r["expected"]) for r in rel]
+        ),
+        "precision": round(good / sum(len(r["prompt"]["ids"]) for r in told), 3) if told else None,
+        "fired": _mean([float(bool(r["prompt"]["ids"])) for r in rel]),
+        "silent_when_irrelevant": _mean([float(not r["prompt"]["ids"]) for r in none]),
+        "leak_lines": _mean([r["prompt"]["leak_repo"] + r["prompt"]["leak_stack"] for r in rows]),
+    }
+    srch: dict = {}
+    for mode in modes:
+        for scope in ("repo", "all"):
+            key = f"{mode}/{scope}"
+            m: dict = {}
+            for kind in ("repo", "global"):
+                sel = [r for r in rel if part(r, kind)]
+                for k in (1, 5):
+                    m[f"{kind}_hit@{k}"] = _mean(
+                        [float(any(e in r["search"][key][:k] for e in part(r, kind))) for r in sel]
+                    )
+            m["no_result_on_relevant"] = _mean([float(not r["search"][key]) for r in rel])
+            m["empty_when_irrelevant"] = _mean([float(not r["search"][key]) for r in none])
+            srch[key] = m
+    out["search"] = srch
+    return out
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def print_tables(report: dict, splits: list[str]) -> None:
+    for scale, res in report["scales"].items():
+        info = res["info"]
+        print(
+            f"\n== scale {scale}: {info['notes']} notes in {info['repos_with_learnings']} repositories + global; "
+            f"write {info['write_s']} s, reindex {info['reindex_s']} s, questions {info['questions_s']} s"
+        )
+        print(
+            "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
+        )
+        for section in ("block", "prompt"):
+            keys = list(res["splits"][splits[0]][section])
+            print(f"  {section:<28}" + "".join(f"{s:>8}" for s in splits))
+            for k in keys:
+                print(
+                    f"    {k:<26}"
+                    + "".join(f"{_fmt(res['splits'][s][section][k]):>8}" for s in splits)
+                )
+        cols = [
+            "repo_hit@1",
+            "repo_hit@5",
+            "global_hit@1",
+            "global_hit@5",
+            "no_result_on_relevant",
+            "empty_when_irrelevant",
+        ]
+        heads = ["repo@1", "repo@5", "glob@1", "glob@5", "none-rel", "empty-irr"]
+        print("  search (k=5)          split" + "".join(f"{h:>10}" for h in heads))
+        for key in res["splits"][splits[0]]["search"]:
+            for s in splits:
+                m = res["splits"][s]["search"][key]
+                print(f"    {key:<20}{s:>7}" + "".join(f"{_fmt(m[c]):>10}" for c in cols))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=["dev", "test", "all"], default="all")
+    ap.add_argument("--scale", choices=["200", "2000", "both"], default="both")
+    ap.add_argument("--modes", default=",".join(MODES), help="search modes, comma-separated")
+    ap.add_argument(
+        "--no-vectors", action="store_true", help="REFLECT_INDEX_VECTORS=0 (lexical only)"
+    )
+    ap.add_argument(
+        "--json", dest="json_out", metavar="PATH", help="write the report and rows here"
+    )
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    ds = load()
+    splits = ["dev", "test"] if args.split == "all" else [args.split]
+    situations = [s for s in ds.situations if s["split"] in splits]
+    scales = ["200", "2000"] if args.scale == "both" else [args.scale]
+    started = time.perf_counter()
+    report: dict = {"scales": {}, "splits": splits, "modes": modes}
+    rows_out: dict = {}
+    for scale in scales:
+        res = measure(ds, scale, situations, modes, vectors=not args.no_vectors)
+        per = {s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes) for s in splits}
+        if len(splits) > 1:
+            per["all"] = summarise(ds, res["rows"], modes)
+        report["scales"][scale] = {"info": res["info"], "splits": per}
+        rows_out[scale] = res["rows"]
+    report["wall_s"] = round(time.perf_counter() - started, 1)
+    print(
+        f"recall eval: {len(situations)} situations ({', '.join(splits)}), modes {', '.join(modes)}"
+    )
+    print_tables(report, splits + (["all"] if len(splits) > 1 else []))
+    print(f"\nwall time {report['wall_s']} s")
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps({"report": report, "rows": rows_out}, indent=1) + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""The recall benchmark's labelled data is well-formed (bench/data/recall_eval/, issue #25 item 4).
+
+The benchmark is only as good as its labels: every expected learning must exist and fit the
+situation, the split must not move between runs, and the set must keep the sizes the issue
+asks for — and none of it may come from the projects kept for an independent check.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import recall_eval_data as data  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "recall_eval"
+
+
+@pytest.fixture(scope="module")
+def ds() -> data.Dataset:
+    return data.load()
+
+
+def test_every_file_parses() -> None:
+    json.loads((DATA / "repos.json").read_text(encoding="utf-8"))
+    for name in ("learnings.jsonl", "situations.jsonl"):
+        for n, line in enumerate((DATA / name).read_text(encoding="utf-8").splitlines(), 1):
+            assert isinstance(json.loads(line), dict), f"{name}:{n}"
+    facts = data.read_facts()
+    assert all(f["title"] and f["rule"] and f["key_insight"] for f in facts)
+
+
+def test_ids_are_unique_and_give_distinct_notes(ds: data.Dataset) -> None:
+    from reflect_jobs.kb.ids import learning_id
+
+    learnings = ds.learnings("2000")
+    ids = [x.id for x in learnings]
+    assert len(ids) == len(set(ids))
+    # Two learnings with one title and rule would overwrite each other's note.
+    note_ids = [learning_id(x.title, x.rule) for x in learnings]
+    assert len(note_ids) == len(set(note_ids))
+    situations = [s["id"] for s in ds.situations]
+    assert len(situations) == len(set(situations))
+
+
+def test_every_expected_id_exists_and_fits_its_situation(ds: data.Dataset) -> None:
+    for s in ds.situations:
+        assert s["repo"] in ds.repos and ds.repos[s["repo"]]["role"] == "labelled", s["id"]
+        assert s["prompt"].strip() and s["query"].strip(), s["id"]
+        assert (s["kind"] == "none") == (not s["expected"]), s["id"]
+        for e in s["expected"]:
+            learning = ds.labelled.get(e)
+            assert learning is not None, f"{s['id']}: unknown learning {e}"
+            if learning.scope == "repo":
+                assert learning.repo == s["repo"], f"{s['id']}: {e} is another repository's"
+            else:
+                # A global learning a situation needs must fit the repository's stack, or the
+                # "nothing from another stack" target would contradict the labels.
+                assert not data.stack_mismatch(
+                    learning.applies_to, ds.repos[s["repo"]], ds.languages, ds.frameworks
+                ), f"{s['id']}: {e} does not fit {s['repo']}"
+
+
+def test_the_split_is_stable_and_both_halves_are_used(ds: data.Dataset) -> None:
+    # Pinned values: a change of the hash or its use would silently reshuffle dev and test.
+    pinned = {s["id"]: s["split"] for s in ds.situations}
+    assert pinned == {s["id"]: data.split_of(s["id"]) for s in data.load().situations}
+    assert [data.split_of(x) for x in ("nx-s01", "nx-s02", "ha-s01", "no-s01")] == [
+        "dev",
+        "test",
+        "dev",
+        "dev",
+    ]
+    counts = Counter((s["split"], s["kind"] == "none") for s in ds.situations)
+    for split in ("dev", "test"):
+        assert counts[(split, False)] >= 30 and counts[(split, True)] >= 5, counts
+
+
+def test_sizes_the_issue_asks_for(ds: data.Dataset) -> None:
+    relevant = [s for s in ds.situations if s["expected"]]
+    assert len(relevant) >= 100
+    assert len({s["repo"] for s in relevant}) >= 8
+    assert sum(1 for s in ds.situations if not s["expected"]) >= 20
+    assert sum(1 for s in relevant if s["kind"] == "global") >= 20
+    assert len(ds.distractors) >= 2000
+    per_repo = Counter(x.repo for x in ds.learnings("2000") if x.scope == "repo")
+    distractor_repos = {x.repo for x in ds.distractors if x.scope == "repo"}
+    assert len(distractor_repos) >= 20
+    assert any(x.scope == "global" for x in ds.distractors)
+    assert sum(1 for n in per_repo.values() if n >= 40) >= 1
+    # Labelled repositories with 40+ learnings, so the block's cap is exercised by labels.
+    assert sum(1 for k, n in per_repo.items() if ds.repos[k]["role"] == "labelled" and n >= 40) >= 1
+    assert 150 <= len(ds.learnings("200")) <= 300
+
+
+def test_no_source_from_the_excluded_projects(ds: data.Dataset) -> None:
+    text = " ".join(
+        [x.source for x in ds.learnings("2000")]
+        + [r.get("source", "") for r in ds.repos.values()]
+        + list(ds.repos)
+    ).lower()
+    for name in data.EXCLUDED:
+        assert name not in text, name
+    sources = (DATA / "SOURCES.md").read_text(encoding="utf-8")
+    for key, repo in ds.repos.items():
+        if repo["role"] == "labelled":
+            assert repo["licence"] and key in sources, key
+
+
+def test_every_repository_has_a_profile(ds: data.Dataset) -> None:
+    for key, repo in ds.repos.items():
+        assert key.count("/") == 2, key
+        assert set(repo["languages"]) <= set(ds.languages), key
+        if repo["role"] != "notes":
+            assert repo["manifests"] and repo["extensions"], key
+    for learning in ds.learnings("2000"):
+        assert learning.scope in ("repo", "global")
+        assert (learning.scope == "repo") == bool(learning.repo), learning.id
+        if learning.repo:
+            assert learning.repo in ds.repos, learning.id
