@@ -21,6 +21,14 @@ import setuptools
 from support import ROOT, STUB_CLAUDE, transcripts_dir
 
 MAPPED = {"reflect_jobs._migrations": "alembic", "reflect_jobs._ops": "ops"}
+#: Folders shipped as package data: listed as packages so setuptools does not warn that an
+#: importable folder is missing from ``packages`` (each has its own package-data glob).
+DATA_PACKAGES = {
+    "reflect_jobs._migrations.versions",
+    "reflect_jobs._ops.launchd",
+    "reflect_jobs._ops.systemd",
+    "reflect_jobs.dashboard.static",
+}
 
 
 def _pyproject() -> dict:
@@ -30,22 +38,38 @@ def _pyproject() -> dict:
 def test_every_package_is_listed_and_the_shipped_folders_are_mapped():
     tool = _pyproject()["tool"]["setuptools"]
     found = set(setuptools.find_packages(str(ROOT), include=["reflect_jobs*", "workers*"]))
-    assert set(tool["packages"]) == found | set(MAPPED), "pyproject's package list is stale"
+    expected = found | set(MAPPED) | DATA_PACKAGES
+    assert set(tool["packages"]) == expected, "pyproject's package list is stale"
     assert tool["package-dir"] == MAPPED
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation"]
         + ["--no-index", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
         cwd=out,
     )
     (whl,) = out.glob("reflect_jobs-*.whl")
-    return whl
+    return whl, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built) -> Path:
+    return built[0]
+
+
+def test_the_build_emits_no_warning(built):
+    """A deprecated licence table or an unlisted data folder makes setuptools warn (and a
+    future setuptools fail): the build log must hold no ``Warning``."""
+    warnings = [line for line in built[1].splitlines() if "Warning" in line]
+    assert warnings == []
+    names = set(zipfile.ZipFile(built[0]).namelist())
+    assert any(n.endswith("licenses/LICENSE") for n in names)
 
 
 def test_the_wheel_carries_migrations_and_service_templates(wheel):
