@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import signal
 import sys
 
+from huey.consumer import Consumer
 from huey.consumer_options import ConsumerConfig, OptionParserHandler
+
+from reflect_jobs.config import Settings
 
 HANDLER_MARK = "_reflect_consumer_log"
 
@@ -80,8 +84,36 @@ def main(argv: list[str] | None = None) -> None:
     config = ConsumerConfig(**opts)
     config.validate()
     huey = load_huey(args[0])
-    install_consumer_log(config, logfile, load_settings().log_max_bytes)
-    huey.create_consumer(**config.values).run()
+    settings = load_settings()
+    install_consumer_log(config, logfile, settings.log_max_bytes)
+    consumer = huey.create_consumer(**config.values)
+    consumer.run()
+    hand_back_on_exit(settings, consumer)
+
+
+def hand_back_on_exit(settings: Settings, consumer: Consumer) -> None:
+    """After Huey's consumer returned: hand back whatever this process still holds.
+
+    SIGTERM (``-g TERM``, what the service manager sends) is Huey's graceful stop: the tasks
+    in flight finish first (the service's stop timeout is longer than a model call), so
+    usually nothing is left. SIGINT, or a second SIGTERM, stops at once: the tasks' model
+    children are killed and their jobs handed back, due now — not left ``running`` until a
+    lease expires, and not counted as a crash (:func:`reflect_jobs.stopping.stop_now`).
+
+    Args:
+        settings: The consumer's settings.
+        consumer: Huey's consumer, stopped.
+    """
+    from reflect_jobs import tasks
+    from reflect_jobs.stopping import stop_now
+
+    signum = getattr(consumer, "_signum", None)
+    stop_now(
+        settings,
+        reason=f"stopping on {signal.Signals(signum).name if signum else 'exit'}",
+        busy=lambda: sum(t.is_alive() for _, t in consumer.worker_threads),
+        resend=tasks.HueyDispatcher().schedule,
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,11 @@ returns (``outcome='pending'``). If the worker dies before the answer is applied
 retried write stage finds the pending row and reuses the answer instead of paying again
 (ARCHITECTURE §5, §11). Free outcomes (skips, quarantine, halts) get rows with ``entries=0`` so
 the report shows every run.
+
+A paid call is written down *before* it starts (``outcome='calling'``, one budget entry): a
+call cut short — the consumer stopped, the worker killed — may still have billed, so its row
+is settled as ``interrupted`` (the entry stays charged) by whoever takes the job back. There
+is never a started model call without a cost row.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from reflect_jobs.redaction import redact_structured
@@ -115,7 +120,9 @@ def _answer_row(
     )
 
 
-def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
+def record_attempt(
+    session: Session, job: Job, result: Any, *, started: CostRow | None = None
+) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
     Args:
@@ -124,16 +131,82 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
         job: The job the call was made for.
         result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
             the answer as JSON (``raw_answer``, secret-redacted and :func:`bounded_answer`) are stored.
+        started: The call's :func:`record_started` row, filled in instead of adding one.
 
     Returns:
-        The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
+        The row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
     """
     row = _answer_row(
         result, job_id=job.id, transcript=job.transcript_path, outcome="pending", entries=1
     )
     row.consumed = False
+    if started is None:
+        session.add(row)
+        return row
+    for column in CostRow.__table__.columns:
+        value = getattr(row, column.key)
+        if column.key not in ("id", "at", "day") and value is not None:
+            setattr(started, column.key, value)
+    return started
+
+
+#: The outcome of a paid call's row while the call runs, and of one that never answered.
+CALLING, INTERRUPTED = "calling", "interrupted"
+
+
+def record_started(session: Session, job: Job, *, backend: str, model: str) -> CostRow:
+    """Add the row of a paid call about to start: charged (one entry) until it answers.
+
+    Args:
+        session: An open ledger session; commit it before the call starts.
+        job: The job the call is made for.
+        backend: The writer backend.
+        model: The model asked for.
+
+    Returns:
+        The new row: ``outcome='calling'``, ``entries=1``, ``consumed=False``. The answer
+        fills it (:func:`record_attempt` with ``started=``); a call that never answers is
+        settled by :func:`settle_interrupted`.
+    """
+    now = utcnow()
+    row = CostRow(
+        job_id=job.id,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=job.transcript_path,
+        outcome=CALLING,
+        entries=1,
+        backend=backend[:32],
+        model=model[:64],
+        consumed=False,
+    )
     session.add(row)
     return row
+
+
+def settle_interrupted(session: Session, job_ids: list[str]) -> int:
+    """Mark the jobs' calls that never answered as ``interrupted``: charged, never reused.
+
+    Called by whoever takes a job back (recovery, a stopping consumer's hand-back) and by
+    the write stage when its call is cut short. The entry stays counted: the provider may
+    have billed the call, so the budget treats it as spent.
+
+    Args:
+        session: An open ledger session.
+        job_ids: The jobs whose ``calling`` rows to settle.
+
+    Returns:
+        How many rows were settled.
+    """
+    if not job_ids:
+        return 0
+    result = session.execute(
+        update(CostRow)
+        .where(CostRow.job_id.in_(job_ids), CostRow.outcome == CALLING)
+        .values(outcome=INTERRUPTED, consumed=True)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount or 0
 
 
 def record_jobless_attempt(session: Session, result: Any, *, outcome: str, label: str) -> CostRow:

@@ -10,6 +10,7 @@ only applies it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -129,12 +130,11 @@ def run_write(rt: Runtime, job_id: str) -> None:
             reservation = booked
             try:
                 result, missing = _call_model(rt, job_id, backend_name, ticket)
-            except BaseException:  # nothing was paid (the slice did not read): give it back
-                if reservation is not None:
-                    rt.caps.refund(reservation)
+            except BaseException:  # a stop (ChildCancelled) or an error around the call
+                _call_cut_short(rt, ticket, reservation)
                 raise
             if result is not None:
-                ticket.cost_row_id = _record_answer(rt, job_id, result)
+                ticket.cost_row_id = _record_answer(rt, job_id, result, ticket.cost_row_id)
         finally:
             if slot is not None:
                 slot.release()  # the answer and its telemetry are recorded: next caller
@@ -292,6 +292,8 @@ def _call_model(
             model=ticket.model or s.model,
             prompt_chars=len(prompt),
         )
+        if backend_name != "heuristic":  # written down before it starts: it may bill
+            ticket.cost_row_id = _record_started(rt, job_id, backend_name, ticket.model or s.model)
         # Redact before anything records or parses it: a secret the model echoes must not
         # reach the ledger, a note, its file name or a later prompt (ARCHITECTURE §5).
         return backend.call(prompt).redacted(), None
@@ -299,13 +301,40 @@ def _call_model(
         return None, str(exc)
 
 
-def _record_answer(rt: Runtime, job_id: str, result: ModelResult) -> int:
-    """Record before parse: the answer, its cost and its quota telemetry are durable before
-    anything can fail on them; a crash from here on never pays twice."""
+def _record_started(rt: Runtime, job_id: str, backend: str, model: str) -> int:
+    """The paid call's cost row, committed before the call starts (``calling``, charged)."""
     with session_scope(rt.db) as session:
         job = session.get(Job, job_id)
         assert job is not None
-        row = costs.record_attempt(session, job, result)
+        row = costs.record_started(session, job, backend=backend, model=model)
+        session.flush()
+        return row.id
+
+
+def _call_cut_short(rt: Runtime, ticket: WriteTicket, reservation: Any) -> None:
+    """The call raised. Not started: give the budget unit back. Started: it may have
+    billed, so its row is settled ``interrupted`` and the unit stays spent (if the process
+    dies first, whoever takes the job back settles the row)."""
+    if ticket.cost_row_id is None:
+        if reservation is not None:
+            rt.caps.refund(reservation)
+        return
+    with contextlib.suppress(Exception), session_scope(rt.db) as session:
+        row = session.get(costs.CostRow, ticket.cost_row_id)
+        if row is not None and row.job_id:
+            costs.settle_interrupted(session, [row.job_id])
+
+
+def _record_answer(rt: Runtime, job_id: str, result: ModelResult, started: int | None) -> int:
+    """Record before parse: the answer, its cost and its quota telemetry are durable before
+    anything can fail on them; a crash from here on never pays twice. ``started`` is the
+    call's ``calling`` row, filled in."""
+    with session_scope(rt.db) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        row = costs.record_attempt(
+            session, job, result, started=session.get(costs.CostRow, started) if started else None
+        )
         job.attempts += 1
         session.flush()
         snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
