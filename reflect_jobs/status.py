@@ -13,14 +13,55 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from .config import Settings
 from .ledger import control, costs, proposals
 from .ledger.db import session_scope
-from .ledger.models import CostRow, Job, SessionCheckpoint, utcnow
+from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
 
 HEARTBEAT_STALE = timedelta(minutes=5)
+#: Writes held back (caps, quota gate, write lease) longer than this raise a warning.
+DEFERRED_WARN = timedelta(hours=1)
+
+
+def held_writes(session: Session, now: datetime) -> tuple[int, datetime | None, str]:
+    """Write-stage jobs deferred for longer than :data:`DEFERRED_WARN`, and why.
+
+    A deferred write is claimed again when its time comes and deferred again while its
+    gate stays shut, so the job's current state says nothing about how long it has waited:
+    its events do. It has been held since the first event of its last unbroken run of
+    claims and deferrals at the write stage. Before, ``REFLECT_DRAIN_MAX=0`` deferred every
+    write for ever and nothing said so.
+
+    Args:
+        session: An open ledger session.
+        now: The current time.
+
+    Returns:
+        ``(jobs held longer than DEFERRED_WARN, since when the oldest is held, the last
+        reason it was deferred)``; ``(0, None, "")`` when none is.
+    """
+    ids = session.scalars(select(Job.id).where(Job.stage == "write", Job.state == "deferred")).all()
+    held: list[tuple[datetime, str]] = []
+    for job_id in ids:
+        events = session.scalars(
+            select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id.desc())
+        ).all()
+        since, reason = None, ""
+        for event in events:
+            if event.to_stage != "write" or event.to_state not in ("deferred", "running"):
+                break
+            since = event.at
+            if not reason and event.to_state == "deferred":
+                reason = event.detail or ""
+        if since is not None and now - since > DEFERRED_WARN:
+            held.append((since, reason))
+    if not held:
+        return 0, None, ""
+    since, reason = min(held)
+    return len(held), since, reason
 
 
 def collect_status(settings: Settings) -> dict[str, Any]:
@@ -29,8 +70,9 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     Warnings are raised for a halted write stage; jobs waiting longer than
     ``stall_warn_sec`` with no success in that time; waiting jobs with no worker heartbeat
     in :data:`HEARTBEAT_STALE` (naming the cause when captures wait in the queue or the
-    spool and no worker is running); today's budget spent with zero successes; and jobs poisoned
-    in the last 24 hours.
+    spool and no worker is running); today's budget spent with zero successes; writes deferred
+    for more than an hour (:func:`held_writes`: a cap, the quota gate or a setting holding
+    every paid call back); and jobs poisoned in the last 24 hours.
 
     Args:
         settings: The settings (ledger, queue, caps and quota-gate configuration).
@@ -39,7 +81,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         ``counts`` (jobs per state, every state present), ``budget`` (``day``, ``used`` —
         the larger of the caps' and the ledger's count — and ``limit``), ``run_window``
         (``used``, ``limit``, ``resets_at``; ``limit`` and ``resets_at`` are ``None`` when
-        ``REFLECT_DRAIN_DEBOUNCE_SEC`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
+        ``REFLECT_DRAIN_DEBOUNCE_SEC`` or ``REFLECT_DRAIN_MAX`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``proposals``
         (``pending``: retirements held back by the daily retire cap), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
@@ -93,6 +135,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
                 SessionCheckpoint.idle_due_at.is_not(None)
             )
         ).one()
+        held_count, held_since, held_reason = held_writes(session, now)
         poisoned_day = (
             session.scalar(
                 select(func.count())
@@ -140,6 +183,11 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     if used >= settings.daily_max and today_ok == 0:
         warnings.append(
             f"today's budget ({settings.daily_max}) was spent with zero successes (drain_budget_all_failures)"
+        )
+    if held_count:
+        warnings.append(
+            f"{held_count} write(s) deferred for more than an hour (the oldest since "
+            f"{held_since:%Y-%m-%d %H:%M} UTC; last reason: {held_reason or 'unknown'})"
         )
     if poisoned_day:
         warnings.append(

@@ -27,7 +27,7 @@ from huey.exceptions import TaskLockedException
 from .config import load_settings
 from .faults import failpoint
 from .index import maintenance
-from .ledger import control, learnings
+from .ledger import control, costs, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
 from .limits import Caps
@@ -45,7 +45,7 @@ from .warm import supervisor
 from .write_lease import make_write_lease
 
 settings = load_settings()
-huey = make_huey(settings)
+huey = make_huey(settings, repair=True)  # a garbled queue file is moved aside, not fatal
 log = structlog.get_logger("reflect_jobs.tasks")
 
 REINDEX_PENDING = "kb:reindex-pending"
@@ -143,12 +143,42 @@ def runtime() -> Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
+    _after_queue_repair(caps)
     return Runtime(
         settings=settings,
         dispatcher=HueyDispatcher(),
         caps=caps,
         write_lease=make_write_lease(settings, huey.storage),
     )
+
+
+def _after_queue_repair(caps: Caps) -> None:
+    """A garbled queue file was moved aside at start (``queue.make_huey``): say so in the
+    errors ledger (``status``/``errors``/``doctor`` show it), put back the caps' counters
+    from the ledger's cost rows (they lived in the lost file, and an empty counter would
+    let today's budget be spent twice), and ask for a reindex (a lost request is served).
+    Recovery then re-sends every due job and spooled capture: nothing is lost."""
+    from . import queue
+
+    while queue.REPAIRS:
+        kept, why = queue.REPAIRS.pop(0)
+        try:
+            with session_scope(settings.db_url) as session:
+                control.record_error(
+                    session,
+                    kind="queue_rebuilt",
+                    severity="warn",
+                    message=f"queue file unusable ({why}); moved aside to {kept} and "
+                    "rebuilt empty: due jobs and spooled captures are re-sent from the "
+                    "ledger and the spool",
+                    context={"kept": kept},
+                )
+                day_used, window_used = costs.spent_now(session, caps.window_sec)
+            caps.seed(day_used, window_used)
+        except Exception as exc:  # noqa: BLE001 - the ledger may be down too; go on
+            log.warning("queue rebuilt; not recorded", kept=kept, error=str(exc)[:200])
+        huey.storage.put_if_empty(REINDEX_PENDING, b"1")
+        log.warning("queue rebuilt", kept=kept, why=why)
 
 
 @huey.task()

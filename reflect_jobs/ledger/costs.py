@@ -318,6 +318,30 @@ def budget_used(session: Session, day: str) -> int:
     return int(sum(rows))
 
 
+def spent_now(session: Session, window_sec: int, now: datetime | None = None) -> tuple[int, int]:
+    """Budget entries spent today (UTC) and in the current run window, from the cost rows.
+
+    What the caps' counters would hold had they not been lost (a queue file rebuilt):
+    :meth:`reflect_jobs.limits.Caps.seed` puts them back from this.
+
+    Args:
+        session: An open ledger session.
+        window_sec: The run window's length (0: no run window; its count is 0).
+        now: The current time (default now).
+
+    Returns:
+        ``(entries today, entries in the current epoch-aligned run window)``.
+    """
+    now = now or utcnow()
+    day = budget_used(session, now.strftime("%Y-%m-%d"))
+    if window_sec <= 0:
+        return day, 0
+    start = int(now.timestamp() // window_sec) * window_sec
+    since = datetime.fromtimestamp(start, now.tzinfo)
+    rows = session.scalars(select(CostRow.entries).where(CostRow.at >= since)).all()
+    return day, int(sum(rows))
+
+
 def _bucket(**extra: Any) -> dict[str, Any]:
     return {
         "runs": 0,
