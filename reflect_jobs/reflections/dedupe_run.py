@@ -37,6 +37,7 @@ import structlog
 from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from reflect_jobs.children import ChildCancelled
 from reflect_jobs.config import Settings
 from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.db import session_scope
@@ -319,6 +320,15 @@ def _ask(
             caps.refund(unit)
             log.warning("dedupe backend missing", repo=key, error=str(exc))
             return DedupeReport(key, "failed", f"backend missing: {exc}", offered=len(offered))
+        except ChildCancelled:  # the consumer is stopping: the call started and may have
+            with contextlib.suppress(Exception):  # billed, so it is written down and its
+                _record(  # unit stays spent (ARCHITECTURE §5: no unaccounted call)
+                    settings,
+                    ModelResult(backend_name, settings.model, "", "", "", None, False),
+                    costs.INTERRUPTED,
+                    key,
+                )
+            raise
         except BaseException:
             caps.refund(unit)  # nothing came back, so nothing was recorded as paid
             raise
