@@ -1,4 +1,4 @@
-"""``drain`` stops on SIGINT and SIGTERM and hands its job back (``drain.py``, ``stopping.py``).
+"""``drain`` (and ``worker``) stop on SIGINT/SIGTERM and hand their job back (``stopping.py``).
 
 Huey's consumer installs its signal handlers in ``start()`` but only ``Consumer.run()``'s
 loop reads what they record; drain runs its own loop, so both signals were ignored and only
@@ -151,3 +151,32 @@ def test_an_answer_recorded_before_the_stop_is_reused_not_paid_again(env, tmp_pa
     assert (shown["state"], shown["outcome"]) == ("done", "ok")
     assert len(_calls(env)) == 1, "the recorded answer was reused"
     assert [(c["outcome"], c["entries"]) for c in shown["costs"]] == [("ok", 1)]
+
+
+@pytest.mark.parametrize("signals", [("SIGINT",), ("SIGTERM", "SIGTERM")])
+def test_a_worker_stopped_at_once_hands_its_job_back(env, tmp_path, signals):
+    """``worker``: SIGINT, or a second SIGTERM during the graceful stop, ends the call now;
+    the job is handed back before the process exits (was: ``running`` until its lease)."""
+    t = write_claude_transcript(tmp_path / "w.jsonl", ["No, never retry without a backoff."])
+    _sleep_then_ok(env, tmp_path, 1)
+    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    worker = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        stub = wait_for(lambda: [c["pid"] for c in _calls(env)], timeout=90, what="the call")[0]
+        for name in signals:
+            worker.send_signal(getattr(signal, name))
+            time.sleep(0.3)  # let Huey's handler see each signal apart
+        assert worker.wait(30) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    wait_for(lambda: _gone(stub), timeout=20, what="the in-flight model child killed")
+    shown = admin.job_detail(env.settings().db_url, job_id)
+    assert (shown["state"], shown["recoveries"]) == ("queued", 0)
+    assert [(c["outcome"], c["entries"]) for c in shown["costs"]] == [("interrupted", 1)]
