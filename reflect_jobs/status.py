@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from .config import Settings
 from .ledger import control, costs, proposals
@@ -33,7 +33,7 @@ def held_writes(session: Session, now: datetime) -> tuple[int, datetime | None, 
     gate stays shut, so the job's current state says nothing about how long it has waited:
     its events do. It has been held since the first event of its last unbroken run of
     claims and deferrals at the write stage. Before, ``REFLECT_DRAIN_MAX=0`` deferred every
-    write for ever and nothing said so.
+    write for ever and nothing said so. One query (``status --line`` runs in shell prompts).
 
     Args:
         session: An open ledger session.
@@ -43,25 +43,40 @@ def held_writes(session: Session, now: datetime) -> tuple[int, datetime | None, 
         ``(jobs held longer than DEFERRED_WARN, since when the oldest is held, the last
         reason it was deferred)``; ``(0, None, "")`` when none is.
     """
-    ids = session.scalars(select(Job.id).where(Job.stage == "write", Job.state == "deferred")).all()
-    held: list[tuple[datetime, str]] = []
-    for job_id in ids:
-        events = session.scalars(
-            select(JobEvent).where(JobEvent.job_id == job_id).order_by(JobEvent.id.desc())
-        ).all()
-        since, reason = None, ""
-        for event in events:
-            if event.to_stage != "write" or event.to_state not in ("deferred", "running"):
-                break
-            since = event.at
-            if not reason and event.to_state == "deferred":
-                reason = event.detail or ""
-        if since is not None and now - since > DEFERRED_WARN:
-            held.append((since, reason))
+    held_run = (JobEvent.to_stage == "write") & JobEvent.to_state.in_(("deferred", "running"))
+    before = aliased(JobEvent)
+    last_break = (
+        select(func.coalesce(func.max(before.id), 0))
+        .where(
+            before.job_id == JobEvent.job_id,
+            ~((before.to_stage == "write") & before.to_state.in_(("deferred", "running"))),
+        )
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(JobEvent.job_id, func.min(JobEvent.at))
+        .join(Job, Job.id == JobEvent.job_id)
+        .where(Job.stage == "write", Job.state == "deferred", held_run, JobEvent.id > last_break)
+        .group_by(JobEvent.job_id)
+    ).all()
+    held = [
+        (_aware(since), job_id) for job_id, since in rows if now - _aware(since) > DEFERRED_WARN
+    ]
     if not held:
         return 0, None, ""
-    since, reason = min(held)
-    return len(held), since, reason
+    since, job_id = min(held)
+    reason = session.scalar(
+        select(JobEvent.detail)
+        .where(JobEvent.job_id == job_id, JobEvent.to_state == "deferred")
+        .order_by(JobEvent.id.desc())
+        .limit(1)
+    )
+    return len(held), since, reason or ""
+
+
+def _aware(when: datetime) -> datetime:
+    """SQLite hands aggregates back naive (in UTC)."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def collect_status(settings: Settings) -> dict[str, Any]:

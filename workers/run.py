@@ -90,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     install_consumer_log(config, logfile, settings.log_max_bytes)
     wait_for_usable_ledger(settings)
     consumer = huey.create_consumer(**config.values)
-    consumer.run()
-    hand_back_on_exit(settings, consumer)
+    try:
+        consumer.run()
+    finally:
+        hand_back_on_exit(settings, consumer)
 
 
 #: The first and the longest wait between two looks at a damaged ledger.

@@ -399,9 +399,22 @@ def hand_back(
     ).all()
     out = []
     for job in held:
-        session.refresh(job)
-        if job.state != "running" or job.owner_pid != owner.pid:
+        # Compare-and-set, as recovery does: one of our threads may move it meanwhile.
+        still = session.execute(
+            update(Job)
+            .where(
+                Job.id == job.id,
+                Job.state == "running",
+                Job.owner_host == owner.host,
+                Job.owner_pid == owner.pid,
+                Job.owner_start == owner.start,
+            )
+            .values(updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if still.rowcount != 1:
             continue
+        session.refresh(job)
         costs.settle_interrupted(session, [job.id])
         transition(
             session,

@@ -24,7 +24,7 @@ from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import claim, transition
 from reflect_jobs.ledger.models import Job, utcnow
-from reflect_jobs.limits import Deferral
+from reflect_jobs.limits import Deferral, Reservation
 from reflect_jobs.writer.actions import (
     ActionPlan,
     UnparseableOutput,
@@ -311,7 +311,7 @@ def _record_started(rt: Runtime, job_id: str, backend: str, model: str) -> int:
         return row.id
 
 
-def _call_cut_short(rt: Runtime, ticket: WriteTicket, reservation: Any) -> None:
+def _call_cut_short(rt: Runtime, ticket: WriteTicket, reservation: Reservation | None) -> None:
     """The call raised. Not started: give the budget unit back. Started: it may have
     billed, so its row is settled ``interrupted`` and the unit stays spent (if the process
     dies first, whoever takes the job back settles the row)."""
