@@ -8,8 +8,11 @@ be started, exits with another status, is killed by a signal, or runs longer tha
 ``REFLECT_BOUNDARY_TIMEOUT_SEC`` (default 5 s) — counts as restricted: the boundary fails
 closed, because a session wrongly let through cannot be unread.
 
-The command runs in its own process group, and on a timeout the whole group is killed, so a
-wrapper script that started children cannot leave them behind holding the transcript open.
+The command runs under :func:`reflect_jobs.children.run`, like the model CLIs: its own
+process group, killed whole on a timeout (a wrapper script that started children cannot
+leave them behind holding the transcript open), tied to its worker, and killed when the
+consumer stops — then the check raises ``ChildCancelled`` instead of answering, so a stop
+never reads as "restricted" and the job is simply handed back.
 
 ``cwd`` is decided without reading the transcript: the ledger's job row keeps the harness, the
 session id and the transcript path but not the hook payload's working directory, so ``cwd`` is
@@ -19,13 +22,12 @@ directory may read the transcript it is given (it is the user's command, not our
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
-import signal
-import subprocess
 from dataclasses import dataclass
+
+from reflect_jobs import children
 
 #: The outcome of a job whose session the boundary command restricted (free, terminal).
 RESTRICTED_OUTCOME = "skip_restricted"
@@ -69,14 +71,6 @@ def request(
     }
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the command's whole process group (it was started as a session leader)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL is not ignorable
-        proc.wait(timeout=5)
-
-
 #: Our own secrets the boundary command has no use for (the writer's API key).
 _WITHHELD = ("REFLECT_OPENAI_API_KEY",)
 
@@ -113,6 +107,9 @@ def check(command: str, payload: dict[str, str], *, timeout_sec: float = 5.0) ->
         ``Verdict(True, "exit 0")`` only for a command that exited 0 in time; otherwise a
         restricted verdict whose reason says why (``exit 1``, ``exit 3``, ``timeout``,
         ``not runnable``, ``killed by signal 9``, ``empty command``).
+
+    Raises:
+        ChildCancelled: The consumer is stopping and killed the command mid-check.
     """
     try:
         argv = shlex.split(command)
@@ -120,33 +117,19 @@ def check(command: str, payload: dict[str, str], *, timeout_sec: float = 5.0) ->
         return Verdict(False, "unparsable command")
     if not argv:
         return Verdict(False, "empty command")
-    data = json.dumps(payload).encode()
     try:
-        proc = subprocess.Popen(
+        done = children.run(
             argv,
+            input=json.dumps(payload).encode(),
+            timeout=timeout_sec,
             env=command_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
+            capture=False,
         )
     except OSError as exc:
         return Verdict(False, f"not runnable ({type(exc).__name__})")
-    try:
-        proc.communicate(data, timeout=timeout_sec)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    if done.timed_out:
         return Verdict(False, f"timeout after {timeout_sec:g}s")
-    except OSError:
-        # A command that exits without reading stdin (a broken pipe on the write) still has
-        # an exit status worth reading; a bounded wait keeps the timeout's promise.
-        try:
-            proc.wait(timeout=timeout_sec)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            return Verdict(False, f"timeout after {timeout_sec:g}s")
-    code = proc.returncode
+    code = done.returncode
     if code == 0:
         return Verdict(True, "exit 0")
     if code is not None and code < 0:

@@ -121,15 +121,30 @@ def check_ledger(s: Settings) -> dict[str, Any]:
 def check_queue(s: Settings) -> dict[str, Any]:
     """The queue (SQLite file or Redis) answers; the detail says how many messages wait.
 
+    A SQLite queue file that is not a usable database fails with the fix (a consumer start
+    rebuilds it); one rebuilt before says so, naming the damaged copy that was kept.
+
     Args:
         s: The settings (``queue_url``).
 
     Returns:
         A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
     """
-    try:
-        from .queue import make_huey
+    from .queue import GARBLED, make_huey
+    from .sqlitefile import damage as sqlite_damage
 
+    path = None if s.queue_is_redis else Path(s.queue_url[len("sqlite:///") :])
+    damage = sqlite_damage(path) if path is not None else None
+    if damage is not None:
+        return _check(
+            "queue",
+            False,
+            f"{path} is unusable ({damage})",
+            "the next `reflect-jobs worker` or `drain` moves it aside and starts an empty "
+            "queue (the ledger and the spool keep every job and capture): run "
+            "`reflect-jobs drain --until-idle` now, or restart the service",
+        )
+    try:
         huey = make_huey(s)
         pending = huey.pending_count()
     except Exception as exc:  # noqa: BLE001
@@ -139,7 +154,16 @@ def check_queue(s: Settings) -> dict[str, Any]:
             f"{s.redacted_urls()['queue']}: {type(exc).__name__}: {exc}",
             "check REFLECT_QUEUE_URL (and that Redis is running for redis:// URLs)",
         )
-    return _check("queue", True, f"{s.redacted_urls()['queue']}: {pending} message(s) pending")
+    detail = f"{s.redacted_urls()['queue']}: {pending} message(s) pending"
+    kept = sorted(path.parent.glob(f"{path.name}.{GARBLED}-*")) if path is not None else []
+    kept = [k for k in kept if not k.name.endswith(("-wal", "-shm"))]
+    if kept:
+        detail += (
+            f"; rebuilt {len(kept)} time(s) after the file was garbled (nothing was lost: "
+            f"the ledger and the spool are the truth), the last damaged copy kept as "
+            f"{kept[-1]} — delete it once you no longer need it"
+        )
+    return _check("queue", True, detail)
 
 
 def probe_writable(directory: Path) -> None:

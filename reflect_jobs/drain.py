@@ -132,8 +132,8 @@ def run_drain(
         workers: Consumer worker threads.
 
     SIGINT or SIGTERM stops it within a poll: the consumer stops without waiting for the
-    tasks in flight, their model children are killed, and the jobs they held are left to
-    recovery (their leases expire), as with a stopped ``worker``.
+    tasks in flight, their model children are killed, and the jobs they held are handed
+    back, due at once (:func:`reflect_jobs.stopping.stop_now`).
 
     Returns:
         ``{"seconds": elapsed, "counts": {state: jobs}}``, the counts over the whole ledger
@@ -192,13 +192,20 @@ def run_drain(
             consumer.stop(graceful=True)
         else:
             # Stopped by a person or the service manager: do not wait for the task in flight
-            # (a model call can take minutes). Its model child is killed now; its job keeps
-            # its lease, and recovery re-queues it when the lease expires, like a killed
-            # worker's. Worker threads are daemons: they end with this process.
+            # (a model call can take minutes). Its model child is killed now and its job is
+            # handed back, due at once for the next drain or worker — not a crash, and no
+            # lease to wait out. Worker threads are daemons: they end with this process.
             consumer.stop(graceful=False)
-            from .writer.backends import kill_live_children
+            from .ledger.jobs import resume_claiming
+            from .stopping import stop_now
 
-            kill_live_children()
+            stop_now(
+                settings,
+                reason=f"stopping on {stop.name}",
+                busy=lambda: inflight.n,
+                resend=tasks.HueyDispatcher().schedule,
+            )
+            resume_claiming()  # an in-process caller of run_drain goes on claiming later
         stop.restore()
         huey.disconnect_signal(inflight)
     with session_scope(settings.db_url) as session:

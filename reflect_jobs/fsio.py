@@ -1,4 +1,5 @@
-"""Crash-safe file replacement: the one ``atomic_write`` of the package.
+"""Crash-safe file replacement (the one ``atomic_write``) and the one safe open for reading
+files a session or a hook named (:func:`open_regular`).
 
 A note "counts as written only when it exists and parses" (SPEC-drain §10 B12), a slice holds
 user dialogue, and a hook settings file belongs to the user: in every case a torn write must
@@ -16,9 +17,12 @@ use it; none of them should pull in more to write a file).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from reflect_jobs.faults import failpoint
 
@@ -94,3 +98,40 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+class NotRegularFile(OSError):
+    """A path we were about to read is a FIFO, a device, a socket or a directory."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for binary reading only if it is a regular file; never block.
+
+    ``open()`` on a FIFO waits for a writer for ever: a transcript path that named one hung
+    prepare (and every later job of the worker thread). The file is opened non-blocking
+    (which returns at once for a FIFO), checked with ``fstat`` on the descriptor itself —
+    so a file swapped for a FIFO between a ``stat`` and the open is caught too — and only a
+    regular file is handed back, switched to blocking reads.
+
+    Args:
+        path: The file (a symlink to a regular file is followed).
+
+    Returns:
+        The open file object (close it; use it in a ``with`` block).
+
+    Raises:
+        NotRegularFile: The path is not a regular file.
+        OSError: It cannot be opened (missing, no permission…).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise NotRegularFile(errno.EINVAL, f"{kind} (refused: a read could block)", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -125,7 +125,9 @@ class Caps:
             consumer that shares it counts against one budget.
         daily_max: Units allowed per UTC day (``REFLECT_DRAIN_DAILY_MAX``); 0 refuses every
             reservation.
-        run_max: Units allowed per run window (``REFLECT_DRAIN_MAX``).
+        run_max: Units allowed per run window (``REFLECT_DRAIN_MAX``). 0 means no
+            per-window cap, as the README says (before, it refused every reservation: every
+            write was deferred for ever without a word).
         window_sec: Run-window length in seconds (``REFLECT_DRAIN_DEBOUNCE_SEC``). 0 means
             no per-window cap (the original's launchd job ran with 0): only the daily cap
             is counted.
@@ -147,7 +149,7 @@ class Caps:
         self.storage = storage
         self.daily_max = daily_max
         self.run_max = run_max
-        self.window_sec = window_sec
+        self.window_sec = window_sec if run_max > 0 else 0  # no run window: no run cap
         self.daily_prefix = daily_prefix
 
     def reserve(self, now: float | None = None) -> Reservation | Deferral:
@@ -178,6 +180,23 @@ class Caps:
                 window_end(now, self.window_sec),
             )
         return Reservation(dkey, rkey)
+
+    def seed(self, daily_used: int, run_used: int, now: float | None = None) -> None:
+        """Raise the current counters to what the ledger says was spent (never lower them).
+
+        The counters live in the queue's storage; a queue file that was garbled and rebuilt
+        loses them, and an empty counter would let the day's budget be spent again.
+
+        Args:
+            daily_used: Entries spent today (``ledger.costs.spent_now``).
+            run_used: Entries spent in the current run window.
+            now: Unix time in seconds; ``None`` means ``time.time()``.
+        """
+        now = time.time() if now is None else now
+        dkey, rkey = daily_key(now, self.daily_prefix), run_key(now, self.window_sec)
+        for key, used in ((dkey, daily_used), (rkey, run_used)):
+            if key and used > (have := self.storage.incr(key, 0)):
+                self.storage.incr(key, used - have)
 
     def refund(self, reservation: Reservation) -> None:
         """Give the unit back: the attempt was free (halt, quarantine, dry run…).

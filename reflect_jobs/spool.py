@@ -194,14 +194,19 @@ def read_entry(home: str, entry_id: str) -> dict | None:
         gone (another consumer recorded it meanwhile).
 
     Raises:
-        ValueError: The file is not a well-formed entry (not JSON, a field missing or of
-            the wrong type, an id that does not match its name).
+        ValueError: The file is not a well-formed entry (not a regular file — a FIFO
+            would block recovery — not JSON, a field missing or of the wrong type, an id
+            that does not match its name).
     """
+    from reflect_jobs.fsio import NotRegularFile, open_regular  # worker side: not the hook's
+
     try:
-        with open(entry_path(home, entry_id), "rb") as fh:
+        with open_regular(entry_path(home, entry_id)) as fh:
             raw = fh.read(1 << 16)
     except FileNotFoundError:
         return None
+    except NotRegularFile:
+        raise ValueError(f"spool entry {entry_id} is not a regular file") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -275,6 +280,8 @@ def adopt_stale_temps(home: str, *, min_age_sec: float = 60.0, now: float | None
     Returns:
         How many entries were adopted.
     """
+    from reflect_jobs.fsio import open_regular  # worker side: not the hook's
+
     directory = spool_dir(home)
     try:
         names = [n for n in os.listdir(directory) if n.startswith(_TMP_PREFIX)]
@@ -288,7 +295,7 @@ def adopt_stale_temps(home: str, *, min_age_sec: float = 60.0, now: float | None
         try:
             if not valid_id(entry_id) or os.stat(tmp).st_mtime > cutoff:
                 continue
-            with open(tmp, "rb") as fh:
+            with open_regular(tmp) as fh:  # a FIFO never blocks recovery
                 data = json.loads(fh.read(1 << 16).decode("utf-8"))
             whole = isinstance(data, dict) and all(isinstance(data.get(k), str) for k in FIELDS)
         except FileNotFoundError:

@@ -13,14 +13,70 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session, aliased
 
 from .config import Settings
 from .ledger import control, costs, proposals
 from .ledger.db import session_scope
-from .ledger.models import CostRow, Job, SessionCheckpoint, utcnow
+from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
 
 HEARTBEAT_STALE = timedelta(minutes=5)
+#: Writes held back (caps, quota gate, write lease) longer than this raise a warning.
+DEFERRED_WARN = timedelta(hours=1)
+
+
+def held_writes(session: Session, now: datetime) -> tuple[int, datetime | None, str]:
+    """Write-stage jobs deferred for longer than :data:`DEFERRED_WARN`, and why.
+
+    A deferred write is claimed again when its time comes and deferred again while its
+    gate stays shut, so the job's current state says nothing about how long it has waited:
+    its events do. It has been held since the first event of its last unbroken run of
+    claims and deferrals at the write stage. Before, ``REFLECT_DRAIN_MAX=0`` deferred every
+    write for ever and nothing said so. One query (``status --line`` runs in shell prompts).
+
+    Args:
+        session: An open ledger session.
+        now: The current time.
+
+    Returns:
+        ``(jobs held longer than DEFERRED_WARN, since when the oldest is held, the last
+        reason it was deferred)``; ``(0, None, "")`` when none is.
+    """
+    held_run = (JobEvent.to_stage == "write") & JobEvent.to_state.in_(("deferred", "running"))
+    before = aliased(JobEvent)
+    last_break = (
+        select(func.coalesce(func.max(before.id), 0))
+        .where(
+            before.job_id == JobEvent.job_id,
+            ~((before.to_stage == "write") & before.to_state.in_(("deferred", "running"))),
+        )
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(JobEvent.job_id, func.min(JobEvent.at))
+        .join(Job, Job.id == JobEvent.job_id)
+        .where(Job.stage == "write", Job.state == "deferred", held_run, JobEvent.id > last_break)
+        .group_by(JobEvent.job_id)
+    ).all()
+    held = [
+        (_aware(since), job_id) for job_id, since in rows if now - _aware(since) > DEFERRED_WARN
+    ]
+    if not held:
+        return 0, None, ""
+    since, job_id = min(held)
+    reason = session.scalar(
+        select(JobEvent.detail)
+        .where(JobEvent.job_id == job_id, JobEvent.to_state == "deferred")
+        .order_by(JobEvent.id.desc())
+        .limit(1)
+    )
+    return len(held), since, reason or ""
+
+
+def _aware(when: datetime) -> datetime:
+    """SQLite hands aggregates back naive (in UTC)."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def collect_status(settings: Settings) -> dict[str, Any]:
@@ -29,8 +85,9 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     Warnings are raised for a halted write stage; jobs waiting longer than
     ``stall_warn_sec`` with no success in that time; waiting jobs with no worker heartbeat
     in :data:`HEARTBEAT_STALE` (naming the cause when captures wait in the queue or the
-    spool and no worker is running); today's budget spent with zero successes; and jobs poisoned
-    in the last 24 hours.
+    spool and no worker is running); today's budget spent with zero successes; writes deferred
+    for more than an hour (:func:`held_writes`: a cap, the quota gate or a setting holding
+    every paid call back); and jobs poisoned in the last 24 hours.
 
     Args:
         settings: The settings (ledger, queue, caps and quota-gate configuration).
@@ -39,7 +96,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         ``counts`` (jobs per state, every state present), ``budget`` (``day``, ``used`` —
         the larger of the caps' and the ledger's count — and ``limit``), ``run_window``
         (``used``, ``limit``, ``resets_at``; ``limit`` and ``resets_at`` are ``None`` when
-        ``REFLECT_DRAIN_DEBOUNCE_SEC`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
+        ``REFLECT_DRAIN_DEBOUNCE_SEC`` or ``REFLECT_DRAIN_MAX`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``proposals``
         (``pending``: retirements held back by the daily retire cap), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
@@ -93,6 +150,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
                 SessionCheckpoint.idle_due_at.is_not(None)
             )
         ).one()
+        held_count, held_since, held_reason = held_writes(session, now)
         poisoned_day = (
             session.scalar(
                 select(func.count())
@@ -140,6 +198,11 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     if used >= settings.daily_max and today_ok == 0:
         warnings.append(
             f"today's budget ({settings.daily_max}) was spent with zero successes (drain_budget_all_failures)"
+        )
+    if held_count:
+        warnings.append(
+            f"{held_count} write(s) deferred for more than an hour (the oldest since "
+            f"{held_since:%Y-%m-%d %H:%M} UTC; last reason: {held_reason or 'unknown'})"
         )
     if poisoned_day:
         warnings.append(

@@ -12,7 +12,7 @@ lock (a Redis key with the Redis queue, so it holds across machines).
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -24,9 +24,10 @@ from . import kb_jobs
 from .config import load_settings
 from .index import maintenance
 from .kb_jobs import REINDEX_PENDING, REINDEX_RUNNING
-from .ledger import control, learnings
+from .ledger import control, costs, learnings
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
+from .ledger.models import utcnow
 from .limits import Caps
 from .logging import configure_logging
 from .perms import fix_tree, private_dir
@@ -42,7 +43,7 @@ from .warm import supervisor
 from .write_lease import make_write_lease
 
 settings = load_settings()
-huey = make_huey(settings)
+huey = make_huey(settings, repair=True)  # a garbled queue file is moved aside, not fatal
 log = structlog.get_logger("reflect_jobs.tasks")
 
 
@@ -109,12 +110,42 @@ def runtime() -> Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
+    _after_queue_repair(caps)
     return Runtime(
         settings=settings,
         dispatcher=HueyDispatcher(),
         caps=caps,
         write_lease=make_write_lease(settings, huey.storage),
     )
+
+
+def _after_queue_repair(caps: Caps) -> None:
+    """A garbled queue file was moved aside at start (``queue.make_huey``): say so in the
+    errors ledger (``status``/``errors``/``doctor`` show it), put back the caps' counters
+    from the ledger's cost rows (they lived in the lost file, and an empty counter would
+    let today's budget be spent twice), and ask for a reindex (a lost request is served).
+    Recovery then re-sends every due job and spooled capture: nothing is lost."""
+    from . import queue
+
+    while queue.REPAIRS:
+        kept, why = queue.REPAIRS.pop(0)
+        try:
+            with session_scope(settings.db_url) as session:
+                control.record_error(
+                    session,
+                    kind="queue_rebuilt",
+                    severity="warn",
+                    message=f"queue file unusable ({why}); moved aside to {kept} and "
+                    "rebuilt empty: due jobs and spooled captures are re-sent from the "
+                    "ledger and the spool",
+                    context={"kept": kept},
+                )
+                day_used, window_used = costs.spent_now(session, caps.window_sec)
+            caps.seed(day_used, window_used)
+        except Exception as exc:  # noqa: BLE001 - the ledger may be down too; go on
+            log.warning("queue rebuilt; not recorded", kept=kept, error=str(exc)[:200])
+        huey.storage.put_if_empty(REINDEX_PENDING, b"1")
+        log.warning("queue rebuilt", kept=kept, why=why)
 
 
 @huey.task()
@@ -325,6 +356,10 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)
         control.prune_heartbeats(session)
+        # A jobless pass (dedupe) killed inside its call: no job to reclaim, so its row is
+        # settled once the call can no longer be running.
+        stale = utcnow() - timedelta(seconds=2 * rt.settings.timeout_sec + 60)
+        costs.settle_abandoned_jobless(session, stale)
     if recovered or due or spooled or idle:
         log.info("recovery", recovered=len(recovered), resent=len(due), spooled=spooled, idle=idle)
     return {"recovered": len(recovered), "resent": len(due), "spooled": spooled, "idle": idle}

@@ -114,3 +114,23 @@ def test_debounce_zero_means_no_run_window_but_the_daily_cap_holds(tmp_path):
     assert usage["daily_used"] == 4 and usage["run_limit"] is None
     assert usage["run_resets_at"] is None
     caps.prune(T0)  # nothing to prune, and no division by zero
+
+
+def test_drain_max_zero_means_no_run_cap_as_documented(tmp_path):
+    """``REFLECT_DRAIN_MAX=0`` is "no per-window cap" (README); it used to refuse every
+    reservation, so every write was deferred for ever."""
+    caps = _caps(tmp_path, daily=4, run=0)
+    got = [caps.reserve(T0 + i) for i in range(5)]
+    assert all(isinstance(g, Reservation) for g in got[:4])
+    assert isinstance(got[4], Deferral) and "daily" in got[4].reason
+    assert caps.usage(T0)["run_limit"] is None
+
+
+def test_seed_raises_the_counters_to_what_the_ledger_spent_and_never_lowers_them(tmp_path):
+    """A rebuilt queue file lost the counters; the ledger's cost rows put them back."""
+    caps = _caps(tmp_path, daily=3, run=2)
+    caps.seed(3, 1, now=T0)
+    assert isinstance(caps.reserve(T0), Deferral), "today's budget is already spent"
+    caps.seed(0, 0, now=T0)
+    usage = caps.usage(T0)
+    assert (usage["daily_used"], usage["run_used"]) == (3, 1)

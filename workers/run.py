@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import signal
 import sys
+import time
+from collections.abc import Callable
 
+from huey.consumer import Consumer
 from huey.consumer_options import ConsumerConfig, OptionParserHandler
+
+from reflect_jobs.config import Settings
 
 HANDLER_MARK = "_reflect_consumer_log"
 
@@ -80,8 +86,76 @@ def main(argv: list[str] | None = None) -> None:
     config = ConsumerConfig(**opts)
     config.validate()
     huey = load_huey(args[0])
-    install_consumer_log(config, logfile, load_settings().log_max_bytes)
-    huey.create_consumer(**config.values).run()
+    settings = load_settings()
+    install_consumer_log(config, logfile, settings.log_max_bytes)
+    wait_for_usable_ledger(settings)
+    consumer = huey.create_consumer(**config.values)
+    try:
+        consumer.run()
+    finally:
+        hand_back_on_exit(settings, consumer)
+
+
+#: The first and the longest wait between two looks at a damaged ledger.
+LEDGER_RECHECK_SEC = (1.0, 60.0)
+
+
+def wait_for_usable_ledger(settings: Settings, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Wait while the SQLite ledger is damaged, instead of starting a consumer that fails.
+
+    A garbled ``reflect.db`` made every task, every recovery and every capture fail with a
+    traceback, in a loop. Now the worker says once, in one line (stderr and the consumer
+    log), which file is damaged and what fixes it, then looks again — after 1 s, doubling
+    to a minute — and starts as soon as the file was restored or rebuilt
+    (``reflect-jobs db rebuild``). Hooks meanwhile keep spooling captures; nothing is lost.
+    SIGTERM ends the wait (the default action: there is nothing to clean up yet).
+
+    Args:
+        settings: The consumer's settings (a PostgreSQL ledger is not judged here).
+        sleep: How to wait (tests pass a recorder).
+
+    Returns:
+        How many times it waited (0: the ledger was usable at once).
+    """
+    from reflect_jobs.ledger.db import damage_line
+
+    delay, longest = LEDGER_RECHECK_SEC
+    said, waits = None, 0
+    while (line := damage_line(settings.db_url)) is not None:
+        if line != said:
+            said = line
+            sys.stderr.write(f"reflect-jobs worker: waiting: {line}\n")
+            sys.stderr.flush()
+            logging.getLogger("huey.consumer").error("waiting: %s", line)
+        sleep(delay)
+        waits += 1
+        delay = min(longest, delay * 2)
+    return waits
+
+
+def hand_back_on_exit(settings: Settings, consumer: Consumer) -> None:
+    """After Huey's consumer returned: hand back whatever this process still holds.
+
+    SIGTERM (``-g TERM``, what the service manager sends) is Huey's graceful stop: the tasks
+    in flight finish first (the service's stop timeout is longer than a model call), so
+    usually nothing is left. SIGINT, or a second SIGTERM, stops at once: the tasks' model
+    children are killed and their jobs handed back, due now — not left ``running`` until a
+    lease expires, and not counted as a crash (:func:`reflect_jobs.stopping.stop_now`).
+
+    Args:
+        settings: The consumer's settings.
+        consumer: Huey's consumer, stopped.
+    """
+    from reflect_jobs import tasks
+    from reflect_jobs.stopping import stop_now
+
+    signum = getattr(consumer, "_signum", None)
+    stop_now(
+        settings,
+        reason=f"stopping on {signal.Signals(signum).name if signum else 'exit'}",
+        busy=lambda: sum(t.is_alive() for _, t in consumer.worker_threads),
+        resend=tasks.HueyDispatcher().schedule,
+    )
 
 
 if __name__ == "__main__":

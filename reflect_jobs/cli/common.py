@@ -97,7 +97,16 @@ def known_failure(exc: BaseException) -> str | None:
     """
     name, text = type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     module = type(exc).__module__
-    if module.startswith("sqlalchemy") and name == "OperationalError":
+    if module.startswith("sqlalchemy") and name in ("DatabaseError", "OperationalError"):
+        if name == "DatabaseError" or "malformed" in text or "not a database" in text:
+            from ..ledger.db import damage_line
+
+            try:
+                damaged = damage_line(load_settings().db_url)
+            except Exception:  # noqa: BLE001 - the settings were read before; be safe
+                damaged = None
+            if damaged:
+                return damaged
         if "locked" in text:
             return "the ledger is locked by another process (waited 30 s); try again, or find the process holding reflect.db"
         return f"cannot use the ledger: {text[:300]}"

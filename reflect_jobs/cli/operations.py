@@ -1,6 +1,6 @@
 """Commands for running and watching the system: the consumer, health, money, the schema.
 
-``worker``, ``drain``, ``status``, ``doctor``, ``cost``, ``db upgrade`` and ``ui``. Heavy modules
+``worker``, ``drain``, ``status``, ``doctor``, ``cost``, ``db upgrade|check|rebuild`` and ``ui``. Heavy modules
 (Huey, the index) are imported inside the command that needs them, so ``status --line`` in a
 shell prompt does not pay for a model it never loads.
 """
@@ -334,6 +334,73 @@ def db_upgrade() -> None:
     engine = get_engine(s.db_url)
     cur, head = migration_status(engine)
     click.echo(f"ledger {redact_url(s.db_url)} at revision {cur} (head {head})")
+
+
+@db.command("check")
+@click.option("--json", "as_json", is_flag=True)
+def db_check(as_json: bool) -> None:
+    """Check the ledger: the SQLite file's integrity and its schema; exit 1 with the fix.
+
+    \f
+    Args:
+        as_json: Print ``{"ok", "path", "problem", "revision", "head"}``.
+    """
+    s = get_settings()
+    from ..config import redact_url
+    from ..ledger.rebuild import check
+
+    found = check(s.db_url)
+    if as_json:
+        emit(found.to_json())
+    elif found.ok:
+        click.echo(
+            f"ledger {redact_url(s.db_url)}: ok (integrity checked, revision {found.revision})"
+        )
+    else:
+        click.echo(found.problem, err=True)
+    if not found.ok:
+        sys.exit(1)
+
+
+@db.command("rebuild")
+@click.option("--force", is_flag=True, help="Rebuild even though the ledger is not damaged.")
+def db_rebuild(force: bool) -> None:
+    """Set a damaged SQLite ledger aside and rebuild it from the notes.
+
+    \f
+    The learnings and their proof come back from the notes' frontmatter; job history, cost
+    rows, session watermarks and chunk hashes are not in the notes and start empty (see
+    :mod:`reflect_jobs.ledger.rebuild`). Stop the worker first.
+
+    Args:
+        force: Rebuild a ledger that is not damaged (its file is set aside all the same).
+    """
+    s = get_settings()
+    from ..ledger.db import damage_line, sqlite_file
+    from ..ledger.rebuild import rebuild
+
+    if sqlite_file(s.db_url) is None:
+        raise click.UsageError(
+            "db rebuild works on a SQLite ledger; restore PostgreSQL from its backup"
+        )
+    if damage_line(s.db_url) is None and not force:
+        raise click.ClickException(
+            "the ledger is not damaged (`reflect-jobs db check`); "
+            "`db rebuild --force` sets it aside and rebuilds it from the notes anyway"
+        )
+    done = rebuild(s.db_url, s.kb_path)
+    if done.kept is not None:
+        click.echo(f"the old ledger is kept as {done.kept}")
+    click.echo(
+        f"ledger rebuilt from the notes: {done.learnings} learning(s), {done.sources} proof "
+        f"source(s); {len(done.skipped)} note(s) skipped"
+    )
+    for line in done.skipped[:20]:
+        click.echo(f"  skipped {line}", err=True)
+    click.echo(
+        "not in the notes, so starting empty: job history, cost rows, session watermarks "
+        "and chunk hashes (the next capture of a session reflects it whole again)"
+    )
 
 
 #: ``reflect-jobs ui``'s port when ``--port`` is not given.

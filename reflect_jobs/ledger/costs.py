@@ -5,6 +5,11 @@ returns (``outcome='pending'``). If the worker dies before the answer is applied
 retried write stage finds the pending row and reuses the answer instead of paying again
 (ARCHITECTURE §5, §11). Free outcomes (skips, quarantine, halts) get rows with ``entries=0`` so
 the report shows every run.
+
+A paid call is written down *before* it starts (``outcome='calling'``, one budget entry): a
+call cut short — the consumer stopped, the worker killed — may still have billed, so its row
+is settled as ``interrupted`` (the entry stays charged) by whoever takes the job back. There
+is never a started model call without a cost row.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from reflect_jobs.redaction import redact_structured
@@ -115,7 +120,9 @@ def _answer_row(
     )
 
 
-def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
+def record_attempt(
+    session: Session, job: Job, result: Any, *, started: CostRow | None = None
+) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
     Args:
@@ -124,20 +131,139 @@ def record_attempt(session: Session, job: Job, result: Any) -> CostRow:
         job: The job the call was made for.
         result: The :class:`reflect_jobs.writer.result.ModelResult`; its usage, cost and
             the answer as JSON (``raw_answer``, secret-redacted and :func:`bounded_answer`) are stored.
+        started: The call's :func:`record_started` row, filled in instead of adding one.
 
     Returns:
-        The new row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
+        The row: ``outcome='pending'``, ``entries=1``, ``consumed=False``.
     """
     row = _answer_row(
         result, job_id=job.id, transcript=job.transcript_path, outcome="pending", entries=1
     )
     row.consumed = False
+    if started is None:
+        session.add(row)
+        return row
+    _fill(started, row)
+    return started
+
+
+def _fill(started: CostRow, row: CostRow) -> None:
+    """Copy an answer's row onto the ``calling`` row written before the call started."""
+    for column in CostRow.__table__.columns:
+        value = getattr(row, column.key)
+        if column.key not in ("id", "at", "day") and value is not None:
+            setattr(started, column.key, value)
+
+
+#: The outcome of a paid call's row while the call runs, and of one that never answered.
+CALLING, INTERRUPTED = "calling", "interrupted"
+
+
+def record_started(
+    session: Session, job: Job | None, *, backend: str, model: str, label: str = ""
+) -> CostRow:
+    """Add the row of a paid call about to start: charged (one entry) until it answers.
+
+    Args:
+        session: An open ledger session; commit it before the call starts.
+        job: The job the call is made for; ``None`` for a jobless pass (the dedupe pass),
+            whose row is charged to its own units (``entries=0``) and named by ``label``.
+        backend: The writer backend.
+        model: The model asked for.
+        label: A jobless pass's ``transcript`` label (``dedupe:<repo key>``).
+
+    Returns:
+        The new row: ``outcome='calling'``, ``consumed=False``. The answer fills it
+        (:func:`record_attempt` / :func:`record_jobless_attempt` with ``started=``); a call
+        that never answers is settled by :func:`settle_interrupted` (a job's) or
+        :func:`settle_abandoned_jobless` (a jobless pass's, by recovery).
+    """
+    now = utcnow()
+    row = CostRow(
+        job_id=job.id if job is not None else None,
+        at=now,
+        day=now.strftime("%Y-%m-%d"),
+        transcript=job.transcript_path if job is not None else label,
+        outcome=CALLING,
+        entries=1 if job is not None else 0,
+        backend=backend[:32],
+        model=model[:64],
+        consumed=False,
+    )
     session.add(row)
     return row
 
 
+def settle_row_interrupted(session: Session, row_id: int) -> None:
+    """Mark one ``calling`` row ``interrupted`` (the call was cut short in this process).
+
+    Args:
+        session: An open ledger session.
+        row_id: The row :func:`record_started` added.
+    """
+    session.execute(
+        update(CostRow)
+        .where(CostRow.id == row_id, CostRow.outcome == CALLING)
+        .values(outcome=INTERRUPTED, consumed=True)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def settle_abandoned_jobless(session: Session, before: datetime) -> int:
+    """Settle jobless passes' ``calling`` rows started before ``before`` as ``interrupted``.
+
+    A jobless pass (the dedupe pass) has no job for recovery to take back, so a worker
+    killed inside its call would leave the row ``calling`` for ever; recovery settles it
+    once the call can no longer be running (older than the model-call timeout).
+
+    Args:
+        session: An open ledger session.
+        before: Rows started before this are abandoned.
+
+    Returns:
+        How many rows were settled.
+    """
+    result = session.execute(
+        update(CostRow)
+        .where(CostRow.job_id.is_(None), CostRow.outcome == CALLING, CostRow.at < before)
+        .values(outcome=INTERRUPTED, consumed=True)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount or 0
+
+
+def settle_interrupted(session: Session, job_ids: list[str]) -> int:
+    """Mark the jobs' calls that never answered as ``interrupted``: charged, never reused.
+
+    Called by whoever takes a job back (recovery, a stopping consumer's hand-back) and by
+    the write stage when its call is cut short. The entry stays counted: the provider may
+    have billed the call, so the budget treats it as spent.
+
+    Args:
+        session: An open ledger session.
+        job_ids: The jobs whose ``calling`` rows to settle.
+
+    Returns:
+        How many rows were settled.
+    """
+    if not job_ids:
+        return 0
+    result = session.execute(
+        update(CostRow)
+        .where(CostRow.job_id.in_(job_ids), CostRow.outcome == CALLING)
+        .values(outcome=INTERRUPTED, consumed=True)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount or 0
+
+
 def record_jobless_attempt(
-    session: Session, result: Any, *, label: str, outcome: str = "pending"
+    session: Session,
+    result: Any,
+    *,
+    label: str,
+    outcome: str = "pending",
+    started: CostRow | None = None,
 ) -> CostRow:
     """Add the row of a paid call made for no job (the Reflection Store's dedupe pass).
 
@@ -154,14 +280,18 @@ def record_jobless_attempt(
             :func:`pending_attempt` finds an unsettled answer by it).
         outcome: ``pending`` (the default: recorded before it is parsed, settled by
             :func:`settle_attempt`) or the final outcome word, e.g. ``dedupe_ok``.
+        started: The call's :func:`record_started` row, filled in instead of adding one.
 
     Returns:
-        The new row: ``job_id`` NULL, ``entries=0``, consumed unless still ``pending``.
+        The row: ``job_id`` NULL, ``entries=0``, consumed unless still ``pending``.
     """
     row = _answer_row(result, job_id=None, transcript=label, outcome=outcome[:64], entries=0)
     row.consumed = outcome != "pending"
-    session.add(row)
-    return row
+    if started is None:
+        session.add(row)
+        return row
+    _fill(started, row)
+    return started
 
 
 def settle_attempt(session: Session, row_id: int, *, outcome: str) -> None:
@@ -266,6 +396,30 @@ def budget_used(session: Session, day: str) -> int:
     """
     rows = session.scalars(select(CostRow.entries).where(CostRow.day == day)).all()
     return int(sum(rows))
+
+
+def spent_now(session: Session, window_sec: int, now: datetime | None = None) -> tuple[int, int]:
+    """Budget entries spent today (UTC) and in the current run window, from the cost rows.
+
+    What the caps' counters would hold had they not been lost (a queue file rebuilt):
+    :meth:`reflect_jobs.limits.Caps.seed` puts them back from this.
+
+    Args:
+        session: An open ledger session.
+        window_sec: The run window's length (0: no run window; its count is 0).
+        now: The current time (default now).
+
+    Returns:
+        ``(entries today, entries in the current epoch-aligned run window)``.
+    """
+    now = now or utcnow()
+    day = budget_used(session, now.strftime("%Y-%m-%d"))
+    if window_sec <= 0:
+        return day, 0
+    start = int(now.timestamp() // window_sec) * window_sec
+    since = datetime.fromtimestamp(start, now.tzinfo)
+    rows = session.scalars(select(CostRow.entries).where(CostRow.at >= since)).all()
+    return day, int(sum(rows))
 
 
 def _bucket(**extra: Any) -> dict[str, Any]:

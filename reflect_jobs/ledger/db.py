@@ -55,6 +55,42 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(path) if path and path != ":memory:" else None
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The ledger's file for a ``sqlite:///`` URL, or None (PostgreSQL, in-memory).
+
+    Args:
+        url: The ledger's URL.
+
+    Returns:
+        The path.
+    """
+    return _sqlite_path(normalise_url(url))
+
+
+def damage_line(url: str) -> str | None:
+    """One line naming a damaged SQLite ledger and the fix, or None when it is usable.
+
+    A garbled ``reflect.db`` used to end every command in a traceback and give no fix.
+
+    Args:
+        url: The ledger's URL (PostgreSQL is never judged here: None).
+
+    Returns:
+        ``the ledger PATH is damaged (WHY): …`` naming ``reflect-jobs db check``, a restore
+        and ``reflect-jobs db rebuild``; None for a usable, missing or locked file.
+    """
+    from reflect_jobs import sqlitefile
+
+    path = sqlite_file(url)
+    why = sqlitefile.damage(path) if path is not None else None
+    if why is None:
+        return None
+    return (
+        f"the ledger {path} is damaged ({why}): run `reflect-jobs db check`, then restore it "
+        "from a backup or rebuild it from the notes with `reflect-jobs db rebuild`"
+    )
+
+
 def _make_engine(url: str) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):

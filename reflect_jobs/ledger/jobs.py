@@ -4,12 +4,18 @@ Every change goes through :func:`transition`, which writes the ``job_events`` ro
 transaction. Claims are compare-and-set UPDATEs (``WHERE state IN runnable``), so two workers
 — threads, processes or machines — can race for a job and exactly one wins, on SQLite and on
 PostgreSQL alike, without relying on Huey's delivery guarantees.
+
+A claim records its owner (host, pid, process start; :mod:`.owners`). Recovery takes a
+``running`` job back when its lease expired, or at once when its owner on this machine is
+proven gone; a consumer stopping on a signal hands its jobs back itself (:func:`hand_back`),
+which is not a crash and counts no recovery.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +28,9 @@ from ..lifecycle import JOB_STATES as STATES
 from ..lifecycle import NEEDS_PERSON_STATES as NEEDS_PERSON
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from ..lifecycle import TERMINAL_STATES as TERMINAL
+from . import costs, owners
 from .models import Job, JobEvent, utcnow
+from .owners import Owner
 
 # Legal state moves. "running" is entered only by claim(); recovery may also move
 # running → queued/poisoned. Anything else is a bug and raises.
@@ -124,6 +132,7 @@ def transition(
     if to_state != "running":
         job.lease_owner = None
         job.lease_expires_at = None
+        job.owner_host = job.owner_pid = job.owner_start = None
     job.next_run_at = next_run_at
     job.updated_at = now
     if to_state in TERMINAL:
@@ -141,12 +150,14 @@ def claim(
     worker: str,
     lease_sec: int,
     now: datetime | None = None,
+    owner: Owner | None = None,
 ) -> Job | None:
     """Atomically take ``job_id`` for ``stage`` if it is runnable now; else None.
 
     A second delivery of the same Huey message, a recovery duplicate or a worker on another
     machine all hit the same conditional UPDATE; only one sees rowcount 1. That is what
-    makes every stage task idempotent at the door.
+    makes every stage task idempotent at the door. A process that is stopping
+    (:func:`stop_claiming`) takes nothing, so what it hands back is all it held.
 
     Args:
         session: An open write session; the ``claimed`` event is added to it.
@@ -155,13 +166,17 @@ def claim(
         worker: The lease owner to record (see :func:`worker_id`).
         lease_sec: How long the lease lasts before recovery may take the job back.
         now: The claim time; defaults to the current UTC time.
+        owner: The owning process to record; defaults to this one (:func:`owners.me`).
 
     Returns:
         The job, now ``running`` and refreshed from the database, or ``None`` when it does
-        not exist, is at another stage, is not runnable, is not due yet, or another worker
-        won the claim.
+        not exist, is at another stage, is not runnable, is not due yet, another worker
+        won the claim, or this process is stopping.
     """
+    if _stopping.is_set():
+        return None
     now = now or utcnow()
+    owner = owner or owners.me()
     job = session.get(Job, job_id, populate_existing=True)
     if (
         job is None
@@ -178,6 +193,9 @@ def claim(
             state="running",
             lease_owner=worker,
             lease_expires_at=now + timedelta(seconds=lease_sec),
+            owner_host=owner.host[:255],
+            owner_pid=owner.pid,
+            owner_start=owner.start[:160],
             updated_at=now,
         )
         .execution_options(synchronize_session=False)
@@ -225,68 +243,189 @@ def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> 
 
 @dataclass(frozen=True)
 class Recovered:
-    """One job :func:`recover_expired` took back: its id, stage, and whether it was poisoned."""
+    """One job :func:`recover_expired` took back.
+
+    Attributes:
+        job_id: The job.
+        stage: Its stage (it is re-queued at it).
+        poisoned: It had crashed its worker too often (``poison_crash_loop``).
+        owner_gone: Taken back because its owner on this machine is proven gone, not
+            because its lease expired.
+    """
 
     job_id: str
     stage: str
     poisoned: bool
+    owner_gone: bool = False
+
+
+def _owner_of(job: Job) -> Owner | None:
+    if job.owner_host is None or job.owner_pid is None:
+        return None
+    return Owner(job.owner_host, job.owner_pid, job.owner_start or "")
 
 
 def recover_expired(
-    session: Session, *, max_recoveries: int, now: datetime | None = None
+    session: Session,
+    *,
+    max_recoveries: int,
+    now: datetime | None = None,
+    here: Owner | None = None,
 ) -> list[Recovered]:
-    """Re-queue ``running`` jobs whose lease expired (their worker died).
+    """Re-queue ``running`` jobs whose worker died: at once when it is proven, else at lease end.
 
-    A job that keeps killing its worker is poisoned after ``max_recoveries`` so one bad
-    transcript cannot crash-loop the consumer forever.
+    Two rules (ARCHITECTURE §3.2). A job whose owner ran on *this* machine and is proven
+    gone (:func:`owners.alive` is False: no such pid, a zombie, or the pid reused by a
+    process that started at another time) is taken back now, whatever its lease says — so a
+    clock moved backwards cannot keep it. Any other job (another host's, or one whose owner
+    cannot be checked) is taken back only when its lease has expired; a live owner on this
+    machine keeps the lease rule too (a hung worker). A job that keeps killing its worker is
+    poisoned after ``max_recoveries`` so one bad transcript cannot crash-loop the consumer.
+    A cost row left ``calling`` by the dead worker is settled as ``interrupted``.
 
     Args:
         session: An open write session.
         max_recoveries: How many recoveries a job may have; one more poisons it
             (``poison_crash_loop``).
         now: The time leases are compared with; defaults to the current UTC time.
+        here: This machine's identity (default :func:`owners.me`; tests pass another).
 
     Returns:
         One entry per job taken back, re-queued to run now or poisoned. Jobs another
         consumer recovered first are left out.
     """
     now = now or utcnow()
+    here = here or owners.me()
     out: list[Recovered] = []
-    stale = session.scalars(
-        select(Job).where(Job.state == "running", Job.lease_expires_at < now)
+    candidates = session.scalars(
+        select(Job).where(
+            Job.state == "running",
+            or_(Job.lease_expires_at < now, Job.owner_host == here.host),
+        )
     ).all()
-    for job in stale:
-        # Re-check under our own compare-and-set: another consumer may be recovering too.
+    for job in candidates:
+        owner = _owner_of(job)
+        gone = owner is not None and owners.alive(owner, here=here) is False
+        expired = job.lease_expires_at is not None and job.lease_expires_at < now
+        if not gone and not expired:
+            continue
+        # Re-check under our own compare-and-set: another consumer may be recovering too,
+        # and the job may have moved on and been claimed again since we read it.
+        still = update(Job).where(Job.id == job.id, Job.state == "running")
+        if gone:
+            still = still.where(
+                Job.owner_host == job.owner_host,
+                Job.owner_pid == job.owner_pid,
+                Job.owner_start == job.owner_start,
+            )
+        else:
+            still = still.where(Job.lease_expires_at < now)
         taken = session.execute(
-            update(Job)
-            .where(Job.id == job.id, Job.state == "running", Job.lease_expires_at < now)
-            .values(updated_at=now)
-            .execution_options(synchronize_session=False)
+            still.values(updated_at=now).execution_options(synchronize_session=False)
         )
         if taken.rowcount != 1:
             continue
         session.refresh(job)
         job.recoveries += 1
+        costs.settle_interrupted(session, [job.id])
+        why = (
+            f"owner {owner} is gone (pid ended or reused)"
+            if gone
+            else f"lease of {job.lease_owner} expired"
+        )
         if job.recoveries > max_recoveries:
             transition(
                 session,
                 job,
                 to_state="poisoned",
                 outcome="poison_crash_loop",
-                detail=f"worker died {job.recoveries} times in stage {job.stage}",
+                detail=f"worker died {job.recoveries} times in stage {job.stage} ({why})",
                 now=now,
             )
-            out.append(Recovered(job.id, job.stage, True))
+            out.append(Recovered(job.id, job.stage, True, gone))
         else:
             transition(
                 session,
                 job,
                 to_state="queued",
-                detail=f"lease of {job.lease_owner} expired; recovery {job.recoveries}",
+                detail=f"{why}; recovery {job.recoveries}",
                 next_run_at=now,
                 now=now,
             )
-            out.append(Recovered(job.id, job.stage, False))
+            out.append(Recovered(job.id, job.stage, False, gone))
+    return out
+
+
+_stopping = threading.Event()
+
+
+def stop_claiming() -> None:
+    """This process is stopping: :func:`claim` takes nothing from now on."""
+    _stopping.set()
+
+
+def resume_claiming() -> None:
+    """Undo :func:`stop_claiming` (a drain run in-process ends; the process goes on)."""
+    _stopping.clear()
+
+
+def hand_back(
+    session: Session, owner: Owner, *, reason: str, now: datetime | None = None
+) -> list[tuple[str, str]]:
+    """Give back every job ``owner`` holds: a stopping consumer does this before it exits.
+
+    A stop is not a crash: ``recoveries`` and ``failures`` stay as they were, so stopping a
+    drain over and over never poisons a job. The job is due again at once at its stage; a
+    paid answer it recorded is reused by the next attempt (never paid again), and a model
+    call cut short leaves a cost row settled as ``interrupted`` (charged: it may have billed).
+
+    Args:
+        session: An open write session.
+        owner: The stopping process (:func:`owners.me`).
+        reason: Why, for the event (e.g. ``stopping on SIGTERM``).
+        now: The time to record; defaults to the current UTC time.
+
+    Returns:
+        ``(job id, stage)`` of every job handed back.
+    """
+    now = now or utcnow()
+    held = session.scalars(
+        select(Job).where(
+            Job.state == "running",
+            Job.owner_host == owner.host,
+            Job.owner_pid == owner.pid,
+            Job.owner_start == owner.start,
+        )
+    ).all()
+    out = []
+    for job in held:
+        # Compare-and-set, as recovery does: one of our threads may move it meanwhile.
+        still = session.execute(
+            update(Job)
+            .where(
+                Job.id == job.id,
+                Job.state == "running",
+                Job.owner_host == owner.host,
+                Job.owner_pid == owner.pid,
+                Job.owner_start == owner.start,
+            )
+            .values(updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if still.rowcount != 1:
+            continue
+        session.refresh(job)
+        costs.settle_interrupted(session, [job.id])
+        transition(
+            session,
+            job,
+            to_state="queued",
+            detail=f"handed back by {owner}: {reason}",
+            next_run_at=now,
+            worker=job.lease_owner,
+            now=now,
+        )
+        out.append((job.id, job.stage))
     return out
 
 

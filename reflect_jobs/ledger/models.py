@@ -124,6 +124,11 @@ class Job(Base):
 
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Who holds a running job (migration 0007; ``ledger/owners.py``): on the owner's machine
+    # recovery proves it gone from these and takes the job back at once, not after the lease.
+    owner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    owner_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    owner_start: Mapped[str | None] = mapped_column(String(160), nullable=True)
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     # True while later captures of the same session may still coalesce into this job.
     accepting: Mapped[bool] = mapped_column(Boolean, default=True)

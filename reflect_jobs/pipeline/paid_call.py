@@ -17,6 +17,7 @@ its gates, and inherits the order, the record-before-parse and the reuse.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -151,16 +152,25 @@ def call(
     if isinstance(passage, Defer):
         return passage
     answer = Answer(None, passage=passage)
+    started: int | None = None
     try:
         try:
-            answer.result = _ask(settings, spec, prompt())
+            text = prompt()
+            if spec.backend != "heuristic":  # written down before it starts: it may bill
+                started = _record_started(settings.db_url, spec)
+            answer.result = _ask(settings, spec, text)
         except BackendMissing as exc:
             answer.missing = str(exc)
-        except BaseException:  # nothing came back, so nothing was paid: give the unit back
-            passage.refund()
+            if started is not None:  # the backend never ran: no call, nothing billed
+                _drop_started(settings.db_url, started)
+        except BaseException:
+            if started is None:  # nothing started, so nothing was paid: give the unit back
+                passage.refund()
+            else:  # cut short (a stop, a timeout raised): it may have billed, so its row
+                _interrupted(settings.db_url, started)  # says so and its unit stays spent
             raise
         if answer.result is not None:
-            answer.row_id = record(settings.db_url, spec, answer.result)
+            answer.row_id = record(settings.db_url, spec, answer.result, started=started)
     finally:
         passage.release()  # the answer and its telemetry are recorded: the next caller
     if answer.result is not None:
@@ -196,7 +206,33 @@ def _ask(settings: Settings, spec: PaidPass, prompt: str) -> ModelResult:
     return backend.call(prompt).redacted()
 
 
-def record(db_url: str, spec: PaidPass, result: ModelResult) -> int:
+def _record_started(db_url: str, spec: PaidPass) -> int:
+    """The call's ``calling`` row, committed before the call starts (ARCHITECTURE §5: every
+    started call has a cost row; one that never answers ends ``interrupted``)."""
+    with session_scope(db_url) as session:
+        job = session.get(Job, spec.job_id) if spec.job_id is not None else None
+        row = costs.record_started(
+            session, job, backend=spec.backend, model=spec.model, label=spec.label
+        )
+        session.flush()
+        return row.id
+
+
+def _drop_started(db_url: str, row_id: int) -> None:
+    with contextlib.suppress(Exception), session_scope(db_url) as session:
+        row = session.get(costs.CostRow, row_id)
+        if row is not None and row.outcome == costs.CALLING:
+            session.delete(row)
+
+
+def _interrupted(db_url: str, row_id: int) -> None:
+    # If this process dies first, recovery settles the row (a job's on reclaim; a jobless
+    # pass's once it is older than the call's timeout).
+    with contextlib.suppress(Exception), session_scope(db_url) as session:
+        costs.settle_row_interrupted(session, row_id)
+
+
+def record(db_url: str, spec: PaidPass, result: ModelResult, *, started: int | None = None) -> int:
     """Record before parse: the answer, its cost and its quota telemetry, in one commit.
 
     A job's row counts an attempt on the job; a jobless pass's row carries ``entries=0``
@@ -207,18 +243,20 @@ def record(db_url: str, spec: PaidPass, result: ModelResult) -> int:
         db_url: The ledger.
         spec: The pass.
         result: The redacted answer.
+        started: The ``calling`` row written before the call, filled in (else a new row).
 
     Returns:
         The cost row's id.
     """
     with session_scope(db_url) as session:
+        begun = session.get(costs.CostRow, started) if started is not None else None
         if spec.job_id is not None:
             job = session.get(Job, spec.job_id)
             assert job is not None
-            row = costs.record_attempt(session, job, result)
+            row = costs.record_attempt(session, job, result, started=begun)
             job.attempts += 1
         else:
-            row = costs.record_jobless_attempt(session, result, label=spec.label)
+            row = costs.record_jobless_attempt(session, result, label=spec.label, started=begun)
         session.flush()
         snaps = extract_rate_limits(result.raw_stdout, result.stderr) or result.rate_limit_info
         if snaps:

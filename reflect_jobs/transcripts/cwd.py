@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 
+from reflect_jobs.fsio import open_regular
+
 MAX_RECORDS = 200
 MAX_LINE_BYTES = 1 << 20
 
@@ -56,7 +58,7 @@ def transcript_cwd(path: str | os.PathLike[str]) -> str | None:
         read: scoping then falls back to global).
     """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             for _ in range(MAX_RECORDS):
                 raw = fh.readline(MAX_LINE_BYTES)
                 if not raw:

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from reflect_jobs import harnesses
+from reflect_jobs.fsio import NotRegularFile, open_regular
 from reflect_jobs.transcripts.budget import HeadTailBuffer
 from reflect_jobs.transcripts.child import ChildScanner
 from reflect_jobs.transcripts.model import Transcript, UnreadableTranscript
@@ -158,10 +159,10 @@ def _open(path: Path):
     if st.st_size == 0:
         raise UnreadableTranscript("empty file")
     try:
-        return open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
+        return open_regular(path)  # closed by the caller's with-block; a FIFO never blocks
     except FileNotFoundError:
         raise UnreadableTranscript("file not found (vanished?)") from None
-    except IsADirectoryError:
+    except (IsADirectoryError, NotRegularFile):
         raise UnreadableTranscript("not a file") from None
     except OSError as exc:
         raise UnreadableTranscript(f"cannot open file: {exc.strerror or exc}") from None

@@ -26,6 +26,8 @@ import json
 import os
 from typing import Any
 
+from reflect_jobs.fsio import open_regular
+
 #: Bytes read per step backwards from the end of the file.
 BLOCK = 64 * 1024
 #: Substrings of a line that may carry usage; other lines are never decoded.
@@ -101,9 +103,10 @@ def context_tokens(path: str, *, end: int | None = None) -> int | None:
         The tokens of the latest record that reports usage, or None when no record does.
 
     Raises:
-        OSError: The file cannot be opened or read.
+        OSError: The file cannot be opened or read, or is not a regular file (a FIFO here
+            hung prepare for ever: ``fsio.NotRegularFile``).
     """
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         pos = size if end is None else max(0, min(end, size))
         tail = b""  # the partial first line of the block read last

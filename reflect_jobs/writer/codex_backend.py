@@ -3,8 +3,10 @@
 The call is tool-free and sandboxed: ``--sandbox read-only`` and the shell tool switched off
 (``-c features.shell_tool=false``), run in ``REFLECT_DRAIN_CWD`` (``-C`` and the child's cwd)
 with our child marker (``REFLECT_DRAIN_CHILD=1``) in its environment so our own hooks stay
-no-ops inside it. Like the Claude CLI it runs in its own process group, and a timeout kills
-the whole group.
+no-ops inside it. Like the Claude CLI it runs under :func:`reflect_jobs.children.run`: its
+own process group (a timeout kills the whole group), tied to its worker (a killed worker
+takes it along instead of leaving it running and billing) and in the live registry a
+stopping consumer kills.
 
 ``--json`` prints one JSON event per line: ``thread.started``, ``turn.started``,
 ``item.started``/``item.updated``/``item.completed`` (the answer is the last completed item
@@ -19,10 +21,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import time
 
+from reflect_jobs import children
 from reflect_jobs.markers import CHILD_ENV
 from reflect_jobs.writer.api_result import (
     classify_http_error,
@@ -34,7 +35,6 @@ from reflect_jobs.writer.backends import TIMEOUT_EXIT_CODE, resolve_binary
 from reflect_jobs.writer.prices import cost_usd
 from reflect_jobs.writer.result import BackendMissing, ModelResult
 
-_REAP_SEC = 5.0
 _TRY_AGAIN = re.compile(r"try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)", re.I)
 _UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|second|m|min|minute|h|hr|hour|d|day)s?\b", re.I)
 _UNIT_SEC = {"ms": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60}
@@ -212,12 +212,17 @@ class CodexCliBackend:
         model: ``REFLECT_DRAIN_MODEL``, passed as ``--model``.
         cwd: ``REFLECT_DRAIN_CWD``; must exist at call time.
         timeout_sec: Seconds before the process group is killed.
+        guard: How the child is tied to this process (``"pdeathsig"`` or ``"watchdog"``);
+            ``None`` picks :func:`reflect_jobs.children.orphan_guard`.
     """
 
     name = "codex"
 
-    def __init__(self, binary: str, model: str, cwd: str, *, timeout_sec: float) -> None:
+    def __init__(
+        self, binary: str, model: str, cwd: str, *, timeout_sec: float, guard: str | None = None
+    ) -> None:
         """Store the settings; nothing is checked until :meth:`call`."""
+        self.guard = guard
         self.binary = binary
         self.model = model
         self.cwd = cwd
@@ -268,50 +273,29 @@ class CodexCliBackend:
 
         Raises:
             BackendMissing: The binary or the cwd is missing, or it cannot be started.
+            ChildCancelled: :func:`reflect_jobs.children.kill_live_children` killed it
+                (this process is stopping).
         """
         binary = resolve_binary(self.binary)
         if not os.path.isdir(self.cwd):
             raise BackendMissing(f"writer cwd does not exist: {self.cwd}")
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(
+            done = children.run(
                 self.argv(binary),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                input=prompt.encode("utf-8", "replace"),
+                timeout=self.timeout_sec,
                 cwd=self.cwd,
                 env=self.env(),
-                start_new_session=True,
+                guard=self.guard,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise BackendMissing(f"cannot start {binary}: {exc}") from exc
-        out, err, timed_out = _communicate(
-            proc, prompt.encode("utf-8", "replace"), self.timeout_sec
-        )
         return result_from_codex(
-            out.decode("utf-8", "replace"),
-            err.decode("utf-8", "replace"),
+            done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"),
             model=self.model,
-            exit_code=TIMEOUT_EXIT_CODE if timed_out else proc.returncode,
-            timed_out=timed_out,
+            exit_code=TIMEOUT_EXIT_CODE if done.timed_out else done.returncode,
+            timed_out=done.timed_out,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-
-
-def _communicate(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
-    """``communicate`` with a timeout that kills the whole process group."""
-    try:
-        out, err = proc.communicate(data, timeout=timeout)
-        return out or b"", err or b"", False
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    try:
-        out, err = proc.communicate(timeout=_REAP_SEC)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = b"", b""
-    return out or b"", err or b"", True

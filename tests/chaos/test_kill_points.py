@@ -1,7 +1,9 @@
 """SIGKILL at every stage boundary: no job lost, no duplicate note, no double-paid call.
 
 Each trial arms one failpoint (``reflect_jobs.faults``) in a real consumer process, lets it
-die there with SIGKILL, then restarts a consumer without it and checks the invariants.
+die there with SIGKILL, then restarts a consumer without it and checks the invariants. The
+lease is the default (six minutes): the restarted consumer takes the job back at once
+because its owner on this host is provably gone, not because a lease ran out.
 `make test` runs CHAOS_TRIALS=1 trial per point; `make chaos` (CHAOS_TRIALS=20) twenty.
 """
 
@@ -13,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import BIN, job_state, lease_expired, wait_for, write_claude_transcript
+from support import BIN, job_state, write_claude_transcript
 
 POINTS = [
     "after_claim:prepare",
@@ -36,7 +38,7 @@ def _calls(env) -> int:
 @pytest.mark.parametrize("trial", range(TRIALS))
 @pytest.mark.parametrize("point", POINTS)
 def test_sigkill_at_boundary(env, tmp_path, point, trial):
-    env.update(REFLECT_LEASE_SEC="2", REFLECT_DRAIN_TIMEOUT="120")
+    env.update(REFLECT_DRAIN_TIMEOUT="120")
     t = write_claude_transcript(
         tmp_path / "c.jsonl", [f"No, never swallow exceptions in worker {trial}; log and re-raise."]
     )
@@ -54,7 +56,6 @@ def test_sigkill_at_boundary(env, tmp_path, point, trial):
     paid_before = _calls(env)
     db = env.settings().db_url
     assert job_state(db, job_id) == "running", "killed holding the job"
-    wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease expiring")
     env.cli("drain", "--until-idle", "--max-seconds", "90")
     (job,) = json.loads(env.cli("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job

@@ -1,9 +1,11 @@
-"""A model child never outlives its worker (``writer/backends.py``), and is always reaped.
+"""A model child never outlives its worker (``children.py``), and is always reaped.
 
 The CLI runs in its own session (so a timeout can kill its whole group), which also meant a
 SIGKILLed worker left it running: it finished and billed while the restarted job called
-again. The stub ``claude`` logs its pid; the worker is SIGKILLed inside the call (the stub
-sleeps a minute) and the stub must be gone long before its minute is up.
+again — and the Codex writer had no guard at all. The stubs (``claude``, ``codex``) log their
+pid; the worker is SIGKILLed inside the call (the stub sleeps a minute) and the stub must be
+gone long before its minute is up. The next consumer on the same host then takes the dead
+worker's job back at once (its owner is provably gone), not after the six-minute lease.
 
 Not tested here: the explicit reap after a second timeout (``_communicate``). CPython's
 ``Popen.__del__`` already reaps a dead child when the object is dropped, so no observable
@@ -17,10 +19,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from support import BIN, STUB_CLAUDE, wait_for, write_claude_transcript
+from api_support import STUB_CODEX
+from support import BIN, STUB_CLAUDE, running_worker, wait_for, write_claude_transcript
+
+from reflect_jobs.ledger import admin
 
 pytestmark = pytest.mark.chaos
 
@@ -64,6 +70,62 @@ def test_a_sigkilled_worker_takes_its_model_child_along(env, tmp_path):
             worker.wait()
         if pid is not None and not _gone(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sigkilled_worker_takes_its_codex_child_along_and_the_next_consumer_reclaims_at_once(
+    env, tmp_path
+):
+    t = write_claude_transcript(tmp_path / "c.jsonl", ["No, never commit the .env file."])
+    log = tmp_path / "codex-calls.jsonl"
+    env.update(
+        REFLECT_WRITER_BACKEND="codex",
+        REFLECT_CODEX_BIN=str(STUB_CODEX),
+        REFLECT_DRAIN_MODEL="gpt-5-codex",
+        STUB_CODEX_MODE="sequence",
+        STUB_CODEX_SEQUENCE="sleep,ok",
+        STUB_CODEX_STATE=str(tmp_path / "codex-seq"),
+        STUB_CODEX_SLEEP="60",
+        STUB_CODEX_LOG=str(log),
+    )
+    assert env.settings().lease_sec == 360, "the default lease: only a reclaim can be quick"
+    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    worker = subprocess.Popen(
+        [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
+        env=dict(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pid = None
+    try:
+        pid = wait_for(lambda: [c["pid"] for c in _calls(log)], timeout=90, what="the call")[0]
+        assert not _gone(pid)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        wait_for(lambda: _gone(pid), timeout=20, what="the codex child dying with its worker")
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        if pid is not None and not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+    db = env.settings().db_url
+    assert admin.job_detail(db, job_id)["state"] == "running", "killed holding the job"
+    started = time.monotonic()
+    with running_worker(env):
+        wait_for(
+            lambda: admin.job_detail(db, job_id)["state"] == "done",
+            timeout=60,  # a hang guard far below the lease
+            what="the next consumer finishing the dead worker's job",
+        )
+    took = time.monotonic() - started
+    shown = admin.job_detail(db, job_id)
+    assert shown["outcome"] == "ok" and shown["recoveries"] == 1 and took < 60
+    assert any("is gone" in (e["detail"] or "") for e in shown["events"])
+    assert [(c["outcome"], c["entries"]) for c in shown["costs"]] == [
+        ("interrupted", 1),
+        ("ok", 1),
+    ], "the killed call is accounted for (it may have billed), the second one paid once"
 
 
 WATCHDOG_CALLER = """
