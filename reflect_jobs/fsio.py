@@ -1,5 +1,6 @@
 """Crash-safe file replacement (the one ``atomic_write``) and the one safe open for reading
-files a session or a hook named (:func:`open_regular`).
+files a session, a hook, a synced KB or a memory home holds (:func:`open_regular`,
+:func:`open_inside`, :func:`read_inside`, :func:`linked_part`).
 
 A note "counts as written only when it exists and parses" (SPEC-drain §10 B12), a slice holds
 user dialogue, and a hook settings file belongs to the user: in every case a torn write must
@@ -12,6 +13,17 @@ There is one mode rule, so no caller has to guess which copy of the function it 
 replacing a file keeps that file's mode unless ``mode=`` is given; a new file gets ``mode``
 when given, else :data:`DEFAULT_MODE`. Stdlib only (the KB, the index and the installer all
 use it; none of them should pull in more to write a file).
+
+Reading is the other half. What we read from ``documents/``, a memory home or a harness's
+memory directory may have arrived by ``git pull`` from a machine we do not control: a note
+``documents/lrn-x.md`` that is a symbolic link to ``~/.ssh/id_ed25519`` must never be read
+(it was: ``get`` returned the key), and a ``documents/`` that is itself a link must not carry
+our writes or our ``chmod`` to wherever it points. So such files are opened below a trusted
+base (the path the user configured) one component at a time, each with ``O_NOFOLLOW`` on the
+directory descriptor of the one before (:func:`open_inside`: a link anywhere below the base,
+swapped in at any moment, fails the open), only a regular file is handed back, and a read
+is bounded (:func:`read_inside`). The SessionStart hook imports this module (memory homes),
+so it imports nothing heavy at module level.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -53,6 +65,8 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int | None = None
             removed); the caller decides whether to retry.
         UnicodeEncodeError: ``data`` is a ``str`` that cannot be encoded as UTF-8.
     """
+    import tempfile  # here: the hook imports this module for its read checks only
+
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if mode is None:
@@ -104,7 +118,47 @@ class NotRegularFile(OSError):
     """A path we were about to read is a FIFO, a device, a socket or a directory."""
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+class UnsafePath(OSError):
+    """A path we were about to read or write through is (or passes) a symbolic link, or
+    would lead outside the directory it must stay in; ``str()`` is one line saying which."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+class TooLarge(OSError):
+    """A file is larger than its reader's bound (it is not read)."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _regular_file(fd: int, shown: str) -> BinaryIO:
+    """The open descriptor as a blocking binary file if it is a regular file; closed if not."""
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise NotRegularFile(errno.EINVAL, f"{kind} (refused: a read could block)", shown)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _link_refused(shown: str) -> UnsafePath:
+    return UnsafePath(
+        errno.ELOOP, f"{shown} is a symbolic link (refused: it is never followed here)", shown
+    )
+
+
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> BinaryIO:
     """Open ``path`` for binary reading only if it is a regular file; never block.
 
     ``open()`` on a FIFO waits for a writer for ever: a transcript path that named one hung
@@ -114,24 +168,163 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     regular file is handed back, switched to blocking reads.
 
     Args:
-        path: The file (a symlink to a regular file is followed).
+        path: The file.
+        follow: Follow a symbolic link in the last component (a transcript path the harness
+            named); ``False`` refuses one (``O_NOFOLLOW``): a file in a directory others
+            may fill (a memory home's log, a note).
 
     Returns:
         The open file object (close it; use it in a ``with`` block).
 
     Raises:
         NotRegularFile: The path is not a regular file.
+        UnsafePath: ``follow`` is false and the path is a symbolic link.
         OSError: It cannot be opened (missing, no permission…).
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise NotRegularFile(errno.EINVAL, f"{kind} (refused: a read could block)", str(path))
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
+        fd = os.open(path, _READ_FLAGS | (0 if follow else _NOFOLLOW))
+    except OSError as exc:
+        if not follow and exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+            raise _link_refused(os.fspath(path)) from None
         raise
+    return _regular_file(fd, os.fspath(path))
+
+
+def _parts(parts: Sequence[str]) -> list[str]:
+    """The components below a base: each one plain name (no ``/``, ``.``, ``..`` or NUL)."""
+    out = []
+    for part in parts:
+        for piece in str(part).split("/"):
+            if piece in ("", "."):
+                continue
+            if piece == ".." or "\0" in piece:
+                raise UnsafePath(errno.EINVAL, f"{piece!r} would leave its directory", piece)
+            out.append(piece)
+    if not out:
+        raise UnsafePath(errno.EINVAL, "no file named below the directory", "")
+    return out
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def open_inside(base: str | os.PathLike[str], *parts: str) -> BinaryIO:
+    """Open the regular file ``base/part/…`` for reading, following no link below ``base``.
+
+    ``base`` is what the user configured (the KB root, a mapped memory home) and is followed
+    as given; every component after it is opened with ``O_NOFOLLOW`` relative to the
+    descriptor of the one before, so the file is inside ``base`` whatever is swapped in
+    meanwhile — a link in any component is refused, never followed — and it is opened
+    non-blocking and checked to be a regular file (:func:`open_regular`'s rules).
+
+    Args:
+        base: The trusted directory.
+        *parts: The path below it, as components or ``/``-joined (``"documents", "x.md"``).
+
+    Returns:
+        The open file object (close it).
+
+    Raises:
+        UnsafePath: A component is a symbolic link, or ``..``.
+        NotRegularFile: The file is a FIFO, a device, a socket or a directory.
+        OSError: A component is missing or unreadable.
+    """
+    names = _parts(parts)
+    shown = os.path.join(os.fspath(base), *names)
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        for i, name in enumerate(names):
+            last = i == len(names) - 1
+            flags = (_READ_FLAGS if last else _DIR_FLAGS) | _NOFOLLOW
+            try:
+                nxt = os.open(name, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR) and _is_link(name, fd):
+                    raise _link_refused(os.path.join(os.fspath(base), *names[: i + 1])) from None
+                raise
+            os.close(fd)
+            fd = nxt
+            if last:
+                fd = -1  # _regular_file owns it now (and closes it if it refuses)
+                return _regular_file(nxt, shown)
+        raise AssertionError("unreachable")  # pragma: no cover - names is never empty
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def read_inside(base: str | os.PathLike[str], *parts: str, max_bytes: int) -> bytes:
+    """The bytes of ``base/part/…`` (:func:`open_inside`), refused whole when over a bound.
+
+    Args:
+        base: The trusted directory.
+        *parts: The path below it.
+        max_bytes: The largest file read; a larger one is not read at all.
+
+    Returns:
+        The file's content.
+
+    Raises:
+        TooLarge: The file is larger than ``max_bytes`` (nothing of it is returned).
+        UnsafePath, NotRegularFile, OSError: As :func:`open_inside`.
+    """
+    with open_inside(base, *parts) as fh:
+        return _bounded(fh, max_bytes, os.path.join(os.fspath(base), *_parts(parts)))
+
+
+def read_regular(path: str | os.PathLike[str], *, max_bytes: int, follow: bool = False) -> bytes:
+    """The bytes of one regular file (:func:`open_regular`), refused whole when over a bound.
+
+    Args:
+        path: The file.
+        max_bytes: The largest file read.
+        follow: Follow a symbolic link in the last component (default: refuse it).
+
+    Returns:
+        The file's content.
+
+    Raises:
+        TooLarge: The file is larger than ``max_bytes``.
+        UnsafePath, NotRegularFile, OSError: As :func:`open_regular`.
+    """
+    with open_regular(path, follow=follow) as fh:
+        return _bounded(fh, max_bytes, os.fspath(path))
+
+
+def _bounded(fh: BinaryIO, max_bytes: int, shown: str) -> bytes:
+    size = os.fstat(fh.fileno()).st_size
+    if size > max_bytes:
+        raise TooLarge(errno.EFBIG, f"{shown} is {size:,} bytes, over the {max_bytes:,} read")
+    data = fh.read(max_bytes + 1)  # a file growing meanwhile is bounded too
+    if len(data) > max_bytes:
+        raise TooLarge(errno.EFBIG, f"{shown} grew past the {max_bytes:,} bytes read", shown)
+    return data
+
+
+def linked_part(base: str | os.PathLike[str], *parts: str) -> str | None:
+    """The first of ``base/part/…`` (below ``base``) that is a symbolic link, if any.
+
+    For directories we are about to write into or list (``documents/``, a memory home and
+    its ``reflections/``): a link there would carry our writes, and ``chmod``, to wherever it
+    points. Missing components are not links (they are created as real directories).
+
+    Args:
+        base: The trusted directory (not checked: the user configured it).
+        *parts: The components below it.
+
+    Returns:
+        The path of the first linked component, or ``None``.
+    """
+    path = os.fspath(base)
+    for name in _parts(parts):
+        path = os.path.join(path, name)
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return path
+        except OSError:
+            return None
+    return None

@@ -112,7 +112,7 @@ def known_failure(exc: BaseException) -> str | None:
         return f"cannot use the ledger: {text[:300]}"
     if module.startswith("redis") and "Connection" in name:
         return f"cannot reach the Redis queue: {text[:300]}"
-    if name == "SearchError":
+    if name in ("SearchError", "UnsafePath"):  # UnsafePath: a link refused (fsio.py)
         return text
     return None
 
