@@ -57,6 +57,10 @@ def memory_home(repo: Repo, environ: dict[str, str] | None = None) -> str:
     directory names (:attr:`Repo.names`) the first whose home exists is taken, so a home
     written under an older name keeps being used.
 
+    No symbolic link is followed below what the user configured (:func:`_check_links`): a
+    KB synced with git may carry ``repos/<name>`` or ``reflections/`` as a link, and the
+    logs would then be read from — and appended to — wherever it points.
+
     Args:
         repo: The repository.
         environ: The environment; ``None`` means ``os.environ``.
@@ -65,7 +69,8 @@ def memory_home(repo: Repo, environ: dict[str, str] | None = None) -> str:
         The directory (not created).
 
     Raises:
-        RepoError: The mapping file is unreadable or has a malformed line.
+        RepoError: The mapping file is unreadable or has a malformed line, or the home (or
+            its ``reflections/``) is a symbolic link the user did not configure.
     """
     env = os.environ if environ is None else environ
     names = repo.names
@@ -78,9 +83,30 @@ def memory_home(repo: Repo, environ: dict[str, str] | None = None) -> str:
         chosen = next((t for p, t in mapping if p == "*"), None)
     if chosen is not None:
         targets = [os.path.expanduser(chosen.replace("{key}", n)) for n in names]
-        return _first_existing(list(dict.fromkeys(targets)))
-    repos = os.path.join(kb_root_str(env), "repos")
-    return _first_existing([os.path.join(repos, n) for n in names])
+        home = _first_existing(list(dict.fromkeys(targets)))
+        _check_links(home)  # the mapped directory itself is the user's word: followed
+        return home
+    kb = kb_root_str(env)
+    repos = os.path.join(kb, "repos")
+    home = _first_existing([os.path.join(repos, n) for n in names])
+    _check_links(kb, "repos", os.path.basename(home))
+    return home
+
+
+def _check_links(base: str, *parts: str) -> None:
+    """Refuse a memory home with a symbolic link below ``base`` (the configured directory).
+
+    Raises:
+        RepoError: One line naming the link and the fix.
+    """
+    from .fsio import linked_part
+
+    link = linked_part(base, *parts, "reflections")
+    if link is not None:
+        raise RepoError(
+            f"memory home {link} is a symbolic link: refused (to keep a home elsewhere,"
+            " map it in the REFLECT_MEMORY_HOMES file)"
+        )
 
 
 def read_key_file(home: str | os.PathLike[str], name: str | None = None) -> str | None:
@@ -94,9 +120,11 @@ def read_key_file(home: str | os.PathLike[str], name: str | None = None) -> str 
     Returns:
         The key, or ``None`` (no file, unreadable, or not a key of this home).
     """
-    try:
-        with open(os.path.join(os.fspath(home), KEY_FILE), encoding="utf-8") as fh:
-            text = fh.read(4 * MAX_KEY_CHARS)
+    from .fsio import open_regular
+
+    try:  # never through a link: the label of a synced home is anyone's text
+        with open_regular(os.path.join(os.fspath(home), KEY_FILE), follow=False) as fh:
+            text = fh.read(4 * MAX_KEY_CHARS).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     key = as_key(text.splitlines()[0] if text.strip() else "")

@@ -23,6 +23,8 @@ from typing import Any
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
+from reflect_jobs.fsio import read_inside
+from reflect_jobs.kb.parse import MAX_NOTE_BYTES
 from reflect_jobs.lifecycle import ACTIVE, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
@@ -151,7 +153,10 @@ def reindex(
         known = files.load()
         on_disk: set[str] = set()
         seen_paths: set[str] = set()
-        notes = _note_entries(paths.documents)
+        notes, links = _note_entries(paths.documents)
+        for name in links:  # never read: a synced KB may link a "note" to a private file
+            stats.unreadable += 1
+            stats.errors.append(f"{name}: a symbolic link, skipped (notes are never followed)")
         for i, (name, key, st) in enumerate(notes, 1):
             stats.notes += 1
             if progress:
@@ -165,7 +170,7 @@ def reindex(
                 continue
             path = Path(key)
             try:
-                data = path.read_bytes()
+                data = _note_bytes(path)
             except OSError as exc:
                 stats.unreadable += 1
                 stats.errors.append(f"{name}: {exc}")
@@ -279,7 +284,7 @@ def _take_owed(
         if not isinstance(key, str) or key in have:
             continue
         try:
-            data = Path(key).read_bytes()
+            data = _note_bytes(Path(key))
             note = kb.parse_note(data.decode("utf-8", errors="replace"))
         except (OSError, kb.NoteError):
             continue
@@ -294,23 +299,36 @@ def _take_owed(
     return bool(owed.get("force"))
 
 
-def _note_entries(documents: Path) -> list[tuple[str, str, os.stat_result]]:
-    """``(name, path, stat)`` of ``documents/*.md`` sorted by name.
+def _note_entries(documents: Path) -> tuple[list[tuple[str, str, os.stat_result]], list[str]]:
+    """``(name, path, stat)`` of the regular ``documents/*.md`` sorted by name, and the
+    names of those that are symbolic links (skipped, never followed or read).
 
     scandir + plain strings: at 5,000 notes pathlib's globbing, sorting and per-path
     objects cost more than the whole incremental reindex should.
     """
+    entries: list[tuple[str, str, os.stat_result]] = []
+    links: list[str] = []
     try:
         with os.scandir(documents) as it:
-            entries = [
-                (e.name, e.path, e.stat())
-                for e in it
-                if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()
-            ]
+            for e in it:
+                if not e.name.endswith(".md") or e.name.startswith("."):
+                    continue
+                if e.is_symlink():
+                    links.append(e.name)
+                elif e.is_file(follow_symlinks=False):
+                    entries.append((e.name, e.path, e.stat(follow_symlinks=False)))
     except FileNotFoundError:
-        return []
+        return [], []
     entries.sort(key=lambda x: x[0])
-    return entries
+    return entries, sorted(links)
+
+
+def _note_bytes(path: Path) -> bytes:
+    """A note file's bytes: a regular file, neither it nor ``documents/`` a link, bounded
+    (:data:`kb.parse.MAX_NOTE_BYTES`) — opened below the KB root with ``O_NOFOLLOW`` on each
+    component (:func:`reflect_jobs.fsio.read_inside`), so it is inside ``documents/``.
+    """
+    return read_inside(path.parent.parent, path.parent.name, path.name, max_bytes=MAX_NOTE_BYTES)
 
 
 def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> None:
@@ -409,7 +427,7 @@ def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
     out = []
     for path in kb.iter_notes(kb_path):
         try:
-            data = path.read_bytes()
+            data = _note_bytes(path)
             note = kb.parse_note(data.decode("utf-8", errors="replace"))
         except (OSError, kb.NoteError):
             continue

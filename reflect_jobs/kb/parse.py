@@ -18,6 +18,8 @@ import yaml
 from ..lifecycle import DEFAULT_CAUSAL_TYPE
 
 REQUIRED_KEYS = ("id", "title", "category", "key_insight")
+#: The largest note or sidecar file read (a larger one is unreadable, not read in part).
+MAX_NOTE_BYTES = 1024 * 1024
 
 
 class NoteError(Exception):
@@ -60,6 +62,21 @@ def split_frontmatter(text: str) -> tuple[str, str]:
     raise NoteError("frontmatter has no closing '---' line")
 
 
+def _read(path: Path) -> str:
+    """A note or sidecar file's text: a regular file, not a link, at most
+    :data:`MAX_NOTE_BYTES` (:func:`reflect_jobs.fsio.read_regular`).
+
+    A note in a synced ``documents/`` may be a symbolic link to a private file; reading it
+    would put that file's text in an index, a YAML error message or an MCP answer.
+    """
+    from ..fsio import read_regular
+
+    try:
+        return read_regular(path, max_bytes=MAX_NOTE_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NoteError(f"{path}: unreadable: {exc}") from exc
+
+
 def _safe_yaml(text: str, what: str) -> Any:
     try:
         return yaml.safe_load(text)
@@ -90,10 +107,7 @@ def parse_note(path_or_text: str | os.PathLike[str]) -> Note:
         text = path_or_text
     else:
         path = Path(path_or_text)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise NoteError(f"{path}: unreadable: {exc}") from exc
+        text = _read(path)
     where = str(path) if path else "note"
     raw_fm, body = split_frontmatter(text)
     fm = _safe_yaml(raw_fm, where)
@@ -185,8 +199,5 @@ def load_sidecar(path: str | os.PathLike[str]) -> dict[str, Any]:
         NoteError: The file is unreadable, not valid YAML, or not a valid sidecar.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NoteError(f"{path}: unreadable: {exc}") from exc
+    text = _read(path)
     return normalize_sidecar(_safe_yaml(text, str(path)), str(path))

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fsio import atomic_write
+from ..fsio import UnsafePath, atomic_write, linked_part
 from ..lifecycle import RETIRED_STATUSES
 from ..perms import private_dir
 from .heuristic import heuristic_sidecar, needs_heuristic_entities
@@ -53,35 +53,76 @@ class KBPaths:
 def kb_paths(kb: str | os.PathLike[str], *, create: bool = True) -> KBPaths:
     """Resolve (and by default create) ``documents/``, ``index/`` and ``index/graph/``.
 
+    The root is what the user configured (``GLOBAL_LEARNINGS_PATH``) and may be a link; the
+    directories below it may not. A KB kept in git can carry a ``documents`` that is a
+    symbolic link, and every note written through it — and the ``chmod 0700`` that makes it
+    private — would land on whatever it points at, so it is refused with one line
+    (:func:`check_kb_dirs`).
+
     Args:
         kb: The KB root directory.
         create: Create the three directories (and parents) when missing.
 
     Returns:
         The root and the three directories under it.
+
+    Raises:
+        UnsafePath: ``documents/``, ``index/`` or ``index/graph/`` is a symbolic link.
     """
     root = Path(kb)
     paths = KBPaths(root, root / "documents", root / "index", root / "index" / "graph")
+    check_kb_dirs(root)
     if create:
         for directory in (root, paths.documents, paths.index, paths.graph):
             private_dir(directory)  # the KB holds excerpts of private sessions
     return paths
 
 
+def check_kb_dirs(kb: str | os.PathLike[str]) -> None:
+    """Refuse a KB whose ``documents/``, ``index/`` or ``index/graph/`` is a symbolic link.
+
+    Args:
+        kb: The KB root (itself followed: the user configured it).
+
+    Raises:
+        UnsafePath: One line naming the link and the fix.
+    """
+    for parts in (("documents",), ("index",), ("index", "graph")):
+        link = linked_part(kb, *parts)
+        if link is not None:
+            raise UnsafePath(
+                0,
+                f"{link} is a symbolic link: refused (notes are read and written only in a"
+                f" real directory; point GLOBAL_LEARNINGS_PATH at the real KB instead)",
+                link,
+            )
+
+
 def iter_notes(kb: str | os.PathLike[str]) -> Iterator[Path]:
     """``documents/*.md`` in sorted order (stable reindex order); hidden temp files skipped.
+
+    Only regular files: a note that is a symbolic link is never listed (nor read), so a
+    link planted in a synced ``documents/`` cannot make us read what it points at.
 
     Args:
         kb: The KB root directory.
 
     Returns:
-        An iterator over the note paths (empty when ``documents/`` does not exist); the
-        listing is taken when this is called, not as it is iterated.
+        An iterator over the note paths (empty when ``documents/`` does not exist or is a
+        link); the listing is taken when this is called, not as it is iterated.
     """
     documents = Path(kb) / "documents"
-    if not documents.is_dir():
+    if documents.is_symlink() or not documents.is_dir():
         return iter(())
-    return iter(sorted(p for p in documents.glob("*.md") if not p.name.startswith(".")))
+    with os.scandir(documents) as entries:
+        names = sorted(
+            e.name
+            for e in entries
+            if e.name.endswith(".md")
+            and not e.name.startswith(".")
+            and e.is_file(follow_symlinks=False)
+        )
+    return iter([documents / n for n in names])
 
 
 def sidecar_path_for(note_path: Path) -> Path:
@@ -214,8 +255,14 @@ def _sidecar_for(
 
 
 def _rewrite(note: Note, updates: Mapping[str, object]) -> NoteFile:
-    """Re-render ``note`` with ``updates`` merged into its frontmatter (order kept)."""
+    """Re-render ``note`` with ``updates`` merged into its frontmatter (order kept).
+
+    The note's directory must not be a link (a ``documents/`` swapped for one after the
+    note's path was recorded would carry the write elsewhere).
+    """
     assert note.path is not None
+    if note.path.parent.is_symlink():
+        raise UnsafePath(0, f"{note.path.parent} is a symbolic link: refused", str(note.path))
     fm = dict(note.frontmatter)
     fm.update(updates)
     text = render_frontmatter_note(fm, note.body)

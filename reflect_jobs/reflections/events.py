@@ -308,7 +308,9 @@ def append_event(log: Path, event: dict[str, Any]) -> None:
         line = cleaned
     data = (line + "\n").encode("utf-8")
     _mkdirs(log.parent)
-    fd = os.open(log, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    # O_NOFOLLOW: a log that is a symbolic link (a synced memory home can carry one to
+    # ~/.bashrc) is refused, never appended to.
+    fd = os.open(log, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reflect_jobs.fsio import open_regular
 from reflect_jobs.index.lexical import build_match
 
 from .events import EventError, parse_line
@@ -185,8 +186,8 @@ class ReflectionIndex:
         self, repo: str, path: str, old: tuple[Any, ...] | None, stats: RefreshStats
     ) -> set[str]:
         touched: set[str] = set()
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
+        try:  # a regular file, never through a link (a synced home's log is anyone's)
+            fh = open_regular(path, follow=False)
         except OSError as exc:
             stats.warnings.append(f"cannot read {path}: {exc.strerror}")
             return touched

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
 
 def scan_logs(log_dir: os.PathLike[str] | str) -> dict[str, tuple[int, int, int]]:
     """``{path: (size, mtime_ns, inode)}`` of every host log (``*.jsonl``, not hidden).
+
+    Only regular files count: a "log" that is a symbolic link (a synced home can carry
+    one, pointing at a private file) or a FIFO is never listed, so never read.
 
     Args:
         log_dir: A memory home's ``reflections/`` directory.
@@ -27,8 +31,9 @@ def scan_logs(log_dir: os.PathLike[str] | str) -> dict[str, tuple[int, int, int]
             for entry in entries:
                 if entry.name.endswith(".jsonl") and not entry.name.startswith("."):
                     with contextlib.suppress(OSError):
-                        st = entry.stat()
-                        found[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                        st = entry.stat(follow_symlinks=False)
+                        if stat.S_ISREG(st.st_mode):
+                            found[entry.path] = (st.st_size, st.st_mtime_ns, st.st_ino)
     except (FileNotFoundError, NotADirectoryError):
         pass
     return found

@@ -437,10 +437,12 @@ def known_repos(index: ReflectionIndex, kb: Path) -> list[Repo]:
     found: dict[str, Repo] = {}  # by the real path of the log directory
     unlabelled: list[Path] = []
     repos_dir = kb / "repos"
-    if repos_dir.is_dir():
+    if repos_dir.is_dir() and not repos_dir.is_symlink():
         for d in sorted(repos_dir.iterdir()):
             if not ((d / "reflections").is_dir() and is_home_name(d.name)):
                 continue
+            if d.is_symlink() or (d / "reflections").is_symlink():
+                continue  # never followed (repo_home.memory_home refuses it with one line)
             key = read_key_file(d, d.name)
             if key is None:
                 unlabelled.append(d)
