@@ -32,11 +32,12 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
 
-from reflect_jobs.faults import failpoint
+TYPE_CHECKING = False  # the stdlib idiom: no `typing` import at run time (the hook imports us)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import BinaryIO
 
 #: The mode of a file created without ``mode=``: private (0600), because what we write —
 #: notes with excerpts of private sessions, sidecars, index exports — is (ARCHITECTURE §2.3).
@@ -66,6 +67,8 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int | None = None
         UnicodeEncodeError: ``data`` is a ``str`` that cannot be encoded as UTF-8.
     """
     import tempfile  # here: the hook imports this module for its read checks only
+
+    from reflect_jobs.faults import failpoint
 
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
