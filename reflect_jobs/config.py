@@ -199,6 +199,10 @@ class Settings:
     #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads the
     #: variable itself (stdlib path); this field is for ``doctor``/``install`` and validation.
     recall_on_prompt: bool = False
+    #: ``REFLECT_MCP_ALL_REPOS``: let ``reflect-jobs mcp`` read every repository's learnings
+    #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
+    #: Writes stay in the server's repository whatever this says.
+    mcp_all_repos: bool = False
     #: ``REFLECT_MEMORY_HOMES``: the memory-home mapping file (default
     #: ``$REFLECT_HOME/memory-homes.conf``). ``reflect_jobs/repo.py`` reads it through
     #: ``envpaths`` (the hook imports it); this field shows it to ``doctor`` and the config.
@@ -433,6 +437,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         boundary_cmd=_env("REFLECT_BOUNDARY_CMD", env) or "",
         boundary_timeout_sec=_int(env, "REFLECT_BOUNDARY_TIMEOUT_SEC", 5, minimum=1),
         recall_on_prompt=_bool(env, "REFLECT_RECALL_ON_PROMPT", False),
+        mcp_all_repos=_bool(env, "REFLECT_MCP_ALL_REPOS", False),
         daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
         run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
         debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600),

@@ -25,6 +25,7 @@ from recall_support import add_note, learning, make_repo, reindex
 from reflect_jobs.recall import items
 from reflect_jobs.recall.hook import session_context
 from reflect_jobs.recall.item_tools import list_items_tool
+from reflect_jobs.recall.mcp_scope import ServerScope
 from reflect_jobs.reflections.cli import main as reflections
 from reflect_jobs.reflections.events import format_ts
 from reflect_jobs.reflections.index import ReflectionIndex
@@ -184,7 +185,9 @@ def test_a_home_written_by_todays_code_is_read_under_the_one_identity(env, old, 
     assert [r["repository"] for r in open_items_api(env)] == [KEY]
 
     # MCP answers and the status line count the same items.
-    assert f"open items of {KEY}: 3" in list_items_tool(repo=str(repo))
+    assert f"open items of {KEY}: 3" in list_items_tool(
+        repo=str(repo), scope=ServerScope.here(str(repo))
+    )
     assert items.open_items(str(repo), dict(env))[0::2] == (KEY, 3)
 
 

@@ -63,7 +63,11 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
 
 @click.command()
 def mcp() -> None:
-    """Serve the knowledge base as an MCP server on stdio (tools search, get, recent, context).
+    """Serve learnings and open items as an MCP server on stdio, for this directory's repository.
+
+    Tools: search, get, recent, context, list_items, search_items, add_item, close_item,
+    update_items. Reads cover this repository and the global learnings
+    (REFLECT_MCP_ALL_REPOS=1: any repository); writes only this repository.
 
     \f
     Exits 1 with one line when the ``mcp`` SDK is not installed.
@@ -78,7 +82,12 @@ def mcp() -> None:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     try:
-        serve(s.kb_path, vectors=s.index_vectors, embed_model=s.embed_model)
+        serve(
+            s.kb_path,
+            vectors=s.index_vectors,
+            embed_model=s.embed_model,
+            all_repos=s.mcp_all_repos,
+        )
     except ImportError as exc:
         click.echo(
             f"error: the MCP SDK is not installed ({exc}): pip install 'reflect-jobs[mcp]'",

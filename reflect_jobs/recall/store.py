@@ -284,23 +284,34 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
     )
 
 
-def recent_rows(conn: sqlite3.Connection, repo_key: str | None, limit: int = 10) -> list[dict]:
+def recent_rows(
+    conn: sqlite3.Connection, repo_key: str | None, limit: int = 10, *, with_global: bool = False
+) -> list[dict]:
     """The newest learnings of a repository (and, with ``repo_key`` None, of the whole KB).
 
     Args:
         conn: A connection.
         repo_key: The repository's key; ``None`` for every learning.
         limit: At most this many, newest first.
+        with_global: Also the global learnings (what an MCP server in that repository
+            may read); with ``repo_key`` None, only the global ones.
 
     Returns:
         Row mappings, as :func:`repo_rows`.
     """
-    if repo_key is None:
-        cur = conn.execute(_SELECT + " ORDER BY updated_ts DESC, id LIMIT ?", (int(limit),))
+    order = " ORDER BY updated_ts DESC, id LIMIT ?"
+    if repo_key is None and not with_global:
+        cur = conn.execute(_SELECT + order, (int(limit),))
+    elif repo_key is None:
+        cur = conn.execute(_SELECT + " WHERE scope = 'global'" + order, (int(limit),))
+    elif with_global:
+        cur = conn.execute(
+            _SELECT + " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
+            (repo_key, int(limit)),
+        )
     else:
         cur = conn.execute(
-            _SELECT + " WHERE scope = 'repo' AND repo_key = ? ORDER BY updated_ts DESC, id LIMIT ?",
-            (repo_key, int(limit)),
+            _SELECT + " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
         )
     return _rows(cur)
 

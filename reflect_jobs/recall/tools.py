@@ -2,7 +2,13 @@
 
 Kept apart from :mod:`.mcp_server` so the answers are testable without the SDK. Every result
 is text wrapped in the recall markers — the cascade then drops it if it is ever pasted back
-into a session — carries ids and paths, and is cut to :data:`MAX_RESULT_CHARS`.
+into a session — carries ids and paths, and is cut to :data:`MAX_RESULT_CHARS`. A failure is
+a :class:`ToolError` whose text is one line (the server answers it with ``isError``).
+
+Every read stays inside the server's boundary (:class:`.mcp_scope.ServerScope`: its
+repository and the global learnings), and a note is read only as a regular file inside
+``documents/``, never through a symbolic link (:func:`reflect_jobs.fsio.read_inside`): a note
+that links to ``~/.ssh/id_ed25519`` is an error, not the key.
 """
 
 from __future__ import annotations
@@ -10,19 +16,41 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reflect_jobs.repo import key_of
 
 from . import block, store
+from .tool_errors import ToolError
+
+if TYPE_CHECKING:
+    from reflect_jobs.kb.parse import Note
+
+    from .mcp_scope import ServerScope
 
 MAX_RESULT_CHARS = 12_000
 MAX_K = 20
+#: The search modes (``reflect-jobs search --mode``), offered as an enum in the tool schema.
+MODES = ("hybrid", "naive", "local", "global", "lexical")
+#: A search hit's rule and snippet, in characters (most answers then need no ``get``).
+HIT_RULE_CHARS = 300
+HIT_SNIPPET_CHARS = 240
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MARKER = re.compile(r"<(/?)(reflect-jobs-context)", re.IGNORECASE)
+_WORD = re.compile(r"\w{3,}", re.UNICODE)
 
 
-class ToolError(ValueError):
-    """Bad tool input; the message is shown to the agent."""
+def one_line(text: object, limit: int = 500) -> str:
+    """An error text as the agent gets it: one line, markers broken, bounded.
+
+    Args:
+        text: The message.
+        limit: At most this many characters.
+
+    Returns:
+        The line.
+    """
+    return block.inert(defuse(str(text)), limit)
 
 
 def defuse(text: str) -> str:
@@ -76,6 +104,104 @@ def _k(k: object, default: int) -> int:
     return min(max(value, 1), MAX_K)
 
 
+def _scope(scope: ServerScope | None) -> ServerScope:
+    """The caller's scope, or this process's directory's (the server's default)."""
+    if scope is not None:
+        return scope
+    from .mcp_scope import ServerScope  # noqa: F811 - the runtime import of the type
+
+    return ServerScope.here()
+
+
+def _readable(note_scope: str, note_repo: str, wanted: str | None, every: bool) -> bool:
+    """Whether a learning is inside a read: global, the wanted repository's, or any (``*``)."""
+    return every or note_scope != "repo" or (wanted is not None and note_repo == wanted)
+
+
+def load_note(kb_path: Path, note_id: str) -> tuple[Note, str]:
+    """A learning's note by id, read safely: a regular file in ``documents/``, no link.
+
+    Args:
+        kb_path: The KB root.
+        note_id: The id.
+
+    Returns:
+        The parsed note and its text.
+
+    Raises:
+        ToolError: Malformed id; no such note; the note is a symbolic link, not a regular
+            file, too large, or does not parse — one line that never holds its content.
+    """
+    from reflect_jobs.fsio import NotRegularFile, TooLarge, UnsafePath, read_inside
+    from reflect_jobs.kb.parse import MAX_NOTE_BYTES, NoteError, parse_note
+
+    note_id = str(note_id or "").strip()
+    if not _ID.match(note_id):
+        raise ToolError(f"not a learning id: {note_id[:80]!r}")
+    name = f"{note_id}.md"
+    documents = Path(kb_path) / "documents"
+    if not (documents / name).exists() and not (documents / name).is_symlink():
+        conn = store.open_for_read(store.store_path(kb_path))
+        row = None
+        if conn is not None:
+            try:
+                row = store.get_row(conn, note_id)
+            finally:
+                conn.close()
+        candidate = Path(row["path"]) if row and row.get("path") else None
+        if candidate is None or candidate.parent != documents:
+            raise ToolError(f"no learning {note_id}")
+        name = candidate.name  # a hand-written note named differently from its id
+    try:
+        data = read_inside(kb_path, "documents", name, max_bytes=MAX_NOTE_BYTES)
+    except UnsafePath as exc:
+        if not str(exc.filename or "").endswith(name):  # documents/ itself is the link
+            raise ToolError(f"refused: {exc}; nothing was read") from None
+        raise ToolError(
+            f"refused: {note_id} is a symbolic link (notes are read only as files inside"
+            " documents/, never through a link); nothing of it was read"
+        ) from None
+    except TooLarge:
+        raise ToolError(f"refused: {note_id} is larger than {MAX_NOTE_BYTES:,} bytes") from None
+    except NotRegularFile:
+        raise ToolError(f"refused: {note_id} is not a regular file") from None
+    except FileNotFoundError:
+        raise ToolError(f"no learning {note_id}") from None
+    except OSError as exc:
+        raise ToolError(f"{note_id} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    text = data.decode("utf-8", errors="replace")
+    try:
+        note = parse_note(text)
+    except NoteError:
+        raise ToolError(f"{note_id} does not parse as a note (see `reflect-jobs doctor`)") from None
+    note.path = documents / name
+    return note, text
+
+
+def _note_scope(fm: dict[str, Any]) -> tuple[str, str]:
+    """``(scope, repo key)`` a note's frontmatter says; a note without a scope is global."""
+    scope = "repo" if str(fm.get("scope") or "global") == "repo" else "global"
+    return scope, str(fm.get("repo") or "") if scope == "repo" else ""
+
+
+def _snippet(note: Note, query: str, rule: str) -> str:
+    """A short excerpt of the note around the query's first word found outside the title
+    and rule (else its key insight or body start), one line, inert."""
+    fm = note.frontmatter
+    parts = [str(fm.get(k) or "") for k in ("key_insight", "problem", "root_cause", "fix")]
+    text = " ".join(p for p in [*parts, note.body] if p and p.strip() != rule.strip())
+    text = " ".join(text.split())
+    if not text:
+        return ""
+    lower = text.lower()
+    at = min(
+        (i for i in (lower.find(w.lower()) for w in _WORD.findall(query)) if i >= 0), default=-1
+    )
+    start = max(at - HIT_SNIPPET_CHARS // 3, 0) if at >= 0 else 0
+    piece = text[start : start + HIT_SNIPPET_CHARS]
+    return block.inert(("…" if start else "") + piece, HIT_SNIPPET_CHARS + 2)
+
+
 def search_tool(
     kb_path: Path,
     query: str,
@@ -85,117 +211,190 @@ def search_tool(
     repo: str | None = None,
     vectors: bool = True,
     embed_model: str | None = None,
+    scope: ServerScope | None = None,
 ) -> str:
-    """The ``search`` tool: hits as JSON lines (id, title, score, path).
+    """The ``search`` tool: hits as JSON lines, each enough to act on without ``get``.
+
+    A hit is ``{"id", "title", "rule", "snippet", "scope", "repo", …}`` followed by what the
+    search gave (``score``, ``path``, ``status`` — ``"proposed"`` on a learning no one
+    vouched for yet, ARCHITECTURE §7.1): the rule is what to do, the snippet the note's text
+    around the query. Only learnings inside the server's reads are returned.
 
     Args:
         kb_path: The KB root.
         query: Free text.
         k: At most this many hits (1–20).
-        mode: As ``reflect-jobs search --mode``.
-        repo: A directory or repository key: that repository's and the global learnings.
+        mode: As ``reflect-jobs search --mode`` (:data:`MODES`).
+        repo: Omitted for the server's repository; another one (a directory or key) or
+            ``*`` only with ``REFLECT_MCP_ALL_REPOS=1``. Global learnings are always in.
         vectors: ``Settings.index_vectors``.
         embed_model: ``Settings.embed_model``.
+        scope: The server's boundary (default: this process's directory's).
 
     Returns:
         The wrapped result.
 
     Raises:
-        ToolError: Empty query or unknown mode.
+        ToolError: Empty query, unknown mode, or a repository outside the reads.
     """
     from reflect_jobs.index.search import search
 
     if not str(query or "").strip():
-        raise ToolError("query is empty")
-    if mode not in ("hybrid", "naive", "local", "global", "lexical"):
-        raise ToolError(f"unknown mode {mode!r}")
+        raise ToolError("query is empty: give an error message, a file name or a topic")
+    if mode not in MODES:
+        raise ToolError(f"unknown mode {str(mode)[:40]!r}; expected one of {', '.join(MODES)}")
+    bounds = _scope(scope)
+    wanted = bounds.read_key(repo)
+    every = wanted is None and bool(str(repo or "").strip()) and bounds.all_repos
+    limit = _k(k, 5)
     result = search(
         kb_path,
         str(query)[:2000],
         mode=mode,
-        k=_k(k, 5),
+        k=limit,
         vectors=vectors,
         embed_model=embed_model,
-        repo_key=repo_key_of(repo),
+        repo_key=None if every else wanted,
+        only_global=wanted is None and not every,
     )
-    lines = [json.dumps(h, ensure_ascii=False) for h in result.hits] or ["no matches"]
-    lines += [f"warning: {w}" for w in result.warnings]
+    lines: list[str] = []
+    room = MAX_RESULT_CHARS - 400  # markers, warnings
+    for hit in result.hits:
+        shown = _hit(kb_path, hit, str(query), wanted, every)
+        if shown is None:
+            continue
+        line = json.dumps(shown, ensure_ascii=False)
+        if len(line) + 1 > room:
+            lines.append("… more hits did not fit: ask with a smaller k")
+            break
+        lines.append(line)
+        room -= len(line) + 1
+    lines = lines or ["no matches"]
+    lines += [f"warning: {block.inert(w, 300)}" for w in result.warnings]
     return wrap("\n".join(lines))
 
 
-def get_tool(kb_path: Path, note_id: str) -> str:
+def _hit(
+    kb_path: Path, hit: dict[str, Any], query: str, wanted: str | None, every: bool
+) -> dict[str, Any] | None:
+    """One search hit as the agent gets it; ``None`` when unreadable or outside the reads."""
+    try:
+        note, _ = load_note(kb_path, str(hit.get("id") or ""))
+    except ToolError:
+        return None  # gone, a link, or garbled since the index saw it: nothing to show
+    fm = note.frontmatter
+    kind, key = _note_scope(fm)
+    if not _readable(kind, key, wanted, every):
+        return None
+    rule = block.inert(fm.get("rule") or fm.get("key_insight"), HIT_RULE_CHARS)
+    out: dict[str, Any] = {
+        "id": note.id,
+        "title": block.inert(fm.get("title"), 200),
+        "rule": rule,
+        "snippet": _snippet(note, query, rule),
+        "scope": kind,
+        "repo": key or None,
+    }
+    for name, value in hit.items():
+        if name not in out:
+            out[name] = value
+    status = str(fm.get("status") or "active")
+    if status != "active":
+        out["status"] = status
+    return out
+
+
+def get_tool(kb_path: Path, note_id: str, *, scope: ServerScope | None = None) -> str:
     """The ``get`` tool: one note's full text by id.
 
     Args:
         kb_path: The KB root.
         note_id: A learning id (``lrn-…``) as the context block or search named it.
+        scope: The server's boundary (default: this process's directory's).
 
     Returns:
         The wrapped note (path first), cut to the bound.
 
     Raises:
-        ToolError: The id is malformed or no such note exists.
+        ToolError: The id is malformed, no such note exists, it cannot be read safely
+            (:func:`load_note`), or it is another repository's learning.
     """
-    note_id = str(note_id or "").strip()
-    if not _ID.match(note_id):
-        raise ToolError(f"not a learning id: {note_id[:80]!r}")
-    documents = Path(kb_path) / "documents"
-    path = documents / f"{note_id}.md"
-    if not path.is_file():
-        conn = store.open_for_read(store.store_path(kb_path))
-        row = None
-        if conn is not None:
-            try:
-                row = store.get_row(conn, note_id)
-            finally:
-                conn.close()
-        candidate = Path(row["path"]) if row and row.get("path") else None
-        if candidate is None or candidate.parent.resolve() != documents.resolve():
-            raise ToolError(f"no learning {note_id}")
-        path = candidate
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return wrap(f"id: {note_id}\npath: {path}\n\n{text}")
+    bounds = _scope(scope)
+    note, text = load_note(kb_path, note_id)
+    kind, key = _note_scope(note.frontmatter)
+    if not _readable(kind, key, bounds.key, bounds.all_repos):
+        raise ToolError(
+            f"refused: {note.id} is a learning of repository {key[:200]}, not this server's"
+            f" ({bounds.key or 'none'}); REFLECT_MCP_ALL_REPOS=1 lets it read others"
+        )
+    return wrap(f"id: {note.id}\npath: {note.path}\n\n{text}")
 
 
-def recent_tool(kb_path: Path, *, repo: str | None = None, k: int = 10) -> str:
-    """The ``recent`` tool: the newest learnings of a repository (or of the whole KB).
+def recent_tool(
+    kb_path: Path, *, repo: str | None = None, k: int = 10, scope: ServerScope | None = None
+) -> str:
+    """The ``recent`` tool: the newest learnings of a repository and the global ones.
 
     Args:
         kb_path: The KB root.
-        repo: A directory or repository key; ``None`` for every learning.
+        repo: Omitted for the server's repository; another (or ``*``) only with
+            ``REFLECT_MCP_ALL_REPOS=1``.
         k: At most this many (1–20).
+        scope: The server's boundary (default: this process's directory's).
 
     Returns:
-        The wrapped result, one learning per line with id and path.
+        The wrapped result, one learning per line with id, scope and path.
     """
+    bounds = _scope(scope)
+    wanted = bounds.read_key(repo)
+    every = wanted is None and bool(str(repo or "").strip())
     conn = store.open_for_read(store.store_path(kb_path))
     if conn is None:
         return wrap("no learnings yet (the context store is built by `reflect-jobs reindex`)")
     try:
-        rows = store.recent_rows(conn, repo_key_of(repo), limit=_k(k, 10))
+        if every:
+            rows = store.recent_rows(conn, None, limit=_k(k, 10))
+        else:
+            rows = store.recent_rows(conn, wanted, limit=_k(k, 10), with_global=True)
     finally:
         conn.close()
-    lines = [f"{block.item_line(r)}  ({block.inert(r.get('path'), 300)})" for r in rows]
+    lines = [
+        f"{block.item_line(r)}  [{'repo ' + block.inert(r.get('repo_key'), 200) if r.get('scope') == 'repo' else 'global'}]"
+        f"  ({block.inert(r.get('path'), 300)})"
+        for r in rows
+    ]
     return wrap("\n".join(lines) or "no learnings for this repository yet")
 
 
-def context_tool(kb_path: Path, cwd: str, *, max_chars: int = block.DEFAULT_MAX_CHARS) -> str:
+def context_tool(
+    kb_path: Path,
+    cwd: str | None = None,
+    *,
+    max_chars: int = block.DEFAULT_MAX_CHARS,
+    scope: ServerScope | None = None,
+) -> str:
     """The ``context`` tool: what a new session in ``cwd`` is told.
 
     Args:
         kb_path: The KB root.
-        cwd: The working directory.
+        cwd: The working directory (omitted: the server's); another repository's only
+            with ``REFLECT_MCP_ALL_REPOS=1``.
         max_chars: The block's budget (200–12,000).
+        scope: The server's boundary (default: this process's directory's).
 
     Returns:
         The block, or a wrapped "nothing to tell".
+
+    Raises:
+        ToolError: ``cwd`` is in another repository and the setting is off.
     """
     from .hook import session_context
 
+    where = _scope(scope).read_dir(cwd)
     try:
         budget = int(max_chars)
     except (TypeError, ValueError):
         budget = block.DEFAULT_MAX_CHARS
     budget = min(max(budget, 200), MAX_RESULT_CHARS)
-    text = session_context(cwd, max_chars=budget, kb_root=str(kb_path))
+    text = session_context(where, max_chars=budget, kb_root=str(kb_path))
     return text or wrap("no learnings for this directory yet")
