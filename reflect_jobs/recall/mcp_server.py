@@ -184,18 +184,18 @@ def build_server(
         except Exception as exc:  # noqa: BLE001 - one bad call must not end the server
             raise SdkToolError(tools.one_line(f"{type(exc).__name__}: {exc}", 300)) from None
 
-    try:
+    if Server.__module__.startswith("mcp.server.fastmcp"):  # SDK 1.x: FastMCP
+        server = Server(SERVER_NAME, instructions=INSTRUCTIONS)
+        low = getattr(server, "_mcp_server", None)  # its low-level server reports serverInfo
+        if low is not None:
+            low.version = _version()
+    else:
         server = Server(
             SERVER_NAME,
             instructions=INSTRUCTIONS,
             version=_version(),
             middleware=[_one_line_errors],
         )
-    except TypeError:  # SDK 1.x: no version argument; its low-level server holds it
-        server = Server(SERVER_NAME, instructions=INSTRUCTIONS)
-        low = getattr(server, "_mcp_server", None)
-        if low is not None:
-            low.version = _version()
 
     @server.tool()
     def search(query: str, k: int = 5, mode: Mode = "hybrid", repo: Repo = None) -> str:
