@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
@@ -24,7 +25,7 @@ from huey import crontab
 from huey.constants import EmptyData
 from huey.exceptions import TaskLockedException
 
-from .config import load_settings
+from .config import resolve
 from .faults import failpoint
 from .index import maintenance
 from .ledger import control, learnings
@@ -44,8 +45,12 @@ from .queue import make_huey
 from .warm import supervisor
 from .write_lease import make_write_lease
 
-settings = load_settings()
+_resolved = resolve()
+settings = _resolved.settings
 huey = make_huey(settings)
+#: What this process's heartbeat says it is: ``worker`` (the service) or ``drain``, which
+#: sets it before starting its in-process consumer (``status`` flags two *workers*).
+CONSUMER_KIND = "worker"
 log = structlog.get_logger("reflect_jobs.tasks")
 
 REINDEX_PENDING = "kb:reindex-pending"
@@ -414,6 +419,18 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     return {"recovered": len(recovered), "resent": len(due), "spooled": spooled, "idle": idle}
 
 
+def beat_now() -> None:
+    """Record this process's heartbeat with the configuration it runs with (errors ignored)."""
+    from .consumers import effective_config
+
+    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
+        control.beat(
+            session,
+            worker_id().rsplit(":", 1)[0],
+            effective_config(settings, CONSUMER_KIND),
+        )
+
+
 @huey.periodic_task(crontab(minute="*"))
 def recover() -> dict[str, int]:
     """Every minute: lost messages and dead workers' jobs come back (ARCHITECTURE §1).
@@ -423,13 +440,24 @@ def recover() -> dict[str, int]:
     Returns:
         What :func:`recover_now` returns.
     """
-    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
-        control.beat(session, worker_id().rsplit(":", 1)[0])
+    beat_now()
     return recover_now()
+
+
+_started = threading.Event()
 
 
 @huey.on_startup()
 def _on_startup() -> None:
     configure_logging(settings)
-    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
-        control.beat(session, worker_id().rsplit(":", 1)[0])
+    beat_now()
+    if _started.is_set():  # one check per process, not one per worker thread
+        return
+    _started.set()
+    for line in _resolved.warnings:
+        log.warning("config_warning", problem=line)
+    if CONSUMER_KIND == "worker":
+        from .consumers import flag_second_worker
+
+        with contextlib.suppress(Exception):
+            flag_second_worker(settings)

@@ -69,12 +69,9 @@ def kb_root_str(environ: dict[str, str] | None = None) -> str:
     Returns:
         The KB root with ``~`` expanded; not created.
     """
-    env = os.environ if environ is None else environ
-    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    if raw:
-        return os.path.expanduser(raw)
-    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
-    return os.path.join(home, ".learnings")
+    from reflect_jobs.envpaths import kb_root_str as merged_kb_root
+
+    return merged_kb_root(environ)
 
 
 def store_path(kb_root: str | os.PathLike[str]) -> str:

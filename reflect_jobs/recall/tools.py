@@ -143,6 +143,24 @@ def get_tool(kb_path: Path, note_id: str) -> str:
         ToolError: The id is malformed or no such note exists.
     """
     note_id = str(note_id or "").strip()
+    path = note_path(kb_path, note_id)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return wrap(f"id: {note_id}\npath: {path}\n\n{text}")
+
+
+def note_path(kb_path: Path, note_id: str) -> Path:
+    """The file of a learning id, in ``documents/`` only (``get``, ``reflect-jobs get``).
+
+    Args:
+        kb_path: The KB root.
+        note_id: A learning id.
+
+    Returns:
+        The note's path (the file exists).
+
+    Raises:
+        ToolError: The id is malformed or names no note in ``documents/``.
+    """
     if not _ID.match(note_id):
         raise ToolError(f"not a learning id: {note_id[:80]!r}")
     documents = Path(kb_path) / "documents"
@@ -159,8 +177,7 @@ def get_tool(kb_path: Path, note_id: str) -> str:
         if candidate is None or candidate.parent.resolve() != documents.resolve():
             raise ToolError(f"no learning {note_id}")
         path = candidate
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return wrap(f"id: {note_id}\npath: {path}\n\n{text}")
+    return path
 
 
 def recent_tool(kb_path: Path, *, repo: str | None = None, k: int = 10) -> str:

@@ -399,9 +399,10 @@ def run_due(
     Returns:
         One report per repository looked at.
     """
-    import os
 
-    env = dict(os.environ if environ is None else environ)
+    from reflect_jobs.envpaths import environ as merged_environ
+
+    env = merged_environ(environ)
     out: list[DedupeReport] = []
     index = ReflectionIndex(index_path(settings.home))
     try:

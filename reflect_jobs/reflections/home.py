@@ -22,6 +22,7 @@ import os
 import re
 from pathlib import Path
 
+from reflect_jobs.envpaths import environ as merged_environ
 from reflect_jobs.envpaths import home_dir_str
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
@@ -249,7 +250,7 @@ def memory_home(key: str, root: Path | None = None, environ: dict[str, str] | No
     Raises:
         HomeError: The mapping file is unreadable or has a malformed line.
     """
-    env = dict(os.environ if environ is None else environ)
+    env = merged_environ(environ)
     names = {key}
     if root is not None:
         names.add(str(Path(root).resolve()))

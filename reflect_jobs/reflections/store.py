@@ -9,7 +9,6 @@ the logs once, without the user noticing anything but the time it takes.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -18,7 +17,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reflect_jobs.envpaths import home_dir_str
+from reflect_jobs.envpaths import environ as merged_environ
+from reflect_jobs.envpaths import home_dir_str, kb_root_str
 
 from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
@@ -371,7 +371,7 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
     Raises:
         HomeError: The repository or its memory home cannot be determined.
     """
-    env = dict(os.environ if environ is None else environ)
+    env = merged_environ(environ)
     resolved = resolve_repo(repo, cwd, env)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     return Store(resolved, host_name(env), index)
@@ -411,9 +411,7 @@ def learnings_search(
         Hits ``{"id", "title", "score", "path"}`` (empty when the KB has no lexical index
         yet) and warnings (a damaged index is a warning, not a failure of the search).
     """
-    env = os.environ if environ is None else environ
-    raw = (env.get("GLOBAL_LEARNINGS_PATH") or "").strip()
-    kb = Path(raw).expanduser() if raw else Path.home() / ".learnings"
+    kb = Path(kb_root_str(environ))
     db = kb / "index" / "lexical.db"
     if not db.is_file():
         return [], []
