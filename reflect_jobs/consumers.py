@@ -24,7 +24,11 @@ STALE = timedelta(minutes=5)
 
 
 def version() -> str:
-    """The installed reflect-jobs version (``reflect-jobs --version``), or ``unknown``."""
+    """The installed reflect-jobs version (what ``reflect-jobs --version`` prints).
+
+    Returns:
+        The version, or ``unknown`` without package metadata.
+    """
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
@@ -58,7 +62,14 @@ def effective_config(settings: Settings, kind: str) -> dict[str, Any]:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process of this host with that id exists (signal 0)."""
+    """Whether a process of this host with that id exists (signal 0).
+
+    Args:
+        pid: The process id.
+
+    Returns:
+        True when it exists (someone else's process included).
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -129,7 +140,14 @@ def duplicate_workers(consumers: list[dict[str, Any]]) -> list[list[dict[str, An
 
 
 def describe(c: dict[str, Any]) -> str:
-    """One consumer in a line: ``worker pid 12 on h (claude / sonnet, home ~/.reflect, v0.1)``."""
+    """One consumer in a line: ``worker pid 12 on h (claude / sonnet, home ~/.reflect, v0.1)``.
+
+    Args:
+        c: A consumer from :func:`live_consumers`.
+
+    Returns:
+        The line.
+    """
     what = f"{c.get('kind') or 'consumer'} pid {c['pid']} on {c['host']}"
     if not c.get("home"):
         return what + " (configuration not recorded: an older version)"

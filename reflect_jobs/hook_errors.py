@@ -102,5 +102,12 @@ def as_error_rows(home: Path, *, now: datetime | None = None) -> list[dict[str, 
 
 
 def log_path(home: Path) -> str:
-    """Where the hook logs (for the one line that points at it)."""
+    """Where the hook logs (for the one line that points at it).
+
+    Args:
+        home: ``$REFLECT_HOME``.
+
+    Returns:
+        The log's path.
+    """
     return os.fspath(home / LOG_NAME)

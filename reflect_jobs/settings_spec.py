@@ -192,10 +192,24 @@ BY_VAR: dict[str, str] = {row[1]: row[0] for row in SPECS if row[1]}
 
 
 def variable(name: str) -> str | None:
-    """The environment variable of a setting (None for a config-file-only key)."""
+    """The environment variable of a setting.
+
+    Args:
+        name: The setting's name.
+
+    Returns:
+        The variable, or None for a config-file-only key.
+    """
     return BY_NAME[name][1]
 
 
 def tier_names(tier: str) -> list[str]:
-    """The settings of one tier, in table order."""
+    """The settings of one tier, in table order.
+
+    Args:
+        tier: :data:`USER` or :data:`ADVANCED`.
+
+    Returns:
+        Their names.
+    """
     return [row[0] for row in SPECS if row[2] == tier]

@@ -25,21 +25,54 @@ class SettingsError(ValueError):
 
 
 class Reader:
-    """Reads variables from a merged environment; messages name where a value came from."""
+    """Reads variables from a merged environment; messages name where a value came from.
+
+    Args:
+        env: The environment over the config file (``userconfig.overlay``).
+        labels: Variable → ``"<key> in <config file>"`` for the values the file gave.
+    """
 
     def __init__(self, env: dict[str, str], labels: dict[str, str]) -> None:
         self.env = env
         self.labels = labels
 
     def label(self, var: str) -> str:
-        """``REFLECT_X``, or ``key in /path/config.toml`` for a value from the file."""
+        """How an error names a value's origin.
+
+        Args:
+            var: The variable.
+
+        Returns:
+            ``REFLECT_X``, or ``key in /path/config.toml`` for a value from the file.
+        """
         return self.labels.get(var, var)
 
     def raw(self, var: str) -> str | None:
+        """A value as set, stripped.
+
+        Args:
+            var: The variable.
+
+        Returns:
+            The value, or None when nothing sets it.
+        """
         value = self.env.get(var)
         return None if value is None else value.strip()
 
     def integer(self, var: str, default: int, *, minimum: int = 0) -> int:
+        """An integer setting.
+
+        Args:
+            var: The variable.
+            default: For an unset or empty value.
+            minimum: The smallest value accepted.
+
+        Returns:
+            The value.
+
+        Raises:
+            SettingsError: Not an integer, or below ``minimum``.
+        """
         raw = self.raw(var)
         if raw is None or raw == "":
             return default
@@ -59,6 +92,20 @@ class Reader:
         low: float | None = None,
         high: float | None = None,
     ) -> float | None:
+        """A number setting.
+
+        Args:
+            var: The variable.
+            default: For an unset or empty value.
+            low: The smallest value accepted (None: no bound).
+            high: The largest value accepted (None: no bound).
+
+        Returns:
+            The value.
+
+        Raises:
+            SettingsError: Not a number, or out of bounds.
+        """
         raw = self.raw(var)
         if raw is None or raw == "":
             return default
@@ -71,6 +118,19 @@ class Reader:
         return value
 
     def boolean(self, var: str, default: bool, *, empty_is_default: bool = False) -> bool:
+        """A 0/1 setting (also true/false, yes/no, on/off).
+
+        Args:
+            var: The variable.
+            default: For an unset value.
+            empty_is_default: An empty value takes the default too (else it means false).
+
+        Returns:
+            The value.
+
+        Raises:
+            SettingsError: Not a boolean spelling.
+        """
         raw = self.raw(var)
         if raw is None or (empty_is_default and raw == ""):
             return default
@@ -82,6 +142,19 @@ class Reader:
         raise SettingsError(f"{self.label(var)} must be 0/1 (or true/false), got {raw!r}")
 
     def choice(self, var: str, default: str, choices: tuple[str, ...]) -> str:
+        """One of a fixed set of words (case ignored).
+
+        Args:
+            var: The variable.
+            default: For an unset or empty value.
+            choices: The words accepted.
+
+        Returns:
+            The value, lowercased.
+
+        Raises:
+            SettingsError: Not one of ``choices``.
+        """
         raw = (self.raw(var) or "").lower()
         if not raw:
             return default
@@ -92,6 +165,15 @@ class Reader:
         return raw
 
     def text(self, var: str, default: str = "") -> str:
+        """A text setting.
+
+        Args:
+            var: The variable.
+            default: For an unset or empty value.
+
+        Returns:
+            The value, stripped.
+        """
         return self.raw(var) or default
 
 

@@ -218,7 +218,15 @@ def _env_text(name: str, value: object) -> str | None:
 
 
 class Loaded:
-    """One reading of the config file: what it sets and what was wrong with it."""
+    """One reading of the config file: what it sets and what was wrong with it.
+
+    Args:
+        path: The file's path.
+        exists: Whether it exists.
+        values: Known keys with a usable value, as written.
+        env: The same as variables.
+        problems: One line per problem.
+    """
 
     __slots__ = ("path", "exists", "values", "env", "problems")
 

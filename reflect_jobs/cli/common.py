@@ -157,7 +157,14 @@ class OneLineUsage(click.UsageError):
 
 
 def one_line(exc: click.UsageError) -> OneLineUsage:
-    """The same usage error, printed on one line (exit 2 like every usage error)."""
+    """The same usage error, printed on one line (exit 2 like every usage error).
+
+    Args:
+        exc: A usage error click raised (a bad option value, a missing argument).
+
+    Returns:
+        The error as :class:`OneLineUsage`, same message, context and exit code.
+    """
     if isinstance(exc, OneLineUsage):
         return exc
     out = OneLineUsage(exc.format_message(), exc.ctx)
@@ -169,14 +176,29 @@ class OneLineGroup(click.Group):
     """A group whose usage errors (bad option values, missing arguments) are one line."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        """Parse the group's own options; a usage error becomes one line."""
+        """Parse the group's own options; a usage error becomes one line.
+
+        Args:
+            *args: As :meth:`click.Group.make_context`.
+            **kwargs: As :meth:`click.Group.make_context`.
+
+        Returns:
+            The context.
+        """
         try:
             return super().make_context(*args, **kwargs)
         except click.UsageError as exc:
             raise one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; a usage error below (a subcommand's options) becomes one line."""
+        """Run the command; a usage error below (a subcommand's options) becomes one line.
+
+        Args:
+            ctx: Click's context.
+
+        Returns:
+            Whatever the command returns.
+        """
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:

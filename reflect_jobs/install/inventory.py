@@ -36,6 +36,8 @@ class Installed:
     #: The executable it runs (absolute), or None when it could not be read.
     command: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: The whole command line (a service unit's ``ExecStart`` / ``ProgramArguments``).
+    argv: list[str] = field(default_factory=list)
     problem: str = ""
 
 
@@ -60,8 +62,9 @@ def read_service(manager: str, path: Path) -> Installed:
         text = path.read_text(encoding="utf-8")
         if manager == "launchd":
             data = plistlib.loads(text.encode("utf-8"))
-            args = data.get("ProgramArguments") or []
+            args = [str(a) for a in data.get("ProgramArguments") or []]
             item.command = args[0] if args else None
+            item.argv = args
             item.env = {str(k): str(v) for k, v in (data.get("EnvironmentVariables") or {}).items()}
             return item
         service = parse_unit(text).get("Service", [])
@@ -70,8 +73,9 @@ def read_service(manager: str, path: Path) -> Installed:
         return item
     for key, value in service:
         if key == "ExecStart":
-            words = value.split()
+            words = shlex.split(value)
             item.command = words[0] if words else None
+            item.argv = words
         elif key == "Environment":
             name, _, val = _systemd_unquote(value).partition("=")
             item.env[name] = val
@@ -162,10 +166,24 @@ def hook_entries(environ: Mapping[str, str] | None = None) -> list[Installed]:
 
 
 def everything(environ: Mapping[str, str] | None = None) -> list[Installed]:
-    """Hooks, MCP entries and service units, in that order."""
+    """Hooks, MCP entries and service units, in that order.
+
+    Args:
+        environ: The environment that locates the harness homes (default ``os.environ``).
+
+    Returns:
+        Everything of ours found.
+    """
     return [*hook_entries(environ), *mcp_entries(environ), *service_units()]
 
 
 def bin_dir(command: str | None) -> str | None:
-    """The directory of an installed executable (its venv's ``bin``), unresolved."""
+    """The directory of an installed executable (its venv's ``bin``), unresolved.
+
+    Args:
+        command: The executable's path, or None.
+
+    Returns:
+        Its directory, or None.
+    """
     return os.path.dirname(command) if command else None

@@ -47,7 +47,11 @@ class Step:
     output: str = ""
 
     def line(self) -> str:
-        """``ran: systemctl --user …`` or ``failed (exit N): … — <first line of output>``."""
+        """What happened, for a person.
+
+        Returns:
+            ``ran: <command>`` or ``failed: <command> — <first line of its output>``.
+        """
         cmd = " ".join(self.argv)
         if self.ok:
             return f"ran: {cmd}"

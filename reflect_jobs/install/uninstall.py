@@ -56,7 +56,14 @@ class Report:
 
 
 def backups_of(path: Path) -> list[Path]:
-    """Our ``<file>.bak-<stamp>`` copies of ``path``, oldest first (the stamp sorts)."""
+    """Our ``<file>.bak-<stamp>`` copies of ``path``, oldest first (the stamp sorts).
+
+    Args:
+        path: The file that was backed up.
+
+    Returns:
+        The backups.
+    """
     return sorted(path.parent.glob(path.name + ".bak-*")) if path.parent.is_dir() else []
 
 

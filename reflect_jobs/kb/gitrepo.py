@@ -101,7 +101,14 @@ def _identity(kb: Path) -> list[str]:
 
 
 def is_repo(kb: Path) -> bool:
-    """Whether ``kb`` is the top of a git work tree."""
+    """Whether ``kb`` is the top of a git work tree.
+
+    Args:
+        kb: The directory.
+
+    Returns:
+        True when it has its own ``.git`` and git agrees it is the top.
+    """
     if not (kb / ".git").exists():
         return False
     top = git(kb, "rev-parse", "--show-toplevel", check=False).stdout.strip()
