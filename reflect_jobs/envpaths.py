@@ -69,12 +69,16 @@ def home_dir_str(given: dict[str, str] | None = None) -> str:
             ``REFLECT_STATE_DIR``; a value of only whitespace gives the default.
 
     Returns:
-        The state directory with ``~`` expanded. It is not created, and it is relative if
-        the variable holds a relative path.
+        The state directory with ``~`` expanded (``$HOME/.reflect`` by default, the
+        environment's ``HOME``). It is not created, and it is relative if the variable holds a
+        relative path.
     """
     env = environ(given)
     raw = (env.get("REFLECT_HOME") or env.get("REFLECT_STATE_DIR") or "").strip()
-    return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".reflect")
+    if raw:
+        return os.path.expanduser(raw)
+    home = (env.get("HOME") or "").strip() or os.path.expanduser("~")
+    return os.path.join(home, ".reflect")
 
 
 def kb_root_str(given: dict[str, str] | None = None) -> str:

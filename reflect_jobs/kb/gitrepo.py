@@ -240,7 +240,7 @@ def sync(kb: Path, *, reindex: Callable[[], object] | None = None) -> SyncReport
         raise GitError(f"{kb} is on a detached HEAD: check out a branch first")
     report.branch = branch
     if ours:
-        git(kb, "add", "-A", "--", *OURS)
+        git(kb, "add", "-A", "--", *ours)
         host = socket.gethostname().split(".")[0]
         git(
             kb,
