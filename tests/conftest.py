@@ -48,6 +48,11 @@ IMPORT_SET_ENV = frozenset(
         "KMP_INIT_AT_FORK",
         "TORCHINDUCTOR_CACHE_DIR",
         "TOKENIZERS_PARALLELISM",
+        # reflect_jobs.logging.configure_logging's process-wide defaults (setdefault), set
+        # by any command run in-process (click's CliRunner) that loads library logging
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+        "TRANSFORMERS_VERBOSITY",
+        "TQDM_DISABLE",
     }
 )
 

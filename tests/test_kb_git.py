@@ -27,18 +27,6 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-@pytest.fixture(autouse=True)
-def _quiet_library_defaults(monkeypatch):  # type: ignore[no-untyped-def]
-    """``sync``'s reindex routes library logging away (``configure_logging`` sets these
-    defaults in the process); set them here so they are restored after the test."""
-    for key, value in (
-        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
-        ("TRANSFORMERS_VERBOSITY", "error"),
-        ("TQDM_DISABLE", "1"),
-    ):
-        monkeypatch.setenv(key, value)
-
-
 def _cli(kb: Path, tmp_path: Path, *args: str):  # type: ignore[no-untyped-def]
     env = {
         "GLOBAL_LEARNINGS_PATH": str(kb),
