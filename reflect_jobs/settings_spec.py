@@ -153,7 +153,7 @@ SPECS: tuple[tuple, ...] = (
 #: Fixed values that used to be variables (ARCHITECTURE §9): name → (value, why).
 INTERNAL: dict[str, tuple[object, str]] = {
     "maintain_every": (10, "graph maintenance every 10th reindex pass"),
-    "timeout_retries": (1, "a job timing out twice is quarantined"),
+    "timeout_retries": (1, "the first no-output timeout poisons the job (SPEC-drain §5.7)"),
     "max_recoveries": (3, "a job that killed its worker 3 times is poisoned"),
     "quota_ttl_sec": (3600, "a quota snapshot older than an hour is ignored"),
     "workers": (2, "worker threads; `worker --workers N` / `drain --workers N`"),

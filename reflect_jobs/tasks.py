@@ -355,7 +355,7 @@ def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
 def dedupe_reflections() -> list[dict[str, Any]]:
     """Hourly: the Reflection Store's dedupe pass for every repository that is due.
 
-    A repository is due once ``REFLECT_DEDUPE_INTERVAL_SEC`` (a day) has passed since its
+    A repository is due once a day (``dedupe_interval_sec``) has passed since its
     last applied pass (a ledger flag, so restarts and other workers see it); the calls
     spend the pass's own ``REFLECT_DEDUPE_DAILY_MAX`` units, never the writer's. Running
     hourly rather than daily means a pass deferred by the quota gate, the units or an

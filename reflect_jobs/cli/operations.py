@@ -20,7 +20,7 @@ from .common import emit, get_settings, quiet_libraries, table
 
 @click.command()
 @click.option(
-    "--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS)."
+    "--workers", "-w", type=int, default=None, help="Worker threads (default 2)."
 )
 def worker(workers: int | None) -> None:
     """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully.
@@ -32,7 +32,7 @@ def worker(workers: int | None) -> None:
     ``$REFLECT_HOME/consumer.log``, rotated at ``REFLECT_DRAIN_LOG_MAX_BYTES``.
 
     Args:
-        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+        workers: Worker threads; ``None`` uses the default (2).
     """
     s = get_settings()
     exe = sys.executable
@@ -70,7 +70,7 @@ def drain(until_idle: bool, max_seconds: float | None, workers: int | None, as_j
         until_idle: Stop when no job is runnable now (see
             :func:`reflect_jobs.drain.run_drain`).
         max_seconds: Stop after this many seconds in any case.
-        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+        workers: Worker threads; ``None`` uses the default (2).
         as_json: Print the summary (seconds, jobs per state) as JSON.
     """
     s = get_settings()

@@ -408,7 +408,7 @@ def _print_dedupe(report: Any, dry_run: bool) -> None:
 def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
     """Drop open items that duplicate an older one (a cheap model groups them).
 
-    Runs now for the repository whatever REFLECT_DEDUPE_INTERVAL_SEC says (a person asked),
+    Runs now for the repository whatever the daily interval says (a person asked),
     but within REFLECT_DEDUPE_DAILY_MAX calls a day; ``reopen`` undoes a drop.
 
     \f

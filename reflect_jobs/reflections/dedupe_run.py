@@ -1,7 +1,7 @@
 """The dedupe pass's runner: when a repository is due, one cheap call, its cost, the drops.
 
 Gates, in order, all free: the kill switch and the drain's dry run (no call), fewer than two
-open items (nothing to group: no call, no unit), the interval (``REFLECT_DEDUPE_INTERVAL_SEC``
+open items (nothing to group: no call, no unit), the interval (``dedupe_interval_sec``, a day
 since the repository's last pass, unless a person asked), the heuristic writer (it has no
 model to ask), the quota gate, and one unit of the pass's **own** daily budget
 (``REFLECT_DEDUPE_DAILY_MAX``, counted under ``caps:dedupe:<utc-day>`` in Huey's storage by
