@@ -188,3 +188,14 @@ def test_enable_that_the_manager_refuses_is_one_line_with_the_commands(machine):
     assert (
         "run by hand: systemctl --user daemon-reload && systemctl --user enable --now" in out.output
     )
+
+
+def test_a_broken_setting_does_not_keep_anyone_from_removing_the_hooks(machine):
+    _install_everything(machine)
+    machine["env"]["REFLECT_DRAIN_DAILY_MAX"] = "banana"
+    assert _cli(machine, "status").exit_code == 2
+    out = _cli(machine, "uninstall")
+    assert out.exit_code == 0, out.output
+    assert not (machine["home"] / ".claude" / "settings.json").exists(), "held only ours"
+    purge = _cli(machine, "uninstall", "--purge", "--yes")
+    assert purge.exit_code == 2 and "REFLECT_DRAIN_DAILY_MAX must be an integer" in purge.output

@@ -19,9 +19,7 @@ from .common import emit, get_settings, quiet_libraries, table
 
 
 @click.command()
-@click.option(
-    "--workers", "-w", type=int, default=None, help="Worker threads (default 2)."
-)
+@click.option("--workers", "-w", type=int, default=None, help="Worker threads (default 2).")
 def worker(workers: int | None) -> None:
     """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully.
 

@@ -7,14 +7,16 @@ nothing was installed (exit 0).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .. import harnesses
 from .common import HARNESSES, get_settings
 
 
-def _size(path) -> str:  # type: ignore[no-untyped-def]
-    total = 0
+def _size(path: Path) -> str:
+    total = 0.0
     for p in path.rglob("*"):
         try:
             if p.is_file() and not p.is_symlink():
@@ -24,7 +26,7 @@ def _size(path) -> str:  # type: ignore[no-untyped-def]
     for unit in ("B", "KB", "MB", "GB"):
         if total < 1024 or unit == "GB":
             return f"{total:.0f} {unit}" if unit == "B" else f"{total:.1f} {unit}"
-        total /= 1024  # type: ignore[assignment]
+        total /= 1024
     return ""  # pragma: no cover
 
 
@@ -68,11 +70,17 @@ def uninstall(selected: tuple[str, ...], purge: bool, yes: bool) -> None:
 
     if purge and selected:
         raise click.UsageError("--purge deletes every harness's data: use it without --harness")
-    s = get_settings()
+    if purge:
+        s = get_settings()  # deleting data needs settings that are sound
+        home, kb = s.home, s.kb_path
+    else:  # a broken setting must not keep anyone from removing the hooks
+        from ..envpaths import home_dir_str, kb_root_str
+
+        home, kb = Path(home_dir_str()), Path(kb_root_str())
     names = list(selected) or list(harnesses.NAMES)
     if purge:
         try:
-            targets = purge_targets(s.home, s.kb_path)
+            targets = purge_targets(home, kb)
         except PurgeRefused as exc:
             raise click.ClickException(str(exc)) from None
         if targets and not yes:
@@ -82,7 +90,7 @@ def uninstall(selected: tuple[str, ...], purge: bool, yes: bool) -> None:
                 click.echo("(the shared ledger/queue servers are not touched)")
             click.confirm("Delete them?", abort=True)
     try:
-        report = do_uninstall(names, home=s.home, kb=s.kb_path, purge=purge)
+        report = do_uninstall(names, home=home, kb=kb, purge=purge)
     except PurgeRefused as exc:
         raise click.ClickException(str(exc)) from None
     except SettingsFileError as exc:
@@ -94,8 +102,7 @@ def uninstall(selected: tuple[str, ...], purge: bool, yes: bool) -> None:
         click.echo(line)
     if not purge:
         click.echo(
-            f"your data stays in {s.home} and {s.kb_path}; "
-            "`reflect-jobs uninstall --purge` deletes it"
+            f"your data stays in {home} and {kb}; `reflect-jobs uninstall --purge` deletes it"
         )
 
 
