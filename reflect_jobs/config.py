@@ -276,7 +276,8 @@ class Resolved:
     warnings: tuple[str, ...]
 
 
-#: Settings whose value is worked out from others when nothing sets them.
+#: The kinds the table-driven loop parses; the others (paths, URLs, derived values) are read
+#: one by one after it.
 _GENERIC_KINDS = ("int", "float", "bool", "str", "choice")
 
 

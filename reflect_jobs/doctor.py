@@ -44,11 +44,12 @@ def check_backend(s: Settings) -> dict[str, Any]:
         A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
     """
     backend = s.resolved_writer_backend()
-    from .writer.probe import models_check
+    if backend == "claude":  # the CLI lists no models: their names are checked as written
+        from .writer.probe import models_check
 
-    bad_model = models_check(s, backend)
-    if bad_model is not None:
-        return bad_model
+        bad_model = models_check(s, backend)
+        if bad_model is not None:
+            return bad_model
     if backend in ("openai", "anthropic", "codex"):
         from .writer.probe import probe_backend  # imports the SDK only for its backend
 

@@ -209,6 +209,13 @@ def check_worker(s: Settings, workers: list[dict[str, Any]], last_beat: Any) -> 
         return _check("worker", False, "no consumer has ever run", fix)
     age = int((utcnow() - last_beat).total_seconds())
     running = [w for w in workers if w.get("kind") != "drain"]
+    if age < 300 and not running and workers:
+        return _check(
+            "worker",
+            False,
+            f"no worker is running (the last heartbeat, {age}s ago, was a drain's)",
+            fix,
+        )
     if not running or age >= 300:
         stale_fix = (
             fix

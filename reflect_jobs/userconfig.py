@@ -332,9 +332,16 @@ def overlay(environ: dict[str, str] | None = None) -> dict[str, str]:
     """
     env = dict(os.environ if environ is None else environ)
     for var, value in load(env).env.items():
-        if not (env.get(var) or "").strip():
+        if not _set(env, var):
             env[var] = value
     return env
+
+
+def _set(env: dict[str, str] | os._Environ[str], var: str) -> bool:
+    """Whether the environment sets ``var`` (the deprecated ``REFLECT_STATE_DIR`` sets the home)."""
+    if (env.get(var) or "").strip():
+        return True
+    return var == "REFLECT_HOME" and bool((env.get("REFLECT_STATE_DIR") or "").strip())
 
 
 def from_file(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -347,9 +354,7 @@ def from_file(environ: dict[str, str] | None = None) -> dict[str, str]:
         The variables the environment left open and the file set.
     """
     env = os.environ if environ is None else environ
-    return {
-        var: spec.BY_VAR[var] for var in load(dict(env)).env if not (env.get(var) or "").strip()
-    }
+    return {var: spec.BY_VAR[var] for var in load(dict(env)).env if not _set(env, var)}
 
 
 # --- writing (install; not on the hook path) -----------------------------------------------

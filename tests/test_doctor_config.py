@@ -142,14 +142,24 @@ def test_openai_without_a_key_names_the_key_not_a_local_server(env):
         ("anthropic", "qwen2.5-coder:7b", "is not a Claude model"),
     ],
 )
-def test_a_model_the_backend_would_refuse_is_named_with_its_variable(env, backend, model, says):
+def test_a_model_the_backend_would_refuse_is_named_with_its_variable(
+    env, monkeypatch, backend, model, says
+):
+    """Where the backend cannot list its models (the Claude and Codex CLIs; an endpoint that
+    is down), the names are judged as written, offline."""
+    from api_support import STUB_CODEX
+    from support import free_port
+
     from reflect_jobs.doctor import check_backend
 
-    env.update(REFLECT_WRITER_BACKEND=backend, REFLECT_DRAIN_MODEL=model, OPENAI_API_KEY="x")
+    down = f"http://127.0.0.1:{free_port()}"
+    env.update(REFLECT_WRITER_BACKEND=backend, REFLECT_DRAIN_MODEL=model)
+    env.update(REFLECT_OPENAI_BASE_URL=down + "/v1", REFLECT_CODEX_BIN=str(STUB_CODEX))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", down)
     check = check_backend(env.settings())
-    assert (
-        not check["ok"] and says in check["detail"] and "(REFLECT_DRAIN_MODEL)" in check["detail"]
-    )
+    assert not check["ok"] and says in check["detail"], check
+    assert "(REFLECT_DRAIN_MODEL)" in check["detail"]
 
 
 def test_a_served_name_passes_the_static_check(env):

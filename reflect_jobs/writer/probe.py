@@ -141,6 +141,14 @@ def models_check(settings: Any, backend: str) -> dict[str, Any] | None:
     return None
 
 
+def _with_model_note(check: dict[str, Any], settings: Any, backend: str) -> dict[str, Any]:
+    """A failed probe that could not list models, with a model name it would refuse added."""
+    bad = models_check(settings, backend)
+    if bad is not None:
+        check["detail"] += f"; and {bad['detail']}"
+    return check
+
+
 def _local(url: str) -> bool:
     from urllib.parse import urlsplit
 
@@ -190,8 +198,10 @@ def probe_openai(settings: Any) -> dict[str, Any]:
                 f"openai at {where}: key refused (HTTP {exc.status_code})",
                 "export REFLECT_OPENAI_API_KEY=<a valid key> (or OPENAI_API_KEY)",
             )
-        if exc.status_code == 404:  # some servers do not list models
-            return _check(True, f"openai at {where}: reachable; it does not list models")
+        if exc.status_code == 404:  # some servers do not list models: judge the names
+            return models_check(settings, "openai") or _check(
+                True, f"openai at {where}: reachable; it does not list models"
+            )
         return _check(
             False, f"openai at {where}: HTTP {exc.status_code}", "check the server's logs"
         )
@@ -205,7 +215,11 @@ def probe_openai(settings: Any) -> dict[str, Any]:
             )
         else:
             fix = "check REFLECT_OPENAI_BASE_URL (it ends in /v1) and the network"
-        return _check(False, f"openai endpoint unreachable at {where}: {type(exc).__name__}", fix)
+        return _with_model_note(
+            _check(False, f"openai endpoint unreachable at {where}: {type(exc).__name__}", fix),
+            settings,
+            "openai",
+        )
     return _models_check("openai", configured_models(settings), ids, where)
 
 
@@ -240,10 +254,14 @@ def probe_anthropic(settings: Any) -> dict[str, Any]:
             False, f"anthropic at {where}: HTTP {exc.status_code}", "retry later; check status"
         )
     except anthropic.APIConnectionError as exc:
-        return _check(
-            False,
-            f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
-            "check the network or ANTHROPIC_BASE_URL",
+        return _with_model_note(
+            _check(
+                False,
+                f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
+                "check the network or ANTHROPIC_BASE_URL",
+            ),
+            settings,
+            "anthropic",
         )
     models = [(v, api_model(m)) for v, m in configured_models(settings)]
     return _models_check("anthropic", models, ids, where)
@@ -281,8 +299,10 @@ def probe_codex(settings: Any) -> dict[str, Any]:
     if out.returncode != 0:
         return _check(False, f"{path} --version exits {out.returncode}", "reinstall codex")
     version = (out.stdout or out.stderr).strip().splitlines()[:1]
-    if settings.model == "sonnet":
-        return _check(False, f"{path} {version[0] if version else ''}".strip(), SONNET_HINT)
+    bad = models_check(settings, "codex")  # Codex lists no models: judge the names
+    if bad is not None:
+        bad["detail"] = f"{path} {version[0] if version else ''}: {bad['detail']}"
+        return bad
     return _check(True, f"{path} {version[0] if version else ''}; model {settings.model!r}")
 
 
