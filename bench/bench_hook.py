@@ -8,7 +8,10 @@ matter), of the hook when its queue cannot take the message — a SQLite queue w
 this script, a Redis URL nobody listens on — so the capture goes to the spool after the push
 budget (the harnesses kill a hook after 1–1.5 s), and of ``python -c "import huey"`` (what
 the hook would pay for importing the queue library instead of writing Huey's message bytes
-itself), each as a ratio to the baseline. ``REFLECT_QUEUE_URL`` in the environment is the
+itself), each as a ratio to the baseline. Two rows read the user config file the way an
+installed hook does (no ``REFLECT_HOME`` in the environment: the file names the home): one
+as ``install`` writes it (flat: read without ``tomllib``), one with a table in it (the file
+then goes through ``tomllib``, ~5 ms of imports). ``REFLECT_QUEUE_URL`` in the environment is the
 queue of the two ordinary hook rows (default: a SQLite file in a temporary home).
 The commands are run in turn (bare, hook small, hook big, import huey, bare, …) so that a
 load change on the shared machine hits all of them alike: compare the ratios.
@@ -69,6 +72,16 @@ def main() -> None:
         locked_env.pop("REFLECT_QUEUE_URL", None)
         down_env = {**env, "REFLECT_HOME": str(Path(tmp) / "down")}
         down_env["REFLECT_QUEUE_URL"] = f"redis://127.0.0.1:{closed_port()}/0"
+        configured: dict[str, dict[str, str]] = {}
+        for kind, extra in (("flat", ""), ("tomllib", "\n[later]\nx = 1\n")):
+            xdg = Path(tmp) / f"xdg-{kind}"
+            (xdg / "reflect-jobs").mkdir(parents=True)
+            (xdg / "reflect-jobs" / "config.toml").write_text(
+                f'home = "{tmp}/cfg-{kind}"\nkb_path = "{tmp}/kb"\nwriter_backend = "auto"\n'
+                f'model = "sonnet"\nrecall_on_prompt = false\nignore = []\n{extra}'
+            )
+            e = {k: v for k, v in env.items() if k != "REFLECT_HOME"}
+            configured[kind] = {**e, "XDG_CONFIG_HOME": str(xdg)}
         small = ROOT / "samples" / "hello-world-script.jsonl"
         big = Path(tmp) / "big.jsonl"
         src = (ROOT / "samples" / "python-to-rust-port.jsonl").read_bytes()
@@ -84,6 +97,8 @@ def main() -> None:
             "bare `python -c pass`": ([sys.executable, "-c", "pass"], b"", env),
             f"hook, {small.stat().st_size / 1e3:.0f} KB transcript": hook("small", small, env),
             f"hook, {big.stat().st_size / 1e6:.1f} MB transcript": hook("big", big, env),
+            "hook, home from the config file (flat)": hook("cfg", small, configured["flat"]),
+            "hook, config file with a table (tomllib)": hook("cfgt", small, configured["tomllib"]),
             "hook, SQLite queue write-locked (spooled)": hook("locked", small, locked_env),
             "hook, Redis queue down (spooled)": hook("down", small, down_env),
             '`python -c "import huey"`': ([sys.executable, "-c", "import huey"], b"", env),

@@ -1,13 +1,17 @@
-"""One validated settings object, read from the environment.
+"""One validated settings object, read from the environment over the user config file.
 
-Every knob is an environment variable so that a hook, a launchd/systemd unit, a test and
-a person at a shell all configure the system the same way. The names and defaults follow
-docs/ARCHITECTURE.md §9 and the original drain (SPEC-drain.md §5.12), so an existing
-``REFLECT_DRAIN_*`` setup keeps its meaning.
+Every knob has a name (the config-file key) and, for all but a few, an environment variable,
+so that a hook, a launchd/systemd unit, a test and a person at a shell configure the system
+the same way. Names, variables, tiers and defaults are one table,
+:mod:`reflect_jobs.settings_spec`; the original drain's ``REFLECT_DRAIN_*`` names keep their
+meaning (SPEC-drain §5.12). The environment overrides ``$XDG_CONFIG_HOME/reflect-jobs/
+config.toml`` (:mod:`reflect_jobs.userconfig`), which ``install`` writes.
 
-A bad value is a :class:`SettingsError` naming the variable — the CLI prints it as one line
-and exits 2. The hook path never builds a full ``Settings`` (it reads the three variables it
-needs through ``envpaths``), so a typo in an unrelated knob can never break a session.
+A bad value is a :class:`SettingsError` naming the variable (or the file and key) — the CLI
+prints it as one line and exits 2. The hook path never builds a full ``Settings`` (it reads
+the few values it needs through ``envpaths``), so a typo in an unrelated knob can never
+break a session. :func:`resolve` also says where each value came from and what was wrong
+with the config file (``reflect-jobs config``, ``doctor``).
 """
 
 from __future__ import annotations
@@ -15,269 +19,154 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import warnings
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
+from typing import Any
 
-from .envpaths import TRUE, home_dir_str, is_truthy, kb_root_str, memory_homes_str, queue_url
-
-FALSE = {"0", "false", "no", "off", ""}
-
-
-class SettingsError(ValueError):
-    """A configuration value is unusable; the message names the variable."""
+from . import settings_spec as spec
+from .envpaths import home_dir_str, is_truthy, kb_root_str, memory_homes_str, queue_url
+from .settings_values import Reader, SettingsError, parse_checkpoints, parse_embed_model
 
 
-def _env(name: str, environ: dict[str, str] | None = None) -> str | None:
-    env = os.environ if environ is None else environ
-    value = env.get(name)
-    return None if value is None else value.strip()
+def _d(name: str) -> Any:
+    """A setting's default, from the one table."""
+    return spec.BY_NAME[name][4]
+
+
+def _fixed(name: str) -> Any:
+    """An internal constant's value (``settings_spec.INTERNAL``)."""
+    return spec.INTERNAL[name][0]
 
 
 def home_dir(environ: dict[str, str] | None = None) -> Path:
     """The state directory (``envpaths.home_dir_str``) as a :class:`~pathlib.Path`.
 
     Args:
-        environ: The environment to read; ``None`` means ``os.environ``.
+        environ: The environment to read; ``None`` means ``os.environ`` (over the config file).
 
     Returns:
-        ``$REFLECT_HOME`` (or ``REFLECT_STATE_DIR``), default ``~/.reflect``; not created.
+        ``$REFLECT_HOME`` (or the config file's ``home``), default ``~/.reflect``; not created.
     """
     return Path(home_dir_str(environ))
 
 
-__all__ = ["Settings", "SettingsError", "home_dir", "is_truthy", "load_settings", "queue_url"]
-
-
-def _int(environ: dict[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    raw = _env(name, environ)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _float(
-    environ: dict[str, str],
-    name: str,
-    default: float | None,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-) -> float | None:
-    raw = _env(name, environ)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise SettingsError(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _bool(
-    environ: dict[str, str], name: str, default: bool, *, empty_is_default: bool = False
-) -> bool:
-    raw = _env(name, environ)
-    if raw is None or (empty_is_default and raw == ""):
-        return default
-    low = raw.lower()
-    if low in TRUE:
-        return True
-    if low in FALSE:
-        return False
-    raise SettingsError(f"{name} must be 0/1 (or true/false), got {raw!r}")
-
-
-def _choice(environ: dict[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
-    raw = (_env(name, environ) or "").lower()
-    if not raw:
-        return default
-    if raw not in choices:
-        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
-    return raw
-
-
-#: Variables that no longer do anything, read only to say so (docs/DEPRECATIONS.md): each
-#: maps to what the warning tells a person. After :data:`DEPRECATED_REMOVE_AFTER` the
-#: table goes (the variables are then simply not read).
-DEPRECATED_VARIABLES: dict[str, str] = {
-    "REFLECT_DRAIN_CASCADE": (
-        "the $0 cascade always runs (the variable was parsed and never read: "
-        "REFLECT_DRAIN_CASCADE=0 turned nothing off); unset it"
-    ),
-    "REFLECT_DRAIN_WRITER": (
-        "the agentic writer was removed (it paid for a 16-turn tool-free call and "
-        "discarded the answer); every pass is the one extract call; unset it"
-    ),
-    "REFLECT_DRAIN_MAX_TURNS": "it only bounded the removed agentic writer; unset it",
-}
-DEPRECATED_REMOVE_AFTER = date(2027, 6, 1)
-
-
-def deprecations(environ: dict[str, str]) -> list[str]:
-    """What the environment sets that no longer does anything, one message per variable.
-
-    Args:
-        environ: The environment.
-
-    Returns:
-        ``"<VAR> is deprecated and ignored: <what to do>"`` for each variable of
-        :data:`DEPRECATED_VARIABLES` that is set (to anything), in the table's order.
-    """
-    return [
-        f"{name} is deprecated and ignored: {why}"
-        for name, why in DEPRECATED_VARIABLES.items()
-        if _env(name, environ) is not None
-    ]
-
-
-WRITER_BACKENDS = ("auto", "claude", "heuristic", "openai", "anthropic", "codex")
-#: A hub model id as sentence-transformers resolves it: ``name`` or ``owner/name``.
-_HUB_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
-
-
-def _embed_model(environ: dict[str, str], *, check_path: bool) -> str | None:
-    """``REFLECT_EMBED_MODEL``: a local model directory or a hub model name, or None.
-
-    A value that looks like a path (``/``, ``~``, ``./`` or ``../`` first, or an existing
-    path) must name a directory when the vector index is on, since that is where
-    sentence-transformers loads it from; ``~`` is expanded. Anything else must be a hub
-    model id (``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2``); with the
-    network off that only loads if it is cached, which ``doctor`` checks.
-
-    Args:
-        environ: The environment to read.
-        check_path: Whether a path must exist (the vector index is on).
-
-    Returns:
-        The model to load, or None for the packaged MiniLM.
-
-    Raises:
-        SettingsError: The value is neither a usable directory nor a hub model id.
-    """
-    name = "REFLECT_EMBED_MODEL"
-    raw = _env(name, environ)
-    if not raw:
-        return None
-    if raw.startswith(("/", "~", "./", "../")) or os.path.exists(raw):
-        path = os.path.expanduser(raw)
-        if check_path and not os.path.isdir(path):
-            raise SettingsError(
-                f"{name} must be a model directory or a hub model name; no directory at {path!r}"
-            )
-        return path
-    if len(raw) > 200 or not _HUB_MODEL.fullmatch(raw):
-        raise SettingsError(
-            f"{name} must be a model directory or a hub model name (owner/name), got {raw!r}"
-        )
-    return raw
+__all__ = [
+    "Resolved",
+    "Settings",
+    "SettingsError",
+    "home_dir",
+    "is_truthy",
+    "load_settings",
+    "queue_url",
+    "resolve",
+]
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the workers and the CLI need to know, validated once."""
+    """Everything the workers and the CLI need to know, validated once.
+
+    Defaults come from :mod:`reflect_jobs.settings_spec` (``_d``), the one table of names,
+    variables and tiers; the fields after ``dedupe_daily_max`` are internal constants with
+    no variable (``settings_spec.INTERNAL``).
+    """
 
     home: Path
     kb_path: Path
     db_url: str
     queue_url: str
-    disabled: bool = False
+    disabled: bool = _d("disabled")
     #: ``REFLECT_BOUNDARY_CMD``: the data-boundary command asked before prepare reads a
     #: transcript (``boundary.py``, ARCHITECTURE §2.2); empty = no boundary.
-    boundary_cmd: str = ""
+    boundary_cmd: str = _d("boundary_cmd")
     #: ``REFLECT_BOUNDARY_TIMEOUT_SEC``: after this long the command counts as restricted.
-    boundary_timeout_sec: int = 5
-    #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads the
-    #: variable itself (stdlib path); this field is for ``doctor``/``install`` and validation.
-    recall_on_prompt: bool = False
+    boundary_timeout_sec: int = _d("boundary_timeout_sec")
+    #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads it
+    #: through ``envpaths`` (stdlib path); this field is for ``doctor``/``install``.
+    recall_on_prompt: bool = _d("recall_on_prompt")
     #: ``REFLECT_MCP_ALL_REPOS``: let ``reflect-jobs mcp`` read every repository's learnings
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.
-    mcp_all_repos: bool = False
+    mcp_all_repos: bool = _d("mcp_all_repos")
+    #: Repositories never captured (config file ``ignore``; reserved for ``reflect-jobs ignore``).
+    ignore: tuple[str, ...] = ()
+    #: ``REFLECT_HOST``: this machine's name in the reflection logs; empty = the hostname.
+    host: str = _d("host")
     #: ``REFLECT_MEMORY_HOMES``: the memory-home mapping file (default
-    #: ``$REFLECT_HOME/memory-homes.conf``). ``reflect_jobs/repo.py`` reads it through
-    #: ``envpaths`` (the hook imports it); this field shows it to ``doctor`` and the config.
+    #: ``$REFLECT_HOME/memory-homes.conf``).
     memory_homes: Path | None = None
     # caps (ARCHITECTURE §4): budget units per UTC day, model calls per debounce window
     # (a debounce of 0 means no per-window cap; the daily cap still holds)
-    daily_max: int = 20
-    run_max: int = 3
-    debounce_sec: int = 600
-    capture_settle_sec: int = 30
+    daily_max: int = _d("daily_max")
+    run_max: int = _d("run_max")
+    debounce_sec: int = _d("debounce_sec")
+    capture_settle_sec: int = _d("capture_settle_sec")
     # the write lease (ARCHITECTURE §4): paid calls in flight at once, across every consumer
-    write_concurrency: int = 1
-    write_lease_ttl_sec: int = 30
+    write_concurrency: int = _d("write_concurrency")
+    write_lease_ttl_sec: int = _d("write_lease_ttl_sec")
     # blast radius (ARCHITECTURE §7): retirements applied per UTC day; the rest are proposals
-    max_retire_per_day: int = 5
+    max_retire_per_day: int = _d("max_retire_per_day")
     # retries, poison, timeouts (SPEC-drain §5.7)
-    max_retries: int = 3
-    retry_base_sec: int = 60
-    timeout_sec: int = 300
-    timeout_retries: int = 1
-    invalid_threshold: int = 3
-    token_max: int = 2_000_000
-    max_recoveries: int = 3
+    max_retries: int = _d("max_retries")
+    retry_base_sec: int = _d("retry_base_sec")
+    timeout_sec: int = _d("timeout_sec")
+    invalid_threshold: int = _d("invalid_threshold")
+    token_max: int = _d("token_max")
     lease_sec: int = 360
     # the writer (ARCHITECTURE §5)
-    writer_backend: str = "auto"
-    model: str = "sonnet"
-    claude_bin: str = "claude"
+    writer_backend: str = _d("writer_backend")
+    model: str = _d("model")
+    claude_bin: str = _d("claude_bin")
     writer_cwd: Path = field(default_factory=Path.home)
-    max_input_chars: int = 60_000
+    max_input_chars: int = _d("max_input_chars")
     # the API writers (README "Writers"): openai-compatible endpoint, codex CLI, prices
-    openai_base_url: str = ""
+    openai_base_url: str = _d("openai_base_url")
     openai_api_key: str = field(default="", repr=False)  # a secret: never printed
-    codex_bin: str = "codex"
-    prices_path: str = ""
-    dry_run: bool = False
-    skip_reindex: bool = False
+    codex_bin: str = _d("codex_bin")
+    prices_path: str = _d("prices_path")
+    dry_run: bool = _d("dry_run")
+    skip_reindex: bool = _d("skip_reindex")
     # quota gate (SPEC-drain §5.5)
-    quota_gate: bool = True
-    quota_ttl_sec: int = 3600
+    quota_gate: bool = _d("quota_gate")
     quota_util_threshold: float | None = None
     api_key_auth: bool = False
     # KB and index
-    dedup_threshold: float = 0.97
-    index_vectors: bool = True
+    dedup_threshold: float = _d("dedup_threshold")
+    index_vectors: bool = _d("index_vectors")
     embed_model: str | None = None
-    maintain_every: int = 10
     # operations
-    log_max_bytes: int = 10 * 1024 * 1024
-    workers: int = 2
-    stall_warn_sec: int = 6 * 3600
+    log_max_bytes: int = _d("log_max_bytes")
     # the warm model service (ARCHITECTURE §8.1): seconds without search/reindex before it exits
-    model_idle_sec: int = 600
+    model_idle_sec: int = _d("model_idle_sec")
     # checkpoints (ARCHITECTURE §14.1): when a session's capture makes a paid pass
     #: ``REFLECT_CONTEXT_WINDOW``: the tokens a full context holds (the fill's denominator).
-    context_window: int = 200_000
+    context_window: int = _d("context_window")
     #: ``REFLECT_CHECKPOINTS``: context-fill percentages whose crossing makes one pass;
     #: empty (``off``) = every capture is a pass, as before checkpoints.
-    checkpoints: tuple[int, ...] = (20, 40, 60, 80)
+    checkpoints: tuple[int, ...] = _d("checkpoints")
     #: ``REFLECT_CHECKPOINT_CHEAP_MODEL``: the model of the first (lowest) checkpoint's pass;
     #: empty = ``haiku`` for the Claude writers, ``REFLECT_DRAIN_MODEL`` for the others.
-    checkpoint_cheap_model: str = ""
+    checkpoint_cheap_model: str = _d("checkpoint_cheap_model")
     #: ``REFLECT_DEEP_MODEL``: the model of a session's deep pass (PreCompact, SessionEnd,
     #: idle, a capture a person asked for); empty = ``REFLECT_DRAIN_MODEL``.
-    deep_model: str = ""
+    deep_model: str = _d("deep_model")
     #: ``REFLECT_SESSION_IDLE_SEC``: silence after which a session that never ended gets its
     #: deep pass.
-    session_idle_sec: int = 3600
+    session_idle_sec: int = _d("session_idle_sec")
     # the Reflection Store's dedupe pass (ARCHITECTURE §14): a cheap model, its own units
     #: ``REFLECT_DEDUPE_MODEL``: empty = ``REFLECT_CHECKPOINT_CHEAP_MODEL``.
-    dedupe_model: str = ""
+    dedupe_model: str = _d("dedupe_model")
     #: ``REFLECT_DEDUPE_DAILY_MAX``: dedupe calls per UTC day, counted apart from the writer's.
-    dedupe_daily_max: int = 5
-    #: ``REFLECT_DEDUPE_INTERVAL_SEC``: a repository is deduplicated at most this often.
-    dedupe_interval_sec: int = 86_400
+    dedupe_daily_max: int = _d("dedupe_daily_max")
+    # internal constants: no variable (settings_spec.INTERNAL; docs/DEPRECATIONS.md)
+    maintain_every: int = _fixed("maintain_every")
+    timeout_retries: int = _fixed("timeout_retries")
+    max_recoveries: int = _fixed("max_recoveries")
+    quota_ttl_sec: int = _fixed("quota_ttl_sec")
+    workers: int = _fixed("workers")
+    stall_warn_sec: int = _fixed("stall_warn_sec")
+    #: A repository is deduplicated at most this often (``dedupe --due``).
+    dedupe_interval_sec: int = _fixed("dedupe_interval_sec")
 
     @property
     def cheap_pass_model(self) -> str:
@@ -373,51 +262,88 @@ def redact_url(url: str) -> str:
     return re.sub(r"(?i)([?&](?:password|passwd|pwd|secret|token)=)[^&]*", r"\1***", url)
 
 
-def load_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Build and validate :class:`Settings`; raises :class:`SettingsError` on a bad value.
+@dataclass(frozen=True)
+class Resolved:
+    """Settings with their provenance: what ``reflect-jobs config`` and ``doctor`` print."""
+
+    settings: Settings
+    #: setting name → ``default`` | ``environment`` | ``config file`` (| ``environment
+    #: (OPENAI_API_KEY)`` for the key's fallback).
+    sources: dict[str, str]
+    #: The config file and whether it exists.
+    config_path: str
+    config_exists: bool
+    #: One line each: the config file's problems, deprecated variables that are set.
+    warnings: tuple[str, ...]
+
+
+#: The kinds the table-driven loop parses; the others (paths, URLs, derived values) are read
+#: one by one after it.
+_GENERIC_KINDS = ("int", "float", "bool", "str", "choice")
+
+
+def resolve(environ: dict[str, str] | None = None) -> Resolved:
+    """Build and validate :class:`Settings`, and say where each value came from.
 
     Args:
         environ: The environment to read; ``None`` means ``os.environ``. It is copied, never
-            modified.
+            modified; the user config file (:mod:`reflect_jobs.userconfig`, located by its
+            ``XDG_CONFIG_HOME``/``HOME``) fills what it leaves open.
 
     Returns:
-        The validated settings. An unset variable takes the default shown on
-        :class:`Settings`, and so does an empty one, except a boolean: empty means false.
-        A deprecated variable (:data:`DEPRECATED_VARIABLES`) is ignored with a
-        ``FutureWarning`` that says what to do.
+        The settings, each setting's source, the config file and the warnings.
 
     Raises:
         SettingsError: A value is not an integer, number, boolean or allowed choice, is out
             of its range, or a store URL has an unsupported scheme; the message names the
-            variable.
+            variable, or the file and key it came from.
     """
-    env = dict(os.environ if environ is None else environ)
-    for message in deprecations(env):
-        # FutureWarning: shown by default (to the person at the shell, the service's log).
-        warnings.warn(message, FutureWarning, stacklevel=2)
+    from . import userconfig
+
+    raw_env = dict(os.environ if environ is None else environ)
+    loaded = userconfig.load(raw_env)
+    env = userconfig.overlay(raw_env)
+    from_file = userconfig.from_file(raw_env)
+    labels = {var: f"{name} in {loaded.path}" for var, name in from_file.items()}
+    r = Reader(env, labels)
+    values: dict[str, Any] = {}
+    for name, var, _tier, kind, default, _shown, opts, _help in spec.SPECS:
+        if kind not in _GENERIC_KINDS:
+            continue
+        if kind == "int":
+            values[name] = r.integer(var, default, minimum=opts.get("min", 0))
+        elif kind == "float":
+            values[name] = r.number(var, default, low=opts.get("low"), high=opts.get("high"))
+        elif kind == "bool":
+            # An empty REFLECT_INDEX_VECTORS has always meant "on" (only 0/false/no/off).
+            values[name] = r.boolean(var, default, empty_is_default=name == "index_vectors")
+        elif kind == "choice":
+            values[name] = r.choice(var, default, opts["choices"])
+        else:
+            values[name] = r.text(var, default)
     home = home_dir(env)
-    kb = Path(kb_root_str(env))
-    db_url = _env("REFLECT_DB_URL", env) or f"sqlite:///{home / 'reflect.db'}"
+    db_url = r.text("REFLECT_DB_URL") or f"sqlite:///{home / 'reflect.db'}"
     if not db_url.startswith(("sqlite", "postgresql")):
         raise SettingsError(
-            f"REFLECT_DB_URL must be a sqlite:/// or postgresql:// URL, got {db_url!r}"
+            f"{r.label('REFLECT_DB_URL')} must be a sqlite:/// or postgresql:// URL, got {db_url!r}"
         )
     qurl = queue_url(env)
     if not qurl.startswith(("sqlite://", "redis://", "rediss://", "unix://")):
         raise SettingsError(
-            f"REFLECT_QUEUE_URL must be sqlite:///PATH or redis://HOST, got {qurl!r}"
+            f"{r.label('REFLECT_QUEUE_URL')} must be sqlite:///PATH or redis://HOST, got {qurl!r}"
         )
-    timeout = _int(env, "REFLECT_DRAIN_TIMEOUT", 300, minimum=1)
-    cwd_raw = _env("REFLECT_DRAIN_CWD", env)
-    util = _float(env, "REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)
+    util = r.number("REFLECT_QUOTA_UTIL_THRESHOLD", None, low=0.0, high=1.0)
     if util is not None and util <= 0:
-        raise SettingsError(f"REFLECT_QUOTA_UTIL_THRESHOLD must be in (0, 1], got {util}")
-    base_url = _env("REFLECT_OPENAI_BASE_URL", env) or ""
+        raise SettingsError(
+            f"{r.label('REFLECT_QUOTA_UTIL_THRESHOLD')} must be in (0, 1], got {util}"
+        )
+    base_url = r.text("REFLECT_OPENAI_BASE_URL")
     if base_url and not base_url.startswith(("http://", "https://")):
         raise SettingsError(
-            f"REFLECT_OPENAI_BASE_URL must be an http:// or https:// URL, got {base_url!r}"
+            f"{r.label('REFLECT_OPENAI_BASE_URL')} must be an http:// or https:// URL, "
+            f"got {base_url!r}"
         )
-    prices = _env("REFLECT_PRICES", env) or ""
+    prices = r.text("REFLECT_PRICES")
     if prices:
         from .writer.prices import PricesError, load_prices_file
 
@@ -425,96 +351,60 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             load_prices_file(prices)
         except PricesError as exc:
             raise SettingsError(str(exc)) from None
-    # An empty REFLECT_INDEX_VECTORS has always meant "on" (only 0/false/no/off turned it off).
-    vectors = _bool(env, "REFLECT_INDEX_VECTORS", True, empty_is_default=True)
-    return Settings(
+    cwd_raw = r.text("REFLECT_DRAIN_CWD")
+    memory_homes = memory_homes_str(env)
+    settings = Settings(
         home=home,
-        kb_path=kb,
-        memory_homes=Path(memory_homes_str(env)),
+        kb_path=Path(kb_root_str(env)),
         db_url=db_url,
         queue_url=qurl,
-        disabled=_bool(env, "REFLECT_DISABLED", False),
-        boundary_cmd=_env("REFLECT_BOUNDARY_CMD", env) or "",
-        boundary_timeout_sec=_int(env, "REFLECT_BOUNDARY_TIMEOUT_SEC", 5, minimum=1),
-        recall_on_prompt=_bool(env, "REFLECT_RECALL_ON_PROMPT", False),
-        mcp_all_repos=_bool(env, "REFLECT_MCP_ALL_REPOS", False),
-        daily_max=_int(env, "REFLECT_DRAIN_DAILY_MAX", 20),
-        run_max=_int(env, "REFLECT_DRAIN_MAX", 3),
-        debounce_sec=_int(env, "REFLECT_DRAIN_DEBOUNCE_SEC", 600),
-        capture_settle_sec=_int(env, "REFLECT_CAPTURE_SETTLE_SEC", 30),
-        write_concurrency=_int(env, "REFLECT_WRITE_CONCURRENCY", 1, minimum=1),
-        write_lease_ttl_sec=_int(env, "REFLECT_WRITE_LEASE_TTL_SEC", 30, minimum=1),
-        max_retire_per_day=_int(env, "REFLECT_MAX_RETIRE_PER_DAY", 5),
-        max_retries=_int(env, "REFLECT_DRAIN_MAX_RETRIES", 3, minimum=1),
-        retry_base_sec=_int(env, "REFLECT_RETRY_BASE_SEC", 60),
-        timeout_sec=timeout,
-        timeout_retries=_int(env, "REFLECT_DRAIN_TIMEOUT_RETRIES", 1),
-        invalid_threshold=_int(env, "REFLECT_DRAIN_INVALID_THRESHOLD", 3, minimum=1),
-        token_max=_int(env, "REFLECT_DRAIN_TOKEN_MAX", 2_000_000, minimum=1),
-        max_recoveries=_int(env, "REFLECT_MAX_RECOVERIES", 3),
-        lease_sec=_int(env, "REFLECT_LEASE_SEC", timeout + 60, minimum=1),
-        writer_backend=_choice(env, "REFLECT_WRITER_BACKEND", "auto", WRITER_BACKENDS),
-        model=_env("REFLECT_DRAIN_MODEL", env) or "sonnet",
-        claude_bin=_env("REFLECT_DRAIN_CLAUDE_BIN", env) or "claude",
+        **values,
+        ignore=tuple(loaded.values.get("ignore", ())),  # type: ignore[arg-type]
+        memory_homes=Path(memory_homes),
+        lease_sec=r.integer("REFLECT_LEASE_SEC", values["timeout_sec"] + 60, minimum=1),
         writer_cwd=Path(cwd_raw).expanduser() if cwd_raw else Path.home(),
-        max_input_chars=_int(env, "REFLECT_DRAIN_MAX_INPUT_CHARS", 60_000, minimum=1000),
         openai_base_url=base_url,
-        openai_api_key=_env("REFLECT_OPENAI_API_KEY", env) or _env("OPENAI_API_KEY", env) or "",
-        codex_bin=_env("REFLECT_CODEX_BIN", env) or "codex",
+        openai_api_key=r.text("REFLECT_OPENAI_API_KEY") or r.text("OPENAI_API_KEY"),
         prices_path=prices,
-        dry_run=_bool(env, "REFLECT_DRAIN_DRY_RUN", False),
-        skip_reindex=_bool(env, "REFLECT_DRAIN_SKIP_REINDEX", False),
-        quota_gate=_bool(env, "REFLECT_QUOTA_GATE", True),
-        quota_ttl_sec=_int(env, "REFLECT_QUOTA_TTL_SEC", 3600, minimum=1),
         quota_util_threshold=util,
-        api_key_auth=bool(_env("ANTHROPIC_API_KEY", env)),
-        dedup_threshold=_float(env, "REFLECT_DEDUP_THRESHOLD", 0.97, low=0.0, high=1.0) or 0.0,
-        index_vectors=vectors,
-        embed_model=_embed_model(env, check_path=vectors),
-        maintain_every=_int(env, "REFLECT_DRAIN_MAINTAIN_EVERY", 10),
-        log_max_bytes=_int(env, "REFLECT_DRAIN_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1024),
-        workers=_int(env, "REFLECT_WORKERS", 2, minimum=1),
-        stall_warn_sec=_int(env, "REFLECT_STALL_WARN_SEC", 6 * 3600, minimum=1),
-        model_idle_sec=_int(env, "REFLECT_MODEL_IDLE_SEC", 600, minimum=1),
-        context_window=_int(env, "REFLECT_CONTEXT_WINDOW", 200_000, minimum=1000),
-        checkpoints=_checkpoints(env),
-        checkpoint_cheap_model=_env("REFLECT_CHECKPOINT_CHEAP_MODEL", env) or "",
-        deep_model=_env("REFLECT_DEEP_MODEL", env) or "",
-        session_idle_sec=_int(env, "REFLECT_SESSION_IDLE_SEC", 3600, minimum=1),
-        dedupe_model=_env("REFLECT_DEDUPE_MODEL", env) or "",
-        dedupe_daily_max=_int(env, "REFLECT_DEDUPE_DAILY_MAX", 5),
-        dedupe_interval_sec=_int(env, "REFLECT_DEDUPE_INTERVAL_SEC", 86_400, minimum=60),
+        api_key_auth=bool(r.text("ANTHROPIC_API_KEY")),
+        embed_model=parse_embed_model(r, check_path=values["index_vectors"]),
+        checkpoints=parse_checkpoints(r),
     )
+    sources = {}
+    for name, var, *_ in spec.SPECS:
+        if var is None:
+            sources[name] = "config file" if name in loaded.values else "default"
+        elif var in from_file:
+            sources[name] = "config file"
+        elif var in raw_env and (raw_env[var].strip() or spec.BY_NAME[name][3] == "bool"):
+            sources[name] = "environment"
+        elif name == "home" and (raw_env.get("REFLECT_STATE_DIR") or "").strip():
+            sources[name] = "environment (REFLECT_STATE_DIR)"
+        elif name == "openai_api_key" and (raw_env.get("OPENAI_API_KEY") or "").strip():
+            sources[name] = "environment (OPENAI_API_KEY)"
+        else:
+            sources[name] = "default"
+    warnings = list(loaded.problems)
+    for var, (_name, what) in spec.DEPRECATED.items():
+        if (raw_env.get(var) or "").strip():
+            warnings.append(f"{var} is deprecated: {what} (docs/DEPRECATIONS.md)")
+    return Resolved(settings, sources, loaded.path, loaded.exists, tuple(warnings))
 
 
-DEFAULT_CHECKPOINTS = (20, 40, 60, 80)
-
-
-def _checkpoints(environ: dict[str, str]) -> tuple[int, ...]:
-    """``REFLECT_CHECKPOINTS``: comma-separated percentages, ascending, each in 1..100.
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Build and validate :class:`Settings` (see :func:`resolve`).
 
     Args:
-        environ: The environment.
+        environ: The environment to read; ``None`` means ``os.environ``. It is copied, never
+            modified; the user config file fills what it leaves open.
 
     Returns:
-        The sorted, de-duplicated thresholds; the default when unset or empty; ``()`` for
-        ``off``/``none``/``0`` (every capture makes a pass, the behaviour before checkpoints).
+        The validated settings. An unset variable takes the config file's value, else the
+        default shown on :class:`Settings`; so does an empty one, except a boolean the
+        config file does not set: empty means false.
 
     Raises:
-        SettingsError: A part is not an integer in 1..100.
+        SettingsError: A value is unusable; the message names the variable (or file and key).
     """
-    raw = (_env("REFLECT_CHECKPOINTS", environ) or "").strip()
-    if not raw:
-        return DEFAULT_CHECKPOINTS
-    if raw.lower() in ("off", "none", "0"):
-        return ()
-    out: set[int] = set()
-    for part in raw.split(","):
-        part = part.strip().rstrip("%")
-        if not part.isdigit() or not 1 <= int(part) <= 100:
-            raise SettingsError(
-                f"REFLECT_CHECKPOINTS must be percentages 1..100 separated by commas "
-                f"(or off), got {raw!r}"
-            )
-        out.add(int(part))
-    return tuple(sorted(out))
+    return resolve(environ).settings

@@ -19,7 +19,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,12 @@ def check_backend(s: Settings) -> dict[str, Any]:
         A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``.
     """
     backend = s.resolved_writer_backend()
+    if backend == "claude":  # the CLI lists no models: their names are checked as written
+        from .writer.probe import models_check
+
+        bad_model = models_check(s, backend)
+        if bad_model is not None:
+            return bad_model
     if backend in ("openai", "anthropic", "codex"):
         from .writer.probe import probe_backend  # imports the SDK only for its backend
 
@@ -246,43 +251,31 @@ def check_kb(s: Settings) -> dict[str, Any]:
     return _check("knowledge base", True, f"{s.kb_path} writable, index current")
 
 
-def check_heartbeat(s: Settings) -> dict[str, Any]:
-    """The write stage is not halted, and a consumer beat in the last 5 minutes.
+def check_halt(s: Settings) -> dict[str, Any] | None:
+    """A failed ``write stage`` check when the write stage is halted, else None.
 
     Args:
         s: The settings (``db_url``).
 
     Returns:
-        A check: ``{"name", "ok", "detail", "fix"}``, ``fix`` empty when ``ok``. A halt is
-        reported as a failed ``write stage`` check instead of the ``worker`` check.
+        A check: ``{"name", "ok", "detail", "fix"}``, or None when it runs (or the ledger
+        cannot be read: the ledger check says so).
     """
     from .ledger import control
     from .ledger.db import session_scope
-    from .ledger.models import utcnow
 
-    with session_scope(s.db_url) as session:
-        beat = control.last_heartbeat(session)
-        halt = control.halt_reason(session)
-    if halt:
-        return _check(
-            "write stage",
-            False,
-            f"halted: {halt}",
-            "fix the cause above, then `reflect-jobs resume`",
-        )
-    if beat is None:
-        return _check(
-            "worker",
-            False,
-            "no consumer has ever run",
-            "reflect-jobs install service (or run `reflect-jobs worker`)",
-        )
-    age = utcnow() - beat
+    try:
+        with session_scope(s.db_url) as session:
+            halt = control.halt_reason(session)
+    except Exception:  # noqa: BLE001 - the ledger check reports it
+        return None
+    if not halt:
+        return None
     return _check(
-        "worker",
-        age < timedelta(minutes=5),
-        f"last heartbeat {int(age.total_seconds())}s ago",
-        "start the consumer: `reflect-jobs worker` or `systemctl --user restart reflect-jobs`",
+        "write stage",
+        False,
+        f"halted: {halt}",
+        "fix the cause above, then `reflect-jobs resume`",
     )
 
 
@@ -456,22 +449,66 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def run_checks(s: Settings) -> list[dict[str, Any]]:
+def run_checks(s: Settings, resolved: Any = None) -> list[dict[str, Any]]:
     """Every check, in the order ``doctor`` prints them.
+
+    The writer is checked as the *running worker* uses it when one is up (its heartbeat
+    records its backend and model; the service's environment is not this shell's), and the
+    configuration check compares every place a home is set (``doctor_config``).
 
     Args:
         s: The settings.
+        resolved: The same with their sources (``config.resolve``); ``None`` resolves the
+            environment again.
 
     Returns:
-        The checks of the backend, ledger, queue, KB, embedding model, each harness's
-        hooks, and the worker (``{"name", "ok", "detail", "fix"}`` each).
+        The checks of the config file, the agreement of hooks/service/MCP/config, the
+        backend, ledger, queue, KB, embedding model, each harness's hooks, the hook's
+        errors and the worker (``{"name", "ok", "detail", "fix"}`` each).
     """
+    from dataclasses import replace
+
+    from . import doctor_config
+    from .config import resolve
+    from .consumers import STALE, live_consumers
+    from .ledger import control
+    from .ledger.db import session_scope
+    from .ledger.models import utcnow
+
+    resolved = resolved or resolve()
+    workers: list[dict[str, Any]] = []
+    last_beat = None
+    try:
+        now = utcnow()
+        with session_scope(s.db_url) as session:
+            workers = live_consumers(control.heartbeats_since(session, now - STALE), now=now)
+            last_beat = control.last_heartbeat(session)
+    except Exception:  # noqa: BLE001 - the ledger check reports it
+        pass
+    running = next((w for w in workers if w.get("kind") == "worker" and w.get("model")), None)
+    writer = check_backend(s)
+    if running and (running["writer_backend"], running["model"]) != (
+        s.resolved_writer_backend(),
+        s.model,
+    ):
+        writer = check_backend(
+            replace(s, writer_backend=running["writer_backend"], model=running["model"])
+        )
+        writer["detail"] = (
+            f"the running worker (pid {running['pid']}) uses {running['writer_backend']} / "
+            f"{running['model']} (this shell would use {s.resolved_writer_backend()} / "
+            f"{s.model}): {writer['detail']}"
+        )
+    halted = check_halt(s)
     return [
-        check_backend(s),
+        doctor_config.check_config_file(resolved),
+        doctor_config.check_agreement(s, resolved, workers),
+        writer,
         check_ledger(s),
         check_queue(s),
         check_kb(s),
         check_embeddings(s),
         *check_hooks(),
-        check_heartbeat(s),
+        doctor_config.check_hook_errors(s),
+        halted or doctor_config.check_worker(s, workers, last_beat),
     ]

@@ -142,6 +142,7 @@ def run_drain(
     """
     from . import tasks
 
+    tasks.CONSUMER_KIND = "drain"  # its heartbeat is not a second worker's (status, doctor)
     huey = tasks.huey
     inflight = _InFlight()
     huey.signal()(inflight)

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from reflect_jobs import fastqueue, harnesses, spool
+from reflect_jobs import fastqueue, harnesses, spool, userconfig
 from reflect_jobs.envpaths import home_dir_str, hook_disabled, queue_url
 from reflect_jobs.hook_log import log_error
 from reflect_jobs.perms import DIR_MODE, private_umask
@@ -268,6 +268,13 @@ def main(argv: list[str] | None = None) -> int:
             run(argv, data.decode("utf-8", errors="replace"))
         except Exception as exc:  # noqa: BLE001 - never fail the agent session
             log_error(f"{type(exc).__name__}: {exc}")
+        try:
+            # A config file that is not TOML or names an unknown key: the defaults were
+            # used; say so where `status`, `errors` and `doctor` count hook problems.
+            for problem in userconfig.load().problems:
+                log_error(f"config: {problem}")
+        except Exception:  # noqa: BLE001 - never fail the agent session
+            pass
     return 0
 
 

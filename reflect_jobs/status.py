@@ -16,6 +16,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from .config import Settings
+from .consumers import STALE, duplicate_workers, live_consumers
+from .hook_errors import count as hook_error_count
 from .ledger import control, costs, proposals
 from .ledger.db import session_scope
 from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
@@ -87,7 +89,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
     in :data:`HEARTBEAT_STALE` (naming the cause when captures wait in the queue or the
     spool and no worker is running); today's budget spent with zero successes; writes deferred
     for more than an hour (:func:`held_writes`: a cap, the quota gate or a setting holding
-    every paid call back); and jobs poisoned in the last 24 hours.
+    every paid call back); jobs poisoned in the last 24 hours; hook errors in the last 24
+    hours; and two workers on one home.
 
     Args:
         settings: The settings (ledger, queue, caps and quota-gate configuration).
@@ -104,7 +107,9 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         see :func:`queue_pending`), ``sessions`` (``checkpoints``: the thresholds or
         ``off``; ``tracked``: sessions with a checkpoint state; ``idle_owed``: sessions owed
         their idle deep pass; ``next_idle_at``: the earliest, ISO 8601 or ``None``;
-        ARCHITECTURE §14.1) and ``warnings`` (one line each).
+        ARCHITECTURE §14.1), ``workers`` (the running consumers, each with the
+        configuration it recorded: ``consumers.live_consumers``), ``hook_errors`` (hook
+        failures logged in the last 24 h) and ``warnings`` (one line each).
     """
     from .limits import Caps
     from .queue import make_huey
@@ -129,6 +134,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         halt = control.halt_reason(session)
         last_ok = costs.last_success_at(session)
         beat = control.last_heartbeat(session)
+        beats = control.heartbeats_since(session, now - STALE)
         snaps = control.quota_snapshots(session)
         pending_proposals = proposals.pending_count(session)
         day = usage["day"]
@@ -208,6 +214,19 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         warnings.append(
             f"{poisoned_day} job(s) poisoned in the last 24 h: `reflect-jobs poison list`"
         )
+    hook_errors = hook_error_count(settings.home)
+    if hook_errors:
+        warnings.append(
+            f"{hook_errors} hook error(s) in the last 24 h (captures or context may be "
+            f"missing): `reflect-jobs errors`"
+        )
+    workers = live_consumers(beats, now=now)
+    for group in duplicate_workers(workers):
+        warnings.append(
+            f"{len(group)} workers on one home ({group[0]['home']}, {group[0]['host']}): "
+            + ", ".join(f"pid {c['pid']}" for c in group)
+            + "; stop all but one (`systemctl --user status reflect-jobs`, `kill PID`)"
+        )
     return {
         "counts": dict(counts),
         "budget": {"day": day, "used": used, "limit": settings.daily_max},
@@ -226,6 +245,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         "halt_reason": halt,
         "last_success_at": last_ok.isoformat() if last_ok else None,
         "heartbeat_at": beat.isoformat() if beat else None,
+        "workers": workers,
+        "hook_errors": hook_errors,
         "stores": settings.redacted_urls(),
         "queue": {k: v for k, v in queue.items() if k != "error"},
         "sessions": {

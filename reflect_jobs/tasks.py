@@ -12,6 +12,7 @@ lock (a Redis key with the Redis queue, so it holds across machines).
 from __future__ import annotations
 
 import contextlib
+import threading
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
@@ -21,7 +22,7 @@ from huey import crontab
 from huey.constants import EmptyData
 
 from . import kb_jobs
-from .config import load_settings
+from .config import resolve
 from .index import maintenance
 from .kb_jobs import REINDEX_PENDING, REINDEX_RUNNING
 from .ledger import control, costs, learnings
@@ -42,8 +43,12 @@ from .queue import make_huey
 from .warm import supervisor
 from .write_lease import make_write_lease
 
-settings = load_settings()
+_resolved = resolve()
+settings = _resolved.settings
 huey = make_huey(settings, repair=True)  # a garbled queue file is moved aside, not fatal
+#: What this process's heartbeat says it is: ``worker`` (the service) or ``drain``, which
+#: sets it before starting its in-process consumer (``status`` flags two *workers*).
+CONSUMER_KIND = "worker"
 log = structlog.get_logger("reflect_jobs.tasks")
 
 
@@ -297,7 +302,7 @@ def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
 def dedupe_reflections() -> list[dict[str, Any]]:
     """Hourly: the Reflection Store's dedupe pass for every repository that is due.
 
-    A repository is due once ``REFLECT_DEDUPE_INTERVAL_SEC`` (a day) has passed since its
+    A repository is due once a day (``dedupe_interval_sec``) has passed since its
     last applied pass (a ledger flag, so restarts and other workers see it); the calls
     spend the pass's own ``REFLECT_DEDUPE_DAILY_MAX`` units, never the writer's. Running
     hourly rather than daily means a pass deferred by the quota gate, the units or an
@@ -365,6 +370,18 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     return {"recovered": len(recovered), "resent": len(due), "spooled": spooled, "idle": idle}
 
 
+def beat_now() -> None:
+    """Record this process's heartbeat with the configuration it runs with (errors ignored)."""
+    from .consumers import effective_config
+
+    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
+        control.beat(
+            session,
+            worker_id().rsplit(":", 1)[0],
+            effective_config(settings, CONSUMER_KIND),
+        )
+
+
 @huey.periodic_task(crontab(minute="*"))
 def recover() -> dict[str, int]:
     """Every minute: lost messages and dead workers' jobs come back (ARCHITECTURE §1).
@@ -374,13 +391,24 @@ def recover() -> dict[str, int]:
     Returns:
         What :func:`recover_now` returns.
     """
-    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
-        control.beat(session, worker_id().rsplit(":", 1)[0])
+    beat_now()
     return recover_now()
+
+
+_started = threading.Event()
 
 
 @huey.on_startup()
 def _on_startup() -> None:
     configure_logging(settings)
-    with contextlib.suppress(Exception), session_scope(settings.db_url) as session:
-        control.beat(session, worker_id().rsplit(":", 1)[0])
+    beat_now()
+    if _started.is_set():  # one check per process, not one per worker thread
+        return
+    _started.set()
+    for line in _resolved.warnings:
+        log.warning("config_warning", problem=line)
+    if CONSUMER_KIND == "worker":
+        from .consumers import flag_second_worker
+
+        with contextlib.suppress(Exception):
+            flag_second_worker(settings)

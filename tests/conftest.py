@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,11 @@ import pytest
 from support import STUB_CLAUDE, Env
 
 CHAOS_DIR = Path(__file__).parent / "chaos"
+
+# No test may read or write the real user config file (~/.config/reflect-jobs/config.toml):
+# every process of the session, and every subprocess it starts, looks in an empty one. A test
+# of the config file sets its own (the ``env`` fixture gives each test a fresh directory).
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="reflect-jobs-xdg-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -42,6 +48,11 @@ IMPORT_SET_ENV = frozenset(
         "KMP_INIT_AT_FORK",
         "TORCHINDUCTOR_CACHE_DIR",
         "TOKENIZERS_PARALLELISM",
+        # reflect_jobs.logging.configure_logging's process-wide defaults (setdefault), set
+        # by any command run in-process (click's CliRunner) that loads library logging
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+        "TRANSFORMERS_VERBOSITY",
+        "TQDM_DISABLE",
     }
 )
 
@@ -108,6 +119,7 @@ def env(tmp_path: Path) -> Env:
         REFLECT_CHECKPOINTS="off",
         STUB_CLAUDE_MODE="ok",
         STUB_CLAUDE_LOG=str(tmp_path / "claude-calls.jsonl"),
+        XDG_CONFIG_HOME=str(tmp_path / "xdg"),
         HF_HUB_OFFLINE="1",
         PYTHONDONTWRITEBYTECODE="1",
     )

@@ -91,13 +91,13 @@ def test_healthy_status_has_no_warnings(env):
 
 
 def test_stall_warning_until_a_success(env):
-    env["REFLECT_STALL_WARN_SEC"] = "3600"
+    """The stall window is a fixed 6 h (``REFLECT_STALL_WARN_SEC`` is deprecated)."""
     beat(env)
-    add_job(env, "queued", age=timedelta(minutes=10))
-    assert warnings_now(env) == [], "jobs waiting a short while are not a stall"
-    add_job(env, "deferred", age=timedelta(hours=2))
+    add_job(env, "queued", age=timedelta(hours=5))
+    assert warnings_now(env) == [], "jobs waiting a few hours are not a stall"
+    add_job(env, "deferred", age=timedelta(hours=7))
     assert status(env)["warnings"] == ["2 job(s) waiting and no success ever"]
-    add_cost(env, "ok", ago=timedelta(hours=3))  # a success, but older than the window
+    add_cost(env, "ok", ago=timedelta(hours=8))  # a success, but older than the window
     (w,) = warnings_now(env)
     assert w.startswith("2 job(s) waiting and no success since ")
     add_cost(env, "ok")
@@ -150,9 +150,8 @@ def test_poisoned_in_the_last_day(env):
 
 
 def test_status_line_stays_one_line_with_every_warning(env):
-    env["REFLECT_STALL_WARN_SEC"] = "60"
     env["REFLECT_DRAIN_DAILY_MAX"] = "1"
-    add_job(env, "queued", age=timedelta(hours=1))
+    add_job(env, "queued", age=timedelta(hours=7))
     add_job(env, "poisoned", finished_ago=timedelta(minutes=1))
     add_cost(env, "fail_timeout")
     with session_scope(env.settings().db_url) as s:

@@ -88,10 +88,17 @@ def test_prompt_recall_hook_is_installed_only_while_opted_in(env, tmp_path):
     env.cli("install", "hooks", "--harness", "claude", "--no-mcp")
     settings = user / ".claude" / "settings.json"
     assert "UserPromptSubmit" in json.loads(settings.read_text())["hooks"]
+    # install recorded the opt-in in the config file: a re-run without the variable keeps it
     del env["REFLECT_RECALL_ON_PROMPT"]
+    out = env.cli("install", "hooks", "--harness", "claude", "--no-mcp").stdout
+    assert "UserPromptSubmit" in json.loads(settings.read_text())["hooks"], out
+    # the environment overrides the file: =0 turns it off, and the file now says so
+    env["REFLECT_RECALL_ON_PROMPT"] = "0"
     out = env.cli("install", "hooks", "--harness", "claude", "--no-mcp").stdout
     assert "removed UserPromptSubmit" in out
     assert "UserPromptSubmit" not in json.loads(settings.read_text())["hooks"]
+    config = tomllib.loads((tmp_path / "xdg" / "reflect-jobs" / "config.toml").read_text())
+    assert config["recall_on_prompt"] is False
     assert not (user / ".claude" / ".claude.json").exists(), "--no-mcp"
 
 

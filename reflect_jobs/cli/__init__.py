@@ -21,7 +21,7 @@ import click
 
 from ..perms import restrict_umask
 from ..reflections.cli import main as reflections_group
-from . import jobs, knowledge, operations, recall, setup
+from . import jobs, kbgit, knowledge, operations, recall, remove, settings, setup
 from .common import Main, known_failure
 
 
@@ -41,6 +41,9 @@ for _command in (
     *knowledge.COMMANDS,
     *setup.COMMANDS,
     *recall.COMMANDS,
+    *settings.COMMANDS,
+    *remove.COMMANDS,
+    *kbgit.COMMANDS,
 ):
     main.add_command(_command)
 del _command

@@ -14,11 +14,13 @@ from typing import Any
 
 import click
 
-from ..config import Settings, SettingsError, load_settings
+from ..config import Settings, SettingsError, resolve
 from ..harnesses import NAMES as HARNESSES
 
 __all__ = [
     "HARNESSES",
+    "ConfigError",
+    "OneLineUsage",
     "Main",
     "emit",
     "get_settings",
@@ -28,19 +30,52 @@ __all__ = [
 ]
 
 
-def get_settings() -> Settings:
-    """The validated settings, or exit 2 with the problem on one line.
+class ConfigError(click.ClickException):
+    """A setting is unusable: one line naming it and the fix, exit 2 (no usage text)."""
+
+    exit_code = 2
+
+
+def settings_fix(message: str) -> str:
+    """The fix for a :class:`~reflect_jobs.config.SettingsError`, from where the value came.
+
+    Args:
+        message: The error's text (it names a variable, or a key ``in <config file>``).
 
     Returns:
-        The settings from the environment.
+        ``edit <file>`` for a value from the config file, else ``unset VAR or give it a
+        valid value``.
+    """
+    head = message.split(" must ", 1)[0]
+    if " in " in head:
+        return f"edit {head.split(' in ', 1)[1]}"
+    return f"unset {head.split()[0]} or give it a valid value"
+
+
+_WARNED: set[str] = set()
+
+
+def get_settings() -> Settings:
+    """The validated settings, or exit 2 with the problem and its fix on one line.
+
+    Warnings (a config file that is not TOML or names an unknown key, a deprecated
+    variable) go to stderr, once per process.
+
+    Returns:
+        The settings from the environment over the user config file.
 
     Raises:
-        click.UsageError: A setting is invalid (exit code 2).
+        ConfigError: A setting is invalid (exit code 2).
     """
     try:
-        return load_settings()
+        resolved = resolve()
     except SettingsError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise ConfigError(f"{exc}; fix: {settings_fix(str(exc))}") from None
+    for line in resolved.warnings:
+        if line not in _WARNED:
+            _WARNED.add(line)
+            click.secho(f"warning: {line}", fg="yellow", err=True)
+    return resolved.settings
 
 
 def quiet_libraries(s: Settings) -> None:
@@ -102,7 +137,7 @@ def known_failure(exc: BaseException) -> str | None:
             from ..ledger.db import damage_line
 
             try:
-                damaged = damage_line(load_settings().db_url)
+                damaged = damage_line(resolve().settings.db_url)
             except Exception:  # noqa: BLE001 - the settings were read before; be safe
                 damaged = None
             if damaged:
@@ -117,7 +152,69 @@ def known_failure(exc: BaseException) -> str | None:
     return None
 
 
-class Main(click.Group):
+class OneLineUsage(click.UsageError):
+    """A bad option or argument as one line with where to look, not the usage text."""
+
+    def show(self, file: Any = None) -> None:
+        """Print ``Error: <what> (see `<command> --help`)`` on stderr.
+
+        Args:
+            file: Where to print (default stderr).
+        """
+        where = self.ctx.command_path if self.ctx is not None else "reflect-jobs"
+        click.echo(f"Error: {self.format_message()} (see `{where} --help`)", err=True, file=file)
+
+
+def one_line(exc: click.UsageError) -> OneLineUsage:
+    """The same usage error, printed on one line (exit 2 like every usage error).
+
+    Args:
+        exc: A usage error click raised (a bad option value, a missing argument).
+
+    Returns:
+        The error as :class:`OneLineUsage`, same message, context and exit code.
+    """
+    if isinstance(exc, OneLineUsage):
+        return exc
+    out = OneLineUsage(exc.format_message(), exc.ctx)
+    out.exit_code = exc.exit_code
+    return out
+
+
+class OneLineGroup(click.Group):
+    """A group whose usage errors (bad option values, missing arguments) are one line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        """Parse the group's own options; a usage error becomes one line.
+
+        Args:
+            *args: As :meth:`click.Group.make_context`.
+            **kwargs: As :meth:`click.Group.make_context`.
+
+        Returns:
+            The context.
+        """
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a usage error below (a subcommand's options) becomes one line.
+
+        Args:
+            ctx: Click's context.
+
+        Returns:
+            Whatever the command returns.
+        """
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise one_line(exc) from None
+
+
+class Main(OneLineGroup):
     """The top-level group: turns :func:`known_failure` exceptions into one-line errors."""
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -288,9 +288,12 @@ def resume() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Include acknowledged errors.")
 @click.option("--json", "as_json", is_flag=True)
 def errors(ack_id: str | None, show_all: bool, as_json: bool) -> None:
-    """The errors ledger.
+    """The errors ledger, and the hook's failures of the last 24 hours.
 
     \f
+    Hook errors (``source`` ``hook``, ids ``hook-…``) come from ``hook-errors.log`` and
+    cannot be acknowledged: they leave the list a day after the last one.
+
     Args:
         ack_id: Acknowledge this error instead of listing.
         show_all: Include acknowledged errors.
@@ -303,13 +306,21 @@ def errors(ack_id: str | None, show_all: bool, as_json: bool) -> None:
     from ..ledger import admin
 
     if ack_id:
+        if ack_id.startswith("hook-"):
+            raise click.ClickException(
+                f"{ack_id} is a hook error: it cannot be acknowledged and leaves the list "
+                "24 h after it last happened (fix the cause; `reflect-jobs doctor`)"
+            )
         try:
             admin.ack_error(s.db_url, ack_id)
         except admin.ErrorNotFound as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(f"acknowledged {ack_id}")
         return
-    rows = admin.list_errors(s.db_url, include_acked=show_all)
+    from ..hook_errors import as_error_rows
+
+    rows = admin.list_errors(s.db_url, include_acked=show_all) + as_error_rows(s.home)
+    rows.sort(key=lambda r: r["last_at"], reverse=True)
     if as_json:
         emit(rows)
     elif not rows:

@@ -19,9 +19,7 @@ from .common import emit, get_settings, quiet_libraries, table
 
 
 @click.command()
-@click.option(
-    "--workers", "-w", type=int, default=None, help="Worker threads (default REFLECT_WORKERS)."
-)
+@click.option("--workers", "-w", type=int, default=None, help="Worker threads (default 2).")
 def worker(workers: int | None) -> None:
     """Run the consumer (huey_consumer) in the foreground; SIGTERM stops it gracefully.
 
@@ -32,7 +30,7 @@ def worker(workers: int | None) -> None:
     ``$REFLECT_HOME/consumer.log``, rotated at ``REFLECT_DRAIN_LOG_MAX_BYTES``.
 
     Args:
-        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+        workers: Worker threads; ``None`` uses the default (2).
     """
     s = get_settings()
     exe = sys.executable
@@ -70,7 +68,7 @@ def drain(until_idle: bool, max_seconds: float | None, workers: int | None, as_j
         until_idle: Stop when no job is runnable now (see
             :func:`reflect_jobs.drain.run_drain`).
         max_seconds: Stop after this many seconds in any case.
-        workers: Worker threads; ``None`` uses ``REFLECT_WORKERS``.
+        workers: Worker threads; ``None`` uses the default (2).
         as_json: Print the summary (seconds, jobs per state) as JSON.
     """
     s = get_settings()
@@ -210,6 +208,12 @@ def status(as_json: bool, line: bool) -> None:
     click.echo(
         f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
     )
+    from ..consumers import describe
+
+    for c in data["workers"]:
+        click.echo(f"running: {describe(c)}")
+    if data["hook_errors"]:
+        click.echo(f"hook errors: {data['hook_errors']} in the last 24 h (`reflect-jobs errors`)")
     if data["halted"]:
         click.secho(
             f"WRITE STAGE HALTED: {data['halt_reason']} — fix it, run `reflect-jobs doctor`, then `reflect-jobs resume`",
@@ -231,9 +235,10 @@ def doctor(as_json: bool) -> None:
     """
     s = get_settings()
     quiet_libraries(s)
+    from ..config import resolve
     from ..doctor import run_checks
 
-    checks = run_checks(s)
+    checks = run_checks(s, resolve())
     if as_json:
         emit(checks)
     else:
@@ -251,7 +256,9 @@ def doctor(as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--since", default="30d", show_default=True, help="Nd, Nh, Nw or all")
+@click.option(
+    "--since", default="30d", show_default=True, help="A window like 30d, 24h, 2w, 90m, or all."
+)
 @click.option(
     "--by",
     type=click.Choice(["day", "transcript", "model", "outcome", "writer", "backend"]),
@@ -266,20 +273,32 @@ def doctor(as_json: bool) -> None:
 def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> None:
     """What the writer spent, grouped (⚠ marks a bucket with an outlier run).
 
+    Columns: runs = recorded model calls (every attempt, paid or free); entries = budget
+    units charged (what the daily cap counts); tokens = all tokens of those calls, cache
+    included; cache_rd = tokens read from the prompt cache (cheap); io = input + output
+    tokens (the part not served from cache); $est = the cost the CLI reported, else tokens
+    × the price table (REFLECT_PRICES extends it).
+
     \f
     Args:
-        since: The window (see :func:`reflect_jobs.ledger.costs.parse_since`); text that
-            does not parse, ``all`` included, means all time.
+        since: The window (see :func:`reflect_jobs.ledger.costs.parse_since`), or
+            ``all``; anything else (``7x``, a negative window) is refused (exit 2).
         by: ``day``, ``transcript``, ``model``, ``outcome``, ``writer`` or ``backend``.
         top: Rows shown, the largest by tokens (all rows for ``--by day``).
         outlier_tokens: A single run above this many tokens marks its bucket.
         as_json: Print :func:`reflect_jobs.ledger.admin.cost_report` as JSON.
     """
-    s = get_settings()
     from ..ledger import admin
     from ..ledger.costs import parse_since
 
-    report = admin.cost_report(s.db_url, by=by, since=parse_since(since))
+    window = parse_since(since)
+    if (window is None and since.strip().lower() != "all") or (window and window.days < 0):
+        raise click.BadParameter(
+            f"{since!r}: use a number and a unit, like 30d, 24h, 2w or 90m, or all",
+            param_hint="'--since'",
+        )
+    s = get_settings()
+    report = admin.cost_report(s.db_url, by=by, since=window)
     if as_json:
         emit(report)
         return
@@ -293,6 +312,11 @@ def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> N
     rows = [_cost_cells(k, v, outlier_tokens) for k, v in items]
     rows.append(_cost_cells("TOTAL", t, None))
     click.echo(table(rows, [by, "runs", "entries", "tokens", "cache_rd", "io", "$est"]))
+    click.echo(
+        "runs: model calls recorded; entries: budget units charged (the daily cap counts "
+        "these); tokens: all tokens, cache included; cache_rd: tokens read from the prompt "
+        "cache; io: input + output tokens; $est: reported cost, else tokens x prices"
+    )
     click.echo(
         f"cache reuse: {t['cache_reuse'] * 100:.1f}% of tokens were cache reads"
         " ($est uses per-model prices when the CLI reported none)"

@@ -48,6 +48,8 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
         )
 
     where = os.path.abspath(cwd or os.getcwd())
+    if not os.path.isdir(where):
+        raise click.UsageError(f"--cwd {cwd}: no such directory")
     try:
         text = session_context(where, max_chars=max_chars, kb_root=str(s.kb_path))
     except sqlite3.Error as exc:
@@ -59,6 +61,33 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
     out = block.formatted(text, fmt)
     if out:
         click.echo(out.rstrip("\n"))
+
+
+@click.command()
+@click.argument("note_id", metavar="ID")
+@click.option("--path", "path_only", is_flag=True, help="Print the note's path only.")
+def get(note_id: str, path_only: bool) -> None:
+    """Print one learning in full by its id (as the context block and search name it).
+
+    \f
+    Args:
+        note_id: A learning id (``lrn-…``).
+        path_only: Print the file's path instead of its text.
+
+    Raises:
+        click.ClickException: The id is malformed or names no note (exit 1).
+    """
+    s = get_settings()
+    from ..recall.tools import ToolError, load_note
+
+    try:  # the same safe read as MCP `get`: a regular file in documents/, never a link
+        note, text = load_note(s.kb_path, note_id)
+    except ToolError as exc:
+        raise click.ClickException(str(exc)) from None
+    if path_only:
+        click.echo(str(note.path))
+        return
+    click.echo(text.rstrip("\n"))
 
 
 @click.command()
@@ -97,4 +126,4 @@ def mcp() -> None:
 
 
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (context, mcp)
+COMMANDS = (context, get, mcp)

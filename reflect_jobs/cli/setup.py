@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from .. import harnesses
+from ..settings_spec import BY_VAR
 from .common import HARNESSES, emit, get_settings
 
 
@@ -93,6 +94,14 @@ def install_hooks(
         raise click.ClickException(str(exc)) from None
     if not no_mcp and (mcp_file or not settings_file):
         _register_mcp(harness, spec.label, mcp_file, uninstall=uninstall, dry_run=dry_run)
+    _report_hooks(spec, path, change, uninstall=uninstall, dry_run=dry_run)
+    if not uninstall:
+        _record_config(dry_run=dry_run)
+
+
+def _report_hooks(spec: Any, path: Path, change: Any, *, uninstall: bool, dry_run: bool) -> None:
+    """What ``install hooks`` did to the settings file, in a line or two (a diff with
+    ``--dry-run``)."""
     plan = change.plan
     if not change.changed:
         state = "not installed" if uninstall else "already installed"
@@ -116,6 +125,31 @@ def install_hooks(
     click.echo(f"{spec.label}: {'; '.join(parts)} in {path}{gone}{backup}")
     if spec.install_note and not uninstall:
         click.echo(spec.install_note)
+
+
+def _record_config(*, dry_run: bool = False) -> tuple[str, ...]:
+    """Write what install was run with to the user config file; one line out.
+
+    Every entry point reads that file (the hook with the harness's environment, the worker
+    with the service manager's), so a home set only in this shell reaches them all.
+    Returns the keys recorded.
+    """
+    from ..config import SettingsError, resolve
+    from ..install.config_file import record_install
+    from .common import ConfigError, settings_fix
+
+    try:
+        resolved = resolve()
+    except SettingsError as exc:
+        raise ConfigError(f"{exc}; fix: {settings_fix(str(exc))}") from None
+    try:
+        done = record_install(resolved, dry_run=dry_run)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"config file: {exc}") from None
+    s = resolved.settings
+    state = "unchanged" if not done.changed else "would be written" if dry_run else "written"
+    click.echo(f"config: {done.path} {state} (home {s.home}, KB {s.kb_path})")
+    return done.keys
 
 
 def _register_mcp(
@@ -148,26 +182,46 @@ def _register_mcp(
 @click.option("--launchd", "manager", flag_value="launchd", help="A LaunchAgent (macOS).")
 @click.option("--output", type=click.Path(dir_okay=False), default=None, help="Write here instead.")
 @click.option("--print", "to_stdout", is_flag=True, help="Print the unit; write nothing.")
-def install_service(manager: str | None, output: str | None, to_stdout: bool) -> None:
+@click.option("--enable", is_flag=True, help="Also start it now and at every login.")
+@click.option(
+    "--uninstall", is_flag=True, help="Stop and disable the service, and remove its unit."
+)
+def install_service(
+    manager: str | None,
+    output: str | None,
+    to_stdout: bool,
+    enable: bool = False,
+    uninstall: bool = False,
+) -> None:
     """Render the consumer's service unit with this installation's paths and write it.
 
     \f
     The unit is validated (and checked by ``systemd-analyze``/``plutil`` when available)
-    before anything is written; then the commands that enable it are printed.
+    before anything is written, and the settings it runs with are recorded in the user
+    config file; then ``--enable`` starts it (``systemctl --user enable --now`` /
+    ``launchctl bootstrap``), else the commands that do are printed. ``--uninstall`` stops
+    and disables a loaded unit, removes it and prunes its backups to the newest.
 
     Args:
         manager: ``systemd`` or ``launchd``; ``None`` picks this platform's.
         output: Write the unit here instead of the manager's default path.
         to_stdout: Print the unit; write nothing.
+        enable: Start the service now and at every login.
+        uninstall: Stop, disable and remove the unit instead.
 
     Raises:
-        click.ClickException: No template, the rendered unit is invalid, or the external
-            checker rejects it (exit 1).
+        click.ClickException: No template, the rendered unit is invalid, the external
+            checker rejects it, or the service manager refuses to start or stop it (exit 1).
     """
     s = get_settings()
     from .. import install as inst
+    from ..install import service_control as ctl
 
     manager = manager or inst.default_manager()
+    path = Path(output).expanduser().absolute() if output else inst.default_service_path(manager)
+    if uninstall:
+        _uninstall_service(manager, path)
+        return
     try:
         template = inst.template_text(manager)
     except inst.InstallError as exc:
@@ -177,7 +231,6 @@ def install_service(manager: str | None, output: str | None, to_stdout: bool) ->
         template,
         inst.service_values(home=s.home, kb_path=s.kb_path, timeout_sec=s.timeout_sec),
     )
-    path = Path(output).expanduser().absolute() if output else inst.default_service_path(manager)
     problems = inst.validate(manager, text)
     if problems:
         raise click.ClickException(f"rendered {manager} unit is invalid: {'; '.join(problems)}")
@@ -201,14 +254,51 @@ def install_service(manager: str | None, output: str | None, to_stdout: bool) ->
         click.echo(f"wrote {path}" + (f" (backup {backup})" if backup else ""))
     if checked is not None:
         click.echo(f"{checked[0]}: ok")
-    click.echo("enable it with:")
-    for cmd in inst.enable_commands(manager, path):
-        click.echo(f"  {cmd}")
-    extra = inst.uncarried_env()
+    recorded = _record_config()
+    if enable:
+        steps = ctl.run_steps(ctl.start_commands(manager, path))
+        for step in steps:
+            click.echo(step.line())
+        if not all(st.ok for st in steps):
+            raise click.ClickException(
+                "the service manager did not start it; run by hand: "
+                + " && ".join(" ".join(c) for c in ctl.start_commands(manager, path))
+            )
+        click.echo("the service is enabled and running (`reflect-jobs status` shows it)")
+    else:
+        click.echo("enable it with `reflect-jobs install service --enable`, or by hand:")
+        for cmd in inst.enable_commands(manager, path):
+            click.echo(f"  {cmd}")
+    extra = [v for v in inst.uncarried_env() if v in BY_VAR and BY_VAR[v] not in recorded]
     if extra:
         click.echo(
-            f"note: {', '.join(extra)} set in this shell are not in the unit; add them to it"
+            f"note: {', '.join(extra)} set in this shell are not in the unit or the config "
+            f"file; add them to the config file (`reflect-jobs config` names the keys)"
         )
+
+
+def _uninstall_service(manager: str, path: Path) -> None:
+    """``install service --uninstall``: stop and disable when loaded, remove, prune backups."""
+    from ..install import service_control as ctl
+    from ..install.uninstall import prune_backups
+
+    if not path.exists():
+        click.echo(f"{path}: no unit installed (nothing to remove)")
+        return
+    if ctl.is_loaded(manager, path):
+        steps = ctl.run_steps(ctl.stop_commands(manager, path))
+        for step in steps:
+            click.echo(step.line())
+        if not all(st.ok for st in steps):
+            raise click.ClickException(
+                f"could not stop the service; {path} left in place. Run by hand: "
+                + " && ".join(" ".join(c) for c in ctl.stop_commands(manager, path))
+            )
+    path.unlink()
+    prune_backups(path, keep=1, dry_run=False)
+    if manager == "systemd":
+        ctl.run_steps([["systemctl", "--user", "daemon-reload"]])
+    click.echo(f"removed {path}")
 
 
 @click.command()

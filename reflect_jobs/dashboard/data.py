@@ -246,6 +246,24 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     return {"available": True, "repositories": out}
 
 
+def newest_errors(settings: Settings, *, limit: int = 5) -> list[dict[str, Any]]:
+    """The newest unacknowledged errors: the ledger's and the hook's of the last 24 hours.
+
+    Args:
+        settings: The settings (the ledger and ``$REFLECT_HOME``'s ``hook-errors.log``).
+        limit: At most this many.
+
+    Returns:
+        Rows in the errors ledger's shape (:func:`reflect_jobs.ledger.admin.list_errors`;
+        a hook error has ``source`` ``hook``), most recent first.
+    """
+    from ..hook_errors import as_error_rows
+
+    rows = admin.list_errors(settings.db_url) + as_error_rows(settings.home)
+    rows.sort(key=lambda r: r["last_at"], reverse=True)
+    return rows[:limit]
+
+
 def overview(settings: Settings) -> dict[str, Any]:
     """Everything the page renders at once (one snapshot per refresh).
 
@@ -255,7 +273,7 @@ def overview(settings: Settings) -> dict[str, Any]:
     Returns:
         ``status`` (the ``status --json`` document), ``series`` (:func:`spend_series`),
         ``cap`` (the daily cap on paid calls), ``stuck`` (:func:`stuck_jobs`), ``notes``
-        (:func:`recent_notes`), ``errors`` (the five newest unacknowledged ledger errors)
+        (:func:`recent_notes`), ``errors`` (:func:`newest_errors`)
         and ``open_items`` (:func:`open_items_by_repository`).
     """
     from ..status import collect_status
@@ -266,6 +284,6 @@ def overview(settings: Settings) -> dict[str, Any]:
         "cap": settings.daily_max,
         "stuck": stuck_jobs(settings.db_url),
         "notes": recent_notes(settings.kb_path),
-        "errors": admin.list_errors(settings.db_url)[:5],
+        "errors": newest_errors(settings),
         "open_items": open_items_by_repository(settings),
     }

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -168,9 +167,10 @@ def opt_in_events(
     Returns:
         ``(event, on)`` per entry of :data:`reflect_jobs.harnesses.OPT_IN_EVENTS`.
     """
+    from ..envpaths import environ as merged_environ
     from ..envpaths import is_truthy
 
-    env = os.environ if environ is None else environ
+    env = merged_environ(None if environ is None else dict(environ))
     return [(e, is_truthy(env.get(var))) for var, e in harnesses.OPT_IN_EVENTS.get(harness, ())]
 
 

@@ -120,12 +120,14 @@ def incr_counter(session: Session, key: str) -> int:
     return value
 
 
-def beat(session: Session, worker: str) -> None:
+def beat(session: Session, worker: str, config: dict[str, Any] | None = None) -> None:
     """Record that ``worker`` is alive now (``status`` and ``doctor`` read the newest beat).
 
     Args:
         session: An open ledger session; the change is committed with it.
         worker: The worker's id; its first beat also stores this host name and process id.
+        config: The consumer's effective configuration (``consumers.effective_config``);
+            stored when given, so ``status`` and ``doctor`` report what the worker uses.
     """
     now = utcnow()
     row = session.get(Heartbeat, worker)
@@ -137,10 +139,40 @@ def beat(session: Session, worker: str) -> None:
                 pid=os.getpid(),
                 started_at=now,
                 beat_at=now,
+                config=config,
             )
         )
     else:
         row.beat_at = now
+        if config is not None and row.config != config:
+            row.config = config
+
+
+def heartbeats_since(session: Session, since: datetime) -> list[dict[str, Any]]:
+    """Every consumer that beat at or after ``since``, newest beat first.
+
+    Args:
+        session: An open ledger session.
+        since: The oldest beat to include.
+
+    Returns:
+        ``{"worker", "host", "pid", "started_at", "beat_at", "config"}`` per consumer
+        (``config`` None for a consumer from before migration 0006).
+    """
+    rows = session.scalars(
+        select(Heartbeat).where(Heartbeat.beat_at >= since).order_by(Heartbeat.beat_at.desc())
+    )
+    return [
+        {
+            "worker": r.worker,
+            "host": r.host,
+            "pid": r.pid,
+            "started_at": r.started_at,
+            "beat_at": r.beat_at,
+            "config": r.config,
+        }
+        for r in rows
+    ]
 
 
 def last_heartbeat(session: Session) -> datetime | None:

@@ -403,6 +403,9 @@ class Heartbeat(Base):
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     beat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: The consumer's effective configuration (migration 0006): ``kind`` (worker | drain),
+    #: ``home``, ``kb_path``, ``writer_backend``, ``model``, ``version``, ``pid``, ``host``.
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class ErrorRecord(Base):

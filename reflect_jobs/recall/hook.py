@@ -20,7 +20,6 @@ recall event actually arrives.
 from __future__ import annotations
 
 import json
-import os
 from io import TextIOBase  # not typing: the hook path never imports it (startup cost)
 
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
@@ -102,9 +101,11 @@ def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
     ``hook-errors.log`` and the block is built without items. The default memory homes live
     under the same KB root as the learnings (``kb_root``, when given).
     """
+    from reflect_jobs.envpaths import environ as merged_environ
+
     from . import items
 
-    env = dict(os.environ)
+    env = merged_environ()
     if kb_root:
         env["GLOBAL_LEARNINGS_PATH"] = str(kb_root)
     try:
@@ -200,9 +201,9 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
         text = session_context(payload.get("cwd"), max_chars=block.DEFAULT_MAX_CHARS)
         name = "SessionStart"
     else:
-        from reflect_jobs.envpaths import is_truthy
+        from reflect_jobs.envpaths import get, is_truthy
 
-        if not is_truthy(os.environ.get(PROMPT_ENV)):
+        if not is_truthy(get(PROMPT_ENV)):  # the variable, else the config file's key
             return True
         text = prompt_context(
             payload.get("cwd"), payload.get("prompt"), max_chars=block.DEFAULT_MAX_CHARS // 3

@@ -113,9 +113,10 @@ def open_items(
     """
     if not isinstance(cwd, str) or not cwd:
         return None, [], 0
+    from reflect_jobs.envpaths import environ as merged_environ
     from reflect_jobs.envpaths import home_dir_str
 
-    env = dict(os.environ if environ is None else environ)
+    env = merged_environ(environ)
     if not _may_have_items(env):
         return None, [], 0
     from reflect_jobs.repo import repo_for

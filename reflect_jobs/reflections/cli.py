@@ -12,7 +12,6 @@ never renamed.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from reflect_jobs.envpaths import environ as merged_environ
 from reflect_jobs.envpaths import home_dir_str, kb_root_str
 from reflect_jobs.repo import RepoError
 
@@ -167,7 +167,7 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
                 click.echo(_rows([(i, i.to_json(now)["status"]) for i in found]))
         return
     out: list[dict[str, Any]] = []
-    env = dict(os.environ)
+    env = merged_environ()
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     try:
         for known in known_repos(index, Path(kb_root_str(env))):
@@ -219,6 +219,35 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
         click.echo("learnings:")
         for hit in learnings:
             click.echo(f"  {hit['id']}  {hit['title']}")
+
+
+@main.command()
+@click.argument("ident", metavar="ID")
+@_repo_option
+@_json_option
+def show(ident: str, repo: str | None, as_json: bool) -> None:
+    """One item in full: kind, status, title, body and every note.
+
+    \f
+    Args:
+        ident: The id (``#a1b2`` or ``a1b2``, any unique prefix).
+        repo: ``--repo``.
+        as_json: Print the item as ``list --json`` prints each one.
+    """
+    with _store(repo) as store:
+        now = now_utc()
+        data = store.find(ident).to_json(now)
+        if as_json:
+            _emit(data)
+            return
+        click.echo(f"{data['id']}  {data['kind']}  {data['status']}  by {data['by']}")
+        click.echo(f"title: {data['title']}")
+        click.echo(f"created {data['created_at']}, updated {data['updated_at']}")
+        if data["body"]:
+            click.echo("")
+            click.echo(data["body"])
+        for n in data["notes"]:
+            click.echo(f"- {n['at']} {n['op']} by {n['by']}: {n['text']}")
 
 
 def _change(op: str, ident: str, repo: str | None, as_json: bool, **kw: Any) -> None:
@@ -374,7 +403,7 @@ def _print_dedupe(report: Any, dry_run: bool) -> None:
 def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
     """Drop open items that duplicate an older one (a cheap model groups them).
 
-    Runs now for the repository whatever REFLECT_DEDUPE_INTERVAL_SEC says (a person asked),
+    Runs now for the repository whatever the daily interval says (a person asked),
     but within REFLECT_DEDUPE_DAILY_MAX calls a day; ``reopen`` undoes a drop.
 
     \f

@@ -1,7 +1,7 @@
 """The dedupe pass's runner: when a repository is due, one cheap call, its cost, the drops.
 
 Gates, in order, all free: the kill switch and the drain's dry run (no call), fewer than two
-open items (nothing to group: no call, no unit), the interval (``REFLECT_DEDUPE_INTERVAL_SEC``
+open items (nothing to group: no call, no unit), the interval (``dedupe_interval_sec``, a day
 since the repository's last pass, unless a person asked), the heuristic writer (it has no
 model to ask), then the paid path shared with the write stage
 (``pipeline/paid_call.py``, :data:`reflect_jobs.gates.PAID_PATH` order): a write slot, the
@@ -411,9 +411,10 @@ def run_due(
     Returns:
         One report per repository looked at.
     """
-    import os
 
-    env = dict(os.environ if environ is None else environ)
+    from reflect_jobs.envpaths import environ as merged_environ
+
+    env = merged_environ(environ)
     out: list[DedupeReport] = []
     index = ReflectionIndex(index_path(settings.home))
     try:

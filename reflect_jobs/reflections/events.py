@@ -104,7 +104,9 @@ def host_name(environ: dict[str, str] | None = None) -> str:
     Returns:
         A non-empty name of ``[A-Za-z0-9._-]`` (``host`` when nothing usable is left).
     """
-    env = os.environ if environ is None else environ
+    from reflect_jobs.envpaths import environ as merged_environ
+
+    env = merged_environ(environ)
     raw = (env.get("REFLECT_HOST") or "").strip() or socket.gethostname().split(".")[0]
     safe = _HOST_UNSAFE.sub("-", raw).strip(".-")[:64]
     return safe or "host"

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from reflect_jobs.envpaths import environ as merged_environ
 from reflect_jobs.envpaths import home_dir_str, kb_root_str
 from reflect_jobs.repo import Repo, is_home_name
 from reflect_jobs.repo_home import read_key_file, record_key, resolve
@@ -385,7 +386,7 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
     Raises:
         RepoError: The repository or its memory home cannot be determined.
     """
-    env = dict(os.environ if environ is None else environ)
+    env = merged_environ(environ)
     resolved = resolve(repo, cwd, env)
     record_key(resolved)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))

@@ -127,7 +127,9 @@ def price_table(environ: dict[str, str] | None = None) -> tuple[dict[str, Price]
     Returns:
         ``(table, user_keys)``: the merged table and the names that came from the file.
     """
-    env = os.environ if environ is None else environ
+    from reflect_jobs.envpaths import environ as merged_environ
+
+    env = merged_environ(environ)
     table = dict(BUILTIN_PRICES)
     path = (env.get(PRICES_ENV) or "").strip()
     if not path:

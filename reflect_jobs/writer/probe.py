@@ -74,6 +74,88 @@ def _models_check(
     return _check(True, f"{backend} at {where}: key accepted, model(s) {names} listed")
 
 
+#: Claude's model aliases: what the Claude CLI and the anthropic writer take, and what an
+#: OpenAI-compatible server or Codex would answer "unknown model" to.
+CLAUDE_ALIASES = ("sonnet", "opus", "haiku", "opusplan")
+#: Names that are surely not Claude models (the Claude writers would halt on them).
+NOT_CLAUDE = (
+    "gpt-",
+    "gpt4",
+    "o1",
+    "o3",
+    "o4",
+    "chatgpt",
+    "codex-",
+    "gemini",
+    "llama",
+    "qwen",
+    "mistral",
+    "mixtral",
+    "deepseek",
+    "phi-",
+    "gemma",
+)
+
+
+def model_problem(backend: str, model: str) -> str | None:
+    """Why ``backend`` would refuse ``model`` by its name alone, or None (free, offline).
+
+    The write stage halts on an unknown model (``fail_unknown_model``), so a name the
+    backend cannot take is worth catching before the first paid pass: a Claude alias sent
+    to an OpenAI-compatible server or Codex, another vendor's model sent to Claude.
+
+    Args:
+        backend: The resolved writer backend.
+        model: A configured model name.
+
+    Returns:
+        One sentence, or None when the name may be fine (the probe checks the listing).
+    """
+    low = model.strip().lower()
+    if backend in ("openai", "codex") and low in CLAUDE_ALIASES:
+        return f"{model!r} is a Claude alias: the {backend} writer's server does not serve it"
+    if backend in ("claude", "anthropic") and low.startswith(NOT_CLAUDE):
+        return f"{model!r} is not a Claude model: the {backend} writer would halt on it"
+    return None
+
+
+def models_check(settings: Any, backend: str) -> dict[str, Any] | None:
+    """A failed check for the first configured model the backend cannot take, else None.
+
+    Args:
+        settings: ``config.Settings``.
+        backend: The resolved writer backend.
+
+    Returns:
+        A check naming the model, the variable and its fix; None when all may be fine.
+    """
+    for variable, model in configured_models(settings):
+        why = model_problem(backend, model)
+        if why:
+            fix = (
+                f"set {variable} (or the config file's key) to a model the {backend} writer serves"
+            )
+            if model == "sonnet" and backend != "anthropic":
+                fix = f"{SONNET_HINT}; {fix}"
+            return _check(False, f"{backend}: {why} ({variable})", fix)
+    return None
+
+
+def _with_model_note(check: dict[str, Any], settings: Any, backend: str) -> dict[str, Any]:
+    """A failed probe that could not list models, with a model name it would refuse added."""
+    bad = models_check(settings, backend)
+    if bad is not None:
+        check["detail"] += f"; and {bad['detail']}"
+    return check
+
+
+def _local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.endswith(".local")
+
+
 def probe_openai(settings: Any) -> dict[str, Any]:
     """GET ``{base_url}/models`` with the configured key.
 
@@ -85,6 +167,14 @@ def probe_openai(settings: Any) -> dict[str, Any]:
     """
     from reflect_jobs.writer.openai_backend import OpenAIBackend
 
+    if not settings.openai_base_url and not settings.openai_api_key:
+        return _check(
+            False,
+            "openai writer with no API key: REFLECT_OPENAI_API_KEY and OPENAI_API_KEY are "
+            "unset and no REFLECT_OPENAI_BASE_URL is set, so it would call api.openai.com",
+            "export REFLECT_OPENAI_API_KEY=<key> (or openai_api_key in the config file), or "
+            "set REFLECT_OPENAI_BASE_URL to your local server (…/v1)",
+        )
     backend = OpenAIBackend(
         settings.model,
         base_url=settings.openai_base_url,
@@ -108,17 +198,27 @@ def probe_openai(settings: Any) -> dict[str, Any]:
                 f"openai at {where}: key refused (HTTP {exc.status_code})",
                 "export REFLECT_OPENAI_API_KEY=<a valid key> (or OPENAI_API_KEY)",
             )
-        if exc.status_code == 404:  # some servers do not list models
-            return _check(True, f"openai at {where}: reachable; it does not list models")
+        if exc.status_code == 404:  # some servers do not list models: judge the names
+            return models_check(settings, "openai") or _check(
+                True, f"openai at {where}: reachable; it does not list models"
+            )
         return _check(
             False, f"openai at {where}: HTTP {exc.status_code}", "check the server's logs"
         )
     except openai.APIConnectionError as exc:
-        return _check(
-            False,
-            f"openai endpoint unreachable at {where}: {type(exc).__name__}",
-            "start the server (llama-server / ollama serve / vllm serve) or fix "
-            "REFLECT_OPENAI_BASE_URL (it ends in /v1)",
+        if not settings.openai_base_url:
+            fix = "check the network, or set REFLECT_OPENAI_BASE_URL to the server you use"
+        elif _local(settings.openai_base_url):
+            fix = (
+                "start the server (llama-server / ollama serve / vllm serve) or fix "
+                "REFLECT_OPENAI_BASE_URL (it ends in /v1)"
+            )
+        else:
+            fix = "check REFLECT_OPENAI_BASE_URL (it ends in /v1) and the network"
+        return _with_model_note(
+            _check(False, f"openai endpoint unreachable at {where}: {type(exc).__name__}", fix),
+            settings,
+            "openai",
         )
     return _models_check("openai", configured_models(settings), ids, where)
 
@@ -154,10 +254,14 @@ def probe_anthropic(settings: Any) -> dict[str, Any]:
             False, f"anthropic at {where}: HTTP {exc.status_code}", "retry later; check status"
         )
     except anthropic.APIConnectionError as exc:
-        return _check(
-            False,
-            f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
-            "check the network or ANTHROPIC_BASE_URL",
+        return _with_model_note(
+            _check(
+                False,
+                f"anthropic endpoint unreachable at {where}: {type(exc).__name__}",
+                "check the network or ANTHROPIC_BASE_URL",
+            ),
+            settings,
+            "anthropic",
         )
     models = [(v, api_model(m)) for v, m in configured_models(settings)]
     return _models_check("anthropic", models, ids, where)
@@ -195,8 +299,10 @@ def probe_codex(settings: Any) -> dict[str, Any]:
     if out.returncode != 0:
         return _check(False, f"{path} --version exits {out.returncode}", "reinstall codex")
     version = (out.stdout or out.stderr).strip().splitlines()[:1]
-    if settings.model == "sonnet":
-        return _check(False, f"{path} {version[0] if version else ''}".strip(), SONNET_HINT)
+    bad = models_check(settings, "codex")  # Codex lists no models: judge the names
+    if bad is not None:
+        bad["detail"] = f"{path} {version[0] if version else ''}: {bad['detail']}"
+        return bad
     return _check(True, f"{path} {version[0] if version else ''}; model {settings.model!r}")
 
 
