@@ -33,6 +33,7 @@ from reflect_jobs.writer.actions import (
 )
 from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.backends import make_backend
+from reflect_jobs.writer.evidence import sent_slice
 from reflect_jobs.writer.items import answer_object, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
@@ -60,6 +61,10 @@ class WriteTicket:
     cost_row_id: int | None
     #: The pass's model (checkpoint, drain or deep; ARCHITECTURE §14.1); "" = REFLECT_DRAIN_MODEL.
     model: str = ""
+    #: Who wrote each slice line (``prepare_stats["origins"]``, run-length codes).
+    origins: str = ""
+    #: The slice exactly as the prompt held it, once read: evidence is checked against it.
+    slice_text: str | None = None
 
 
 def run_write(rt: Runtime, job_id: str) -> None:
@@ -101,6 +106,11 @@ def run_write(rt: Runtime, job_id: str) -> None:
     result, missing = ticket.recorded, None
     if result is not None:
         log.info("reusing recorded answer", job_id=job_id, cost_row=ticket.cost_row_id)
+        if ticket.ctx.expect_actions and not _read_slice(ticket):
+            # Its evidence is checked against the slice that was sent: rebuild the slice
+            # (free); the recorded answer stays pending and is reused then.
+            _back_to_prepare(rt, job_id, worker)
+            return
     else:
         if not ticket.slice_path or not os.path.exists(ticket.slice_path):
             _back_to_prepare(rt, job_id, worker)
@@ -238,7 +248,8 @@ def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | Non
             token_max=s.token_max,
             expect_actions=s.writer_mode == "extract",
         )
-        pass_info = (job.prepare_stats or {}).get("pass") or {}
+        stats = job.prepare_stats or {}
+        pass_info = stats.get("pass") or {}
         return WriteTicket(
             ctx,
             job.slice_path,
@@ -246,7 +257,21 @@ def _claim_for_write(rt: Runtime, job_id: str, worker: str) -> WriteTicket | Non
             recorded,
             pending.id if pending else None,
             str(pass_info.get("model") or "") if isinstance(pass_info, dict) else "",
+            origins=str(stats.get("origins") or ""),
         )
+
+
+def _read_slice(ticket: WriteTicket) -> bool:
+    """Read the job's slice onto the ticket; False when it is gone (deleted, disk cleaned)."""
+    if ticket.slice_text is not None:
+        return True
+    if not ticket.slice_path:
+        return False
+    try:
+        ticket.slice_text = Path(ticket.slice_path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return True
 
 
 def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
@@ -271,9 +296,8 @@ def _call_model(
     """The one paid call. Returns (answer, None) or (None, why the backend is missing)."""
     s = rt.settings
     assert ticket.slice_path is not None
-    prompt = build_prompt(
-        Path(ticket.slice_path).read_text(encoding="utf-8"), allowed_ids=ticket.related
-    )
+    ticket.slice_text = Path(ticket.slice_path).read_text(encoding="utf-8")
+    prompt = build_prompt(ticket.slice_text, allowed_ids=ticket.related)
     try:
         backend = make_backend(
             backend_name,
@@ -333,8 +357,14 @@ def decide(
     plan = None
     if outcome.disposition == "ok" and ticket.ctx.expect_actions:
         try:
-            plan = plan_actions(parse_actions(result.text), allowed_ids=set(ticket.related))
+            # Evidence or nothing (ARCHITECTURE §6): each CREATE's quote must occur in the
+            # slice this very prompt held.
+            sent = sent_slice(ticket.slice_text or "", ticket.origins)
+            plan = plan_actions(
+                parse_actions(result.text), allowed_ids=set(ticket.related), sent=sent
+            )
             plan.items = plan_items(answer_object(_unfenced(result.text)))
+            plan.writer = result.backend
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
     if result.backend == "heuristic" and outcome.entries:
@@ -431,6 +461,10 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
         "updates": plan.updates,
         "deletes": plan.deletes,
         "notes": plan.notes,
+        # CREATEs whose evidence was missing or not in the slice (ARCHITECTURE §6)
+        "dropped_unevidenced": plan.dropped_unevidenced,
+        # which writer answered: the heuristic writer's learnings wait for review (§7.1)
+        "writer": plan.writer,
     }
     if plan.items is not None:  # the reflector's part: applied by the add stage
         out["items"] = plan.items

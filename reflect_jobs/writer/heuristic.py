@@ -108,6 +108,8 @@ def _learning(sentence: str, line: str, kind: str) -> dict:
         "causal_relations": [],
         "scope": "repo",
         "body": f"## Context\n{context}\n\n(Extracted by the heuristic backend: no model was used.)",
+        # the sentence itself, as the slice has it: evidence or nothing (ARCHITECTURE §6)
+        "evidence": sentence[:MAX_RULE_CHARS],
     }
 
 
