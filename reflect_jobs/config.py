@@ -206,6 +206,8 @@ class Settings:
     api_key_auth: bool = False
     # KB and index
     dedup_threshold: float = 0.97
+    # a learning below this confidence waits for review (status proposed, ARCHITECTURE §7.1)
+    review_below: float = 0.5
     index_vectors: bool = True
     embed_model: str | None = None
     maintain_every: int = 10
@@ -425,6 +427,7 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         quota_util_threshold=util,
         api_key_auth=bool(_env("ANTHROPIC_API_KEY", env)),
         dedup_threshold=_float(env, "REFLECT_DEDUP_THRESHOLD", 0.97, low=0.0, high=1.0) or 0.0,
+        review_below=_float(env, "REFLECT_REVIEW_BELOW", 0.5, low=0.0, high=1.0) or 0.0,
         index_vectors=vectors,
         embed_model=_embed_model(env, check_path=vectors),
         maintain_every=_int(env, "REFLECT_DRAIN_MAINTAIN_EVERY", 10),

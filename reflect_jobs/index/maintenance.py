@@ -22,7 +22,7 @@ from typing import Any
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
-from reflect_jobs.lifecycle import ACTIVE, is_retired
+from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
@@ -323,7 +323,8 @@ def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> N
         body=text + "\n" + note.body,
         path=str(note.path),
         content_hash=digest,
-        status=status if is_retired(status) else ACTIVE,
+        # proposed notes are found by search, marked; retired ones are filtered out
+        status=status if is_retired(status) or status == PROPOSED else ACTIVE,
     )
 
 

@@ -12,6 +12,7 @@ from .render import note_scope, render_note, render_sidecar
 from .store import (
     KBPaths,
     NoteFile,
+    accept_note,
     bump_note,
     iter_notes,
     kb_paths,
@@ -25,6 +26,7 @@ __all__ = [
     "Note",
     "NoteError",
     "NoteFile",
+    "accept_note",
     "atomic_write",
     "bump_note",
     "heuristic_sidecar",
