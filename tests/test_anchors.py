@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from reflect_jobs.kb.anchors import MAX_ANCHORS, candidates, find_anchors, safe_relpath
+from reflect_jobs.kb.anchors import (
+    MAX_ANCHORS,
+    candidates,
+    find_anchors,
+    find_anchors_many,
+    safe_relpath,
+)
 
 
 @pytest.fixture
@@ -41,6 +47,8 @@ def test_candidates_from_backticks_paths_modules_and_identifiers():
     assert not any("example.com" in p for p, _ in c.paths)
     assert {"load_config", "RetryPolicy", "MAX_ATTEMPTS"} <= set(c.symbols)
     assert c.weak == ["drain"] and c.modules == ["shop.retry.RetryPolicy"]
+    prose = candidates(["SQLite and JavaScript, not PostgreSQL"])
+    assert prose.symbols == [] and prose.weak == ["JavaScript", "PostgreSQL"]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +73,7 @@ def test_paths_that_must_never_be_touched_are_refused(token):
 def test_named_paths_and_symbols_that_exist_are_anchored(repo):
     learning = {
         "title": "Load settings with `load_config`",
-        "rule": "Always call load_config() from src/shop/config.py; retry with RetryPolicy.",
+        "rule": "Always call load_config() from src/shop/config.py; retry with `RetryPolicy`.",
         "fix": "Edit the Makefile test target",
         "evidence": "the crash came from src/shop/missing.py",
     }
@@ -75,6 +83,34 @@ def test_named_paths_and_symbols_that_exist_are_anchored(repo):
         {"path": "Makefile"},
         {"path": "src/shop/retry.py", "symbol": "RetryPolicy"},  # code before docs/notes.md
     ]
+
+
+def test_a_product_name_is_not_grepped_but_a_class_in_a_named_file_is_found(repo):
+    (repo / "src" / "shop" / "db.py").write_text("# SQLite helpers\nclass ShopStore: ...\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    free = {"title": "SQLite locks under ShopStore", "rule": "Use PostgreSQL in production"}
+    assert find_anchors(free, str(repo)) == []  # CamelCase prose: no repository-wide search
+    named = {"title": "ShopStore in src/shop/db.py", "rule": "x"}
+    assert find_anchors(named, str(repo)) == [{"path": "src/shop/db.py", "symbol": "ShopStore"}]
+
+
+def test_a_name_found_only_in_prose_or_data_anchors_nothing(repo):
+    (repo / "docs" / "data.jsonl").write_text('{"note": "use_frozen_lockfile"}\n')
+    (repo / "docs" / "more.md").write_text("use_frozen_lockfile explained\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    assert find_anchors({"title": "Set use_frozen_lockfile"}, str(repo)) == []
+
+
+def test_many_learnings_share_one_grep(repo):
+    many = [
+        {"title": f"learning {i}", "rule": "call load_config or `RetryPolicy`"} for i in range(12)
+    ]
+    got = find_anchors_many(many, str(repo))
+    first = [
+        {"path": "src/shop/retry.py", "symbol": "RetryPolicy"},  # backticked: named first
+        {"path": "src/shop/config.py", "symbol": "load_config"},
+    ]
+    assert got == [first] * 12
 
 
 def test_a_bare_file_name_and_a_dotted_module_resolve(repo):

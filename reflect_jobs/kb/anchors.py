@@ -9,9 +9,10 @@ learning is about still exists before telling it (ARCHITECTURE §7).
 What counts, and why:
 
 * Candidates: backticked spans, path-like tokens (a ``/`` or a known file extension),
-  dotted module names (``reflect_jobs.writer.actions``), and identifiers that cannot be
-  plain words (``snake_case``, ``CamelCase``, ``ALL_CAPS_NAMES``, ``name()``). A backticked
-  plain word (`` `drain` ``) is looked for only in files the learning names.
+  dotted module names (``reflect_jobs.writer.actions``), and identifiers no prose word has
+  (``snake_case``, ``ALL_CAPS_NAMES``, ``camelCase``, ``name()``). ``CamelCase`` and a
+  backticked plain word (`` `drain` ``) are looked for only in the files the learning
+  names, unless backticked or called: ``SQLite`` and ``JavaScript`` have that shape too.
 * Paths are the model's (hostile) text: an absolute path, a ``~`` or ``..`` component, a
   NUL or anything under ``.git/`` is refused before the file system is touched; the rest is
   resolved under the repository root and kept only when the resolved path is still inside
@@ -20,14 +21,17 @@ What counts, and why:
 * Symbols are searched with a fixed string: first in the files the learning names (at most
   :data:`FILE_READ_BYTES` read per file, :data:`TOTAL_READ_BYTES` in all), then, for those
   not found there, with one ``git grep -F -I -o`` over the repository's tracked files whose
-  output is read line by line and which is killed when every symbol has a file or the time
-  budget ends. A bare file name (``prompt.py``) not at the root is looked up in one ``git
-  ls-files`` listing, streamed the same way.
+  output is read line by line and which is killed when every symbol has a code file or the
+  time budget ends (a hit in prose or data — ``.md``, ``.jsonl`` — anchors nothing: it
+  mentions the name, code defines it). A bare file name (``prompt.py``) not at the root is
+  looked up in one ``git ls-files`` listing, streamed the same way.
 
-Cost on a large repository: a few ``stat`` calls per candidate, bounded reads, and at most
-two ``git`` processes per learning, each killed at the learning's deadline (at most
-:data:`LEARNING_BUDGET_SEC`, and the caller's overall deadline); nothing walks the tree.
-A repository that is gone (or unknown) gives no anchors — the learning is stored anyway.
+Cost on a large repository: nothing walks the tree. A few ``stat`` calls per candidate
+(at most :data:`MAX_PATHS` paths and :data:`MAX_SYMBOLS` symbols per learning), bounded
+reads, and for a whole add (:func:`find_anchors_many`, every learning of one answer) at most
+one ``git ls-files`` and one ``git grep``, killed once answered or at the deadline (at most
+:data:`BUDGET_SEC`, less when the caller says so). A repository that is gone (or unknown)
+gives no anchors — the learning is stored anyway.
 """
 
 from __future__ import annotations
@@ -49,114 +53,40 @@ MAX_SYMBOLS = 12
 #: Bounded symbol search in named files.
 FILE_READ_BYTES = 1_000_000
 TOTAL_READ_BYTES = 8_000_000
-#: Time one learning's anchors may take, at most (spawned ``git`` included).
-LEARNING_BUDGET_SEC = 1.0
+#: Time one call may take, at most, spawned ``git`` included (the caller may give less).
+BUDGET_SEC = 2.0
 #: The fields anchors are read from (ARCHITECTURE §7).
 FIELDS = ("title", "rule", "fix", "evidence")
 _FIELD_SCAN_CHARS = 4_000
 _MAX_TOKEN = 200
 
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
-_EXTENSIONS = [
-    "py",
-    "pyi",
-    "js",
-    "mjs",
-    "cjs",
-    "ts",
-    "tsx",
-    "jsx",
-    "go",
-    "rs",
-    "rb",
-    "java",
-    "kt",
-    "kts",
-    "c",
-    "h",
-    "cc",
-    "cpp",
-    "cxx",
-    "hpp",
-    "hh",
-    "cs",
-    "php",
-    "swift",
-    "m",
-    "mm",
-    "sh",
-    "bash",
-    "zsh",
-    "fish",
-    "ps1",
-    "toml",
-    "yaml",
-    "yml",
-    "json",
-    "jsonl",
-    "md",
-    "rst",
-    "txt",
-    "cfg",
-    "ini",
-    "conf",
-    "sql",
-    "html",
-    "htm",
-    "css",
-    "scss",
-    "sass",
-    "less",
-    "lock",
-    "mk",
-    "proto",
-    "gradle",
-    "xml",
-    "env",
-    "ipynb",
-    "vue",
-    "svelte",
-    "lua",
-    "pl",
-    "pm",
-    "r",
-    "scala",
-    "ex",
-    "exs",
-    "erl",
-    "hs",
-    "ml",
-    "tf",
-    "hcl",
-    "dockerfile",
-    "gitignore",
-    "editorconfig",
-    "csv",
-    "tsv",
-]
+_EXTENSIONS = frozenset(
+    {
+        "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "rb", "java", "kt", "kts",
+        "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "php", "swift", "m", "mm", "sh", "bash",
+        "zsh", "fish", "ps1", "toml", "yaml", "yml", "json", "jsonl", "md", "rst", "txt", "cfg",
+        "ini", "conf", "sql", "html", "htm", "css", "scss", "sass", "less", "lock", "mk", "proto",
+        "gradle", "xml", "env", "ipynb", "vue", "svelte", "lua", "pl", "pm", "r", "scala", "ex",
+        "exs", "erl", "hs", "ml", "tf", "hcl", "dockerfile", "gitignore", "editorconfig", "csv",
+        "tsv",
+    }
+)  # fmt: skip
 _SPECIAL_FILES = frozenset(
-    [
-        "Makefile",
-        "Dockerfile",
-        "Containerfile",
-        "Procfile",
-        "Gemfile",
-        "Rakefile",
-        "Justfile",
-        "Vagrantfile",
-        "Jenkinsfile",
-        "LICENSE",
-        "README",
-        "CHANGELOG",
-    ]
-)
+    {
+        "Makefile", "Dockerfile", "Containerfile", "Procfile", "Gemfile", "Rakefile", "Justfile",
+        "Vagrantfile", "Jenkinsfile", "LICENSE", "README", "CHANGELOG",
+    }
+)  # fmt: skip
 _PATHISH = re.compile(
     r"(?<![\w/.~-])((?:\.{0,2}/)?[\w.@+-]+(?:/[\w.@+-]+)*/?)(?::(\d+|[A-Za-z_]\w*))?(?![\w/])"
 )
 _IDENT = re.compile(r"(?<![\w./-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(\(\))?(?![\w/-])")
 _MODULE_DEPTH = 6
 _STRIP = ".,;:!?)]}>'\""
-_PROSE = frozenset({"md", "rst", "txt", "adoc"})
+#: Files a grep hit does not anchor to: prose and data mention names, code defines them.
+_PROSE = frozenset({"md", "rst", "txt", "adoc", "jsonl", "csv", "tsv", "log"})
+_NOT_SYMBOLS = frozenset({"macOS", "iPhone", "iPad", "iCloud", "eBay", "iTunes", "watchOS"})
 
 
 @dataclass(frozen=True)
@@ -190,13 +120,23 @@ class Candidates:
 
 
 def _is_strong(name: str) -> bool:
-    """An identifier that cannot be an ordinary word: worth a repository-wide search."""
+    """An identifier no prose word or product name has: worth a repository-wide search.
+
+    ``snake_case``, ``ALL_CAPS_NAMES`` and ``camelCase`` (a lower-case start) qualify;
+    ``CamelCase`` does not on its own — ``SQLite``, ``PostgreSQL``, ``JavaScript`` have that
+    shape too — so it is searched repository-wide only when backticked or called (``X()``).
+    """
     bare = name.removesuffix("()")
     if len(bare) < 4 or "." in bare:
         return False
     if "_" in bare.strip("_"):
         return True
-    return bool(re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|^[A-Z][a-z]+[A-Z]", bare))
+    return bool(re.match(r"[a-z]+[A-Z]", bare)) and bare not in _NOT_SYMBOLS
+
+
+def _is_camel(name: str) -> bool:
+    """``CamelCase`` with two humps (``ModelResult``): a class, or a product name."""
+    return bool(re.fullmatch(r"[A-Z]\w*[a-z]\w*[A-Z]\w*", name)) and len(name) >= 4
 
 
 def _looks_like_path(token: str) -> bool:
@@ -277,10 +217,10 @@ def candidates(texts: Iterable[str]) -> Candidates:
                 if name not in out.modules and len(out.modules) < MAX_PATHS:
                     out.modules.append(name)
                 name = name.rsplit(".", 1)[1]
-            if _is_strong(name) or match.group(2):
+            if _is_strong(name) or match.group(2) or (backticked and _is_camel(name)):
                 add_symbol(name, True)
-            elif backticked and len(name) >= 3:
-                add_symbol(name, False)
+            elif (backticked and len(name) >= 3) or _is_camel(name):
+                add_symbol(name, False)  # looked for in the named files only
 
     for text in texts:
         text = text[:_FIELD_SCAN_CHARS]
@@ -372,10 +312,10 @@ def _stream_git(root: str, args: list[str], deadline: float, on_line) -> None:  
 
 
 def _grep_symbols(root: str, symbols: list[str], deadline: float) -> dict[str, str]:
-    """The first tracked file (in git's order, code before prose) holding each symbol, by one
-    fixed-string grep; it stops once every symbol is in a code file, or at ``deadline``."""
+    """The first tracked code file (in git's order) holding each symbol, by one fixed-string
+    grep; it stops once every symbol has one, or at ``deadline``. Prose and data files
+    (:data:`_PROSE`) are skipped: they mention a name, the code defines it."""
     found: dict[str, str] = {}
-    in_code: set[str] = set()  # symbols whose file is code, not prose: settled
     wanted = set(symbols)
     args = ["grep", "-F", "-I", "-o", "-z", "--no-color", "--full-name"]
     for sym in symbols:
@@ -385,15 +325,11 @@ def _grep_symbols(root: str, symbols: list[str], deadline: float) -> dict[str, s
         path, sep, match = line.partition(b"\x00")
         if sep:
             name = match.decode("utf-8", "replace")
-            if name in wanted and name not in in_code:
+            if name in wanted and name not in found:
                 where = path.decode("utf-8", "replace")
-                prose = where.rsplit(".", 1)[-1].lower() in _PROSE
-                if not prose:
-                    in_code.add(name)
+                if where.rsplit(".", 1)[-1].lower() not in _PROSE:
                     found[name] = where
-                elif name not in found:
-                    found[name] = where  # documentation: kept unless code names it too
-        return len(in_code) == len(wanted)
+        return len(found) == len(wanted)
 
     _stream_git(root, [*args, "--", "."], deadline, on_line)
     return found
@@ -429,87 +365,123 @@ def _module_file(root_real: str, dotted: str) -> tuple[str, str, bool, str | Non
     return None
 
 
-def find_anchors(
-    learning: Mapping[str, object], root: str | None, *, deadline: float | None = None
-) -> list[dict[str, str]]:
-    """The anchors of one learning in the repository at ``root``.
+class _Found:
+    """One learning's anchors as they are found (first mention first, at most ten)."""
+
+    def __init__(self, cands: Candidates) -> None:
+        self.cands = cands
+        self.anchors: list[Anchor] = []
+        self.left = list(cands.symbols)  # strong symbols not yet found in a named file
+        self.bare: dict[str, str | None] = {}  # bare file name -> its named symbol
+
+    @property
+    def full(self) -> bool:
+        return len(self.anchors) >= MAX_ANCHORS
+
+    def add(self, anchor: Anchor) -> None:
+        if not self.full and all(
+            (a.path, a.symbol) != (anchor.path, anchor.symbol) for a in self.anchors
+        ):
+            self.anchors.append(anchor)
+
+    def has_path(self, rel: str) -> bool:
+        return any(a.path == rel for a in self.anchors)
+
+    def file(
+        self, rel: str, real: str, is_file: bool, named: str | None, budget: list[int]
+    ) -> None:
+        """Anchor a named path, with the first named symbol its bounded read holds."""
+        symbol = None
+        if is_file:
+            data = _read(real, budget)
+            order = [named] if named else []
+            order += [x for x in self.cands.symbols + self.cands.weak if x != named]
+            symbol = next((x for x in order if x and x.encode() in data), None)
+        if symbol in self.left:
+            self.left.remove(symbol)
+        self.add(Anchor(rel, symbol))
+
+
+def find_anchors_many(
+    learnings: list[Mapping[str, object]],
+    root: str | None,
+    *,
+    deadline: float | None = None,
+) -> list[list[dict[str, str]]]:
+    """The anchors of several learnings of one repository, with one ``git`` of each kind.
 
     Args:
-        learning: The learning; the :data:`FIELDS` are read (non-strings ignored).
+        learnings: The learnings; the :data:`FIELDS` of each are read (non-strings ignored).
         root: The session's repository root (``prepare_stats["repo"]["root"]``); ``None``,
             or a directory that no longer exists, gives no anchors.
-        deadline: A ``time.monotonic()`` time no work may pass (the caller's budget for all
-            its learnings); this learning also stops after :data:`LEARNING_BUDGET_SEC`.
+        deadline: A ``time.monotonic()`` time no work may pass; at most
+            :data:`BUDGET_SEC` from now in any case.
 
     Returns:
-        At most :data:`MAX_ANCHORS` ``{"path"}`` / ``{"path", "symbol"}`` mappings:
-        the named paths that exist (each with the first named symbol found in it), then
-        files where a named symbol was found by ``git grep``.
+        Per learning, at most :data:`MAX_ANCHORS` ``{"path"}`` / ``{"path", "symbol"}``
+        mappings: the named paths that exist (each with the first named symbol found in
+        it), then code files where a named symbol was found by ``git grep``.
     """
     if not isinstance(root, str) or not root or not os.path.isdir(root):
-        return []
-    start = time.monotonic()
-    until = start + LEARNING_BUDGET_SEC
+        return [[] for _ in learnings]
+    until = time.monotonic() + BUDGET_SEC
     if deadline is not None:
         until = min(until, deadline)
     root_real = os.path.realpath(root)
-    texts = [learning.get(f) for f in FIELDS]
-    cands = candidates(t for t in texts if isinstance(t, str))
-    anchors: list[Anchor] = []
-    seen_paths: set[str] = set()
     budget = [TOTAL_READ_BYTES]
-    unresolved: dict[str, str | None] = {}  # bare file name -> its symbol
-    symbols_left = list(cands.symbols)
-    all_symbols = cands.symbols + cands.weak
+    found = []
+    for learning in learnings:
+        texts = [learning.get(f) for f in FIELDS]
+        found.append(_Found(candidates(t for t in texts if isinstance(t, str))))
+    for f in found:  # named paths and dotted modules: stat and bounded reads only
+        for rel, named in f.cands.paths:
+            if f.full or time.monotonic() > until:
+                break
+            if f.has_path(rel):
+                continue
+            hit = _inside(root_real, rel)
+            if hit is not None:
+                f.file(rel, hit[0], hit[1], named, budget)
+            elif "/" not in rel:
+                f.bare.setdefault(rel, named)
+        for dotted in f.cands.modules:
+            if f.full or time.monotonic() > until:
+                break
+            module = _module_file(root_real, dotted)
+            if module is not None and not f.has_path(module[0]):
+                f.file(*module, budget)
+    bare = {name for f in found if not f.full for name in f.bare}
+    if bare and time.monotonic() < until:  # one listing for every learning's bare names
+        paths = _ls_basenames(root_real, bare, until)
+        for f in found:
+            for name, named in f.bare.items():
+                path = paths.get(name)
+                if path and not f.full and not f.has_path(path):
+                    hit = _inside(root_real, path)
+                    if hit is not None:
+                        f.file(path, hit[0], hit[1], named, budget)
+    symbols = list(dict.fromkeys(x for f in found if not f.full for x in f.left))
+    if symbols and time.monotonic() < until:  # one grep for every learning's symbols
+        where = _grep_symbols(root_real, symbols, until)
+        for f in found:
+            for sym in f.left:
+                path = where.get(sym)
+                if path and safe_relpath(path) is not None and _inside(root_real, path):
+                    f.add(Anchor(path, sym))
+    return [[a.as_dict() for a in f.anchors] for f in found]
 
-    def add(anchor: Anchor) -> None:
-        if len(anchors) < MAX_ANCHORS and (anchor.path, anchor.symbol) not in {
-            (a.path, a.symbol) for a in anchors
-        }:
-            anchors.append(anchor)
-            seen_paths.add(anchor.path)
 
-    def with_symbol(rel: str, real: str, is_file: bool, named: str | None) -> None:
-        symbol = None
-        if is_file and time.monotonic() < until:
-            data = _read(real, budget)
-            order = [named] if named else []
-            order += [s for s in all_symbols if s != named]
-            for sym in order:
-                if sym and sym.encode() in data:
-                    symbol = sym
-                    break
-        if symbol in symbols_left:
-            symbols_left.remove(symbol)
-        add(Anchor(rel, symbol))
+def find_anchors(
+    learning: Mapping[str, object], root: str | None, *, deadline: float | None = None
+) -> list[dict[str, str]]:
+    """The anchors of one learning (see :func:`find_anchors_many`).
 
-    for rel, named in cands.paths:
-        if len(anchors) >= MAX_ANCHORS or time.monotonic() > until:
-            break
-        if rel in seen_paths:
-            continue
-        hit = _inside(root_real, rel)
-        if hit is None:
-            if "/" not in rel:
-                unresolved.setdefault(rel, named)
-            continue
-        with_symbol(rel, hit[0], hit[1], named)
-    for dotted in cands.modules:
-        if len(anchors) >= MAX_ANCHORS or time.monotonic() > until:
-            break
-        module = _module_file(root_real, dotted)
-        if module is not None and module[0] not in seen_paths:
-            with_symbol(*module)
-    if unresolved and len(anchors) < MAX_ANCHORS and time.monotonic() < until:
-        for base, path in _ls_basenames(root_real, set(unresolved), until).items():
-            hit = _inside(root_real, path)
-            if hit is not None and path not in seen_paths:
-                with_symbol(path, hit[0], hit[1], unresolved[base])
-    if symbols_left and len(anchors) < MAX_ANCHORS and time.monotonic() < until:
-        for sym, path in sorted(
-            _grep_symbols(root_real, symbols_left, until).items(),
-            key=lambda kv: symbols_left.index(kv[0]),
-        ):
-            if safe_relpath(path) is not None and _inside(root_real, path) is not None:
-                add(Anchor(path, sym))
-    return [a.as_dict() for a in anchors[:MAX_ANCHORS]]
+    Args:
+        learning: The learning; the :data:`FIELDS` are read.
+        root: The repository root, or ``None``.
+        deadline: A ``time.monotonic()`` time no work may pass.
+
+    Returns:
+        At most :data:`MAX_ANCHORS` ``{"path", "symbol"?}`` mappings.
+    """
+    return find_anchors_many([learning], root, deadline=deadline)[0]

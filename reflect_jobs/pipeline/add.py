@@ -65,13 +65,17 @@ def run_add(rt: Runtime, job_id: str) -> None:
     written: list[Any] = []
     twins: list[tuple[dict[str, Any], str, float]] = []
     creates = []
-    # The code each learning names, found for $0 (ARCHITECTURE §7, kb/anchors.py): one
-    # budget for the whole add, so a huge repository bounds the stage, not just a learning.
-    anchor_deadline = time.monotonic() + ANCHOR_BUDGET_SEC
-    for learning in plan.get("creates", []):
+    # The code each learning names, found for $0 (ARCHITECTURE §7, kb/anchors.py): every
+    # learning of the answer at once — one git ls-files and one git grep at most — under
+    # one deadline, so a huge repository bounds the stage, not just a learning.
+    planned_creates = list(plan.get("creates", []))
+    found = anchors.find_anchors_many(
+        planned_creates, repo_root, deadline=time.monotonic() + ANCHOR_BUDGET_SEC
+    )
+    for learning, anchored in zip(planned_creates, found, strict=True):
         learning = {**learning, "repo": repo_key} if repo_key else dict(learning)
         learning["harness"] = harness
-        learning["anchors"] = anchors.find_anchors(learning, repo_root, deadline=anchor_deadline)
+        learning["anchors"] = anchored
         learning["review"] = review.review_reasons(
             learning, writer=writer, review_below=s.review_below
         )
@@ -231,8 +235,8 @@ def run_add(rt: Runtime, job_id: str) -> None:
         rt.dispatcher.kb_changed()
 
 
-#: Seconds the whole add may spend finding anchors (kb/anchors.py bounds each learning too).
-ANCHOR_BUDGET_SEC = 3.0
+#: Seconds the whole add may spend finding anchors (ARCHITECTURE §7: the cost bound).
+ANCHOR_BUDGET_SEC = 2.0
 
 
 def _own_id(learning: dict[str, Any]) -> str:

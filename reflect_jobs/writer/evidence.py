@@ -12,8 +12,9 @@ Matching, and why:
   character maps back to the slice: Unicode compatibility decomposition (NFKD, so a quote
   that differs from the slice only by NFKC-equivalent forms — ``ﬁ``/``fi``, full-width
   letters, ``…``/``...``, composed/decomposed accents — matches), case folded, typographic
-  quotes and dashes made ASCII, and whitespace runs (line breaks included) collapsed to one
-  space. The ``[context] `` mark and the ``[… line truncated]`` tail the slicer adds are not
+  quotes and dashes made ASCII, markdown's code and emphasis marks (`` ` ``, ``*``) left
+  out (a model quoting `` `pnpm install` `` as ``pnpm install`` quotes it), and whitespace
+  runs (line breaks included) collapsed to one space. The ``[context] `` mark and the ``[… line truncated]`` tail the slicer adds are not
   part of what anyone said, so they are left out of the searched text.
 * Only dialogue lines are searched: a quote of the slice header, the revision block (our own
   learnings) or the reflection items block is no evidence. A quote may span lines of one
@@ -53,9 +54,12 @@ MAX_OCCURRENCES = 50
 ORIGINS = ("person", "assistant", "tool")
 _TRUST = {PERSON: 2, ASSISTANT: 1, TOOL: 0}
 _SEGMENT_BREAK = "\x00"  # between windows: no quote can span it (normalised text has none)
-_QUOTES = dict.fromkeys(map(ord, "\u2018\u2019\u201a\u201b\u2032\u2035\u00b4"), "'")
+_QUOTES: dict[int, str | None] = dict.fromkeys(
+    map(ord, "\u2018\u2019\u201a\u201b\u2032\u2035\u00b4"), "'"
+)
 _QUOTES.update(dict.fromkeys(map(ord, "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"), '"'))
 _QUOTES.update(dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-"))
+_QUOTES.update(dict.fromkeys(map(ord, "`*"), None))  # markdown code and emphasis marks
 _WRAPPERS = "\"'\u2018\u2019\u201c\u201d\u00ab\u00bb` \t\r\n"
 
 
