@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 from sqlalchemy import select
-from support import STUB_CLAUDE, wait_for, write_claude_transcript
+from support import STUB_CLAUDE, lease_expired, wait_for, write_claude_transcript
 
 from reflect_jobs import kb
 from reflect_jobs.ledger.db import session_scope
@@ -371,3 +371,47 @@ def test_the_note_frontmatter_parses_as_plain_yaml(env, tmp_path):
     (path,) = kb.iter_notes(env.kb)
     fm = yaml.safe_load(path.read_text().split("\n---\n", 1)[0].removeprefix("---\n"))
     assert fm["evidence"] == quote and fm["title"] == "A: b # c"
+
+
+def test_a_recorded_answer_whose_slice_is_gone_is_checked_against_the_rebuilt_slice(env, tmp_path):
+    """Killed after the paid answer was recorded, and the slice deleted meanwhile: the job
+    goes back to prepare (free), the recorded answer is reused, and its evidence is still
+    checked — one call, one note, the unevidenced CREATE still dropped."""
+    env.update(REFLECT_LEASE_SEC="2", REFLECT_DRAIN_TIMEOUT="120")
+    t = _transcript(tmp_path / "t.jsonl", [CORRECTION])
+    good = _learning(
+        "pnpm from the root", "Use pnpm.", "always run pnpm install from the repository root"
+    )
+    bad = _learning("Use yarn", "Use yarn.", "the person said to use yarn everywhere")
+    _answer(
+        env,
+        tmp_path,
+        [{"action": "CREATE", "learning": good}, {"action": "CREATE", "learning": bad}],
+    )
+    job_id = env.cli("enqueue", str(t), "--session-id", "k").stdout.strip()
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "reflect-jobs"),
+            "drain",
+            "--until-idle",
+            "--max-seconds",
+            "60",
+            "-w",
+            "1",
+        ],
+        env=dict(env, REFLECT_FAILPOINTS="after_record"),
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9
+    for f in (env.home / "slices").glob("*"):
+        f.unlink()  # the slice is gone (a cleaned disk, another machine)
+    db = env.settings().db_url
+    wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease")
+    _drain(env)
+    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    assert (shown["state"], shown["outcome"]) == ("done", "ok")
+    assert shown["dropped_unevidenced"] == 1
+    assert any("slice file missing" in (e["detail"] or "") for e in shown["events"])
+    assert list(_notes(env)) == ["pnpm from the root"]
+    assert len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()) == 1, "paid once"

@@ -92,7 +92,8 @@ def search_tool(
     vectors: bool = True,
     embed_model: str | None = None,
 ) -> str:
-    """The ``search`` tool: hits as JSON lines (id, title, score, path).
+    """The ``search`` tool: hits as JSON lines (id, title, score, path; ``"status": "proposed"``
+    on a learning no one vouched for yet, ARCHITECTURE §7.1).
 
     Args:
         kb_path: The KB root.
