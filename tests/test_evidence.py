@@ -6,6 +6,8 @@ import time
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.cascade.model import EmptyLedger
@@ -211,3 +213,24 @@ def test_plan_keeps_an_updates_evidence_only_when_it_is_in_the_slice():
     assert plan.updates[0]["evidence_origin"] == "person"
     assert "evidence" not in plan.updates[1]  # still proof, without evidence
     assert any("UPDATE evidence not in the slice" in n for n in plan.notes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(st.characters(blacklist_characters="\n"), max_size=40), min_size=1, max_size=8
+    ),
+    codes=st.text(alphabet="pat-", min_size=1, max_size=8),
+    quote=st.one_of(st.text(max_size=60), st.integers(), st.none(), st.lists(st.text())),
+)
+def test_any_quote_against_any_slice_never_raises_and_only_finds_what_is_there(
+    lines: list[str], codes: str, quote: object
+) -> None:
+    sent = SentSlice("\n".join(lines), codes)
+    found = sent.find(quote)
+    if found is not None:
+        assert found.origin in ("person", "assistant", "tool")
+        assert normalise(found.quote) in sent.text
+    for line, code in zip(lines, codes, strict=False):  # every dialogue line finds itself
+        if code != "-" and quote_key(line) is not None and "[context]" not in line:
+            assert sent.find(line) is not None

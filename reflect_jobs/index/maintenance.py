@@ -388,8 +388,8 @@ def doc_text(note: kb.Note) -> str:
     """The text a note is indexed under in the graph/vector index.
 
     The frontmatter fields a person searches by (title, key insight, problem, root cause,
-    fix, rule) as ``key: value`` lines, then the body, so a query matching the summary of a
-    learning finds it even when the body is long.
+    fix, rule) as ``key: value`` lines, then the body without its Evidence section, so a
+    query matching the summary of a learning finds it even when the body is long.
 
     Args:
         note: A parsed note.
@@ -403,7 +403,9 @@ def doc_text(note: kb.Note) -> str:
         for k in ("title", "key_insight", "problem", "root_cause", "fix", "rule")
         if fm.get(k)
     )
-    return f"{head}\n\n{note.body}"
+    # What the learning says, not the quote that proves it (its Evidence section): a
+    # near-duplicate of another session's learning must stay a semantic twin.
+    return f"{head}\n\n{kb.without_evidence(note.body)}"
 
 
 def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:

@@ -8,7 +8,7 @@ from ..fsio import atomic_write
 from .heuristic import heuristic_sidecar
 from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
-from .render import note_scope, render_note, render_sidecar
+from .render import note_scope, render_note, render_sidecar, without_evidence
 from .store import (
     KBPaths,
     NoteFile,
@@ -41,6 +41,7 @@ __all__ = [
     "render_sidecar",
     "retire_note",
     "slugify",
+    "without_evidence",
     "write_learning",
     "yaml_scalar",
 ]

@@ -19,6 +19,8 @@ OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
 EVIDENCE_ORIGINS = ("person", "assistant", "tool")
 #: At most this many anchors per note (``kb/anchors.py``).
 MAX_ANCHORS = 10
+#: The heading of the section that ends a note with evidence.
+EVIDENCE_HEADING = "## Evidence"
 DEFAULT_CONFIDENCE = 0.6
 _HEADING = re.compile(r"(?m)^## ")
 
@@ -266,7 +268,22 @@ def evidence_section(learning: Mapping[str, object], *, session_id: str | None, 
     origin = _ORIGIN_WORDS.get(_text(learning.get("evidence_origin")).strip(), "the session")
     harness = " ".join(_text(learning.get("harness") or "").split())
     where = f"session `{_text(session_id or 'unknown')}`" + (f" ({harness})" if harness else "")
-    return f"## Evidence\n\n> {quote}\n\nQuoted from {origin}, {where}, {_text(at)}."
+    return f"{EVIDENCE_HEADING}\n\n> {quote}\n\nQuoted from {origin}, {where}, {_text(at)}."
+
+
+def without_evidence(body: str) -> str:
+    """A note's body without the ``## Evidence`` section :func:`render_note` ends it with.
+
+    Args:
+        body: The note's body.
+
+    Returns:
+        The body up to its last Evidence heading (the whole body when it has none).
+    """
+    head, sep, _ = body.rpartition(f"\n{EVIDENCE_HEADING}\n")
+    if sep:
+        return head.rstrip()
+    return "" if body.startswith(f"{EVIDENCE_HEADING}\n") else body
 
 
 def render_frontmatter_note(frontmatter: Mapping[str, object], body: str) -> str:
