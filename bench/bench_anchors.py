@@ -105,7 +105,11 @@ def time_adds(
     home: Path, roots: dict[str, str | None], items: dict[str, list[dict]], reps: int
 ) -> dict:
     """Median seconds of ``run_add`` per variant (interleaved reps, fresh KB per add)."""
+    import structlog
     from huey.storage import SqliteStorage
+
+    # The runners log every transition; the figures are the output here.
+    structlog.configure(logger_factory=structlog.ReturnLoggerFactory())
 
     from reflect_jobs import pipeline
     from reflect_jobs.config import load_settings

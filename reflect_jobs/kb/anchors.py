@@ -22,8 +22,8 @@ What counts, and why:
   :data:`FILE_READ_BYTES` read per file, :data:`TOTAL_READ_BYTES` in all), then, for those
   not found there, with one ``git grep -F -I -o`` over the repository's tracked files whose
   output is read line by line and which is killed when every symbol has a code file or the
-  time budget ends (a hit in prose or data — ``.md``, ``.jsonl`` — anchors nothing: it
-  mentions the name, code defines it). A bare file name (``prompt.py``) not at the root is
+  time budget ends (a hit in prose or data — ``.md``, ``.json``, ``.jsonl`` — anchors
+  nothing: it mentions the name, code defines it). A bare file name (``prompt.py``) not at the root is
   looked up in one ``git ls-files`` listing, streamed the same way.
 
 Cost on a large repository: nothing walks the tree. A few ``stat`` calls per candidate
@@ -85,7 +85,7 @@ _IDENT = re.compile(r"(?<![\w./-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(\(\))?(?![\w
 _MODULE_DEPTH = 6
 _STRIP = ".,;:!?)]}>'\""
 #: Files a grep hit does not anchor to: prose and data mention names, code defines them.
-_PROSE = frozenset({"md", "rst", "txt", "adoc", "jsonl", "csv", "tsv", "log"})
+_PROSE = frozenset({"md", "rst", "txt", "adoc", "json", "jsonl", "csv", "tsv", "log"})
 _NOT_SYMBOLS = frozenset({"macOS", "iPhone", "iPad", "iCloud", "eBay", "iTunes", "watchOS"})
 
 
