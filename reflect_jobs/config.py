@@ -132,6 +132,8 @@ class Settings:
     api_key_auth: bool = False
     # KB and index
     dedup_threshold: float = _d("dedup_threshold")
+    #: A learning below this confidence waits for review (status proposed, ARCHITECTURE §7.1).
+    review_below: float = _d("review_below")
     index_vectors: bool = _d("index_vectors")
     embed_model: str | None = None
     # operations

@@ -24,8 +24,30 @@ ACTIVE = "active"
 RETIRED_STATUSES = frozenset(
     {"retired", "superseded", "archived", "deleted", "reverted", "rejected"}
 )
+#: A learning no model vouched for (the heuristic writer's, one below
+#: ``REFLECT_REVIEW_BELOW`` confidence, or one whose only evidence is text the session read):
+#: kept, searchable (marked), offered to the writer for UPDATE, but never told to a session
+#: until a person accepts it or a later session confirms it (ARCHITECTURE §7.1).
+PROPOSED = "proposed"
+#: What a person's ``review reject`` sets: retired, and a later re-add does not revive it.
+REJECTED = "rejected"
 #: Every status a learning may carry.
-LEARNING_STATUSES = frozenset({ACTIVE}) | RETIRED_STATUSES
+LEARNING_STATUSES = frozenset({ACTIVE, PROPOSED}) | RETIRED_STATUSES
+
+
+def is_told(status: object) -> bool:
+    """Whether a learning with this status may be told to a session (context block, prompt).
+
+    Args:
+        status: A note's frontmatter ``status`` or a ledger row's ``status`` (any type).
+
+    Returns:
+        True for ``active`` and for a missing status (a note written before statuses
+        existed); False for ``proposed`` and every retired status.
+    """
+    if status is None or (isinstance(status, str) and not status.strip()):
+        return True
+    return isinstance(status, str) and status.strip().lower() == ACTIVE
 
 
 def is_retired(status: object) -> bool:

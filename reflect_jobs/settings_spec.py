@@ -108,6 +108,9 @@ SPECS: tuple[tuple, ...] = (
     # --- advanced: knowledge base and index (ARCHITECTURE §8) --------------------------------
     ("dedup_threshold", "REFLECT_DEDUP_THRESHOLD", ADVANCED, "float", 0.97, "0.97",
      {"low": 0.0, "high": 1.0}, "Similarity above which a new learning is a twin (proof)."),
+    ("review_below", "REFLECT_REVIEW_BELOW", ADVANCED, "float", 0.5, "0.5",
+     {"low": 0.0, "high": 1.0},
+     "A learning below this confidence waits for review (status proposed)."),
     ("index_vectors", "REFLECT_INDEX_VECTORS", ADVANCED, "bool", True, "true", {},
      "The vector/graph index (false = lexical only, no model)."),
     ("embed_model", "REFLECT_EMBED_MODEL", ADVANCED, "special", None, "the shipped MiniLM", {},

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, aliased
 from .config import Settings
 from .consumers import STALE, duplicate_workers, live_consumers
 from .hook_errors import count as hook_error_count
-from .ledger import control, costs, proposals
+from .ledger import control, costs, proposals, review
 from .ledger.db import session_scope
 from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
@@ -101,7 +101,8 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         (``used``, ``limit``, ``resets_at``; ``limit`` and ``resets_at`` are ``None`` when
         ``REFLECT_DRAIN_DEBOUNCE_SEC`` or ``REFLECT_DRAIN_MAX`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``proposals``
-        (``pending``: retirements held back by the daily retire cap), ``halted``,
+        (``pending``: retirements held back by the daily retire cap), ``review``
+        (``pending``: learnings waiting for review, ARCHITECTURE §7.1), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
         ``stores`` (redacted URLs), ``queue`` (``pending``, ``captures``, ``spooled``:
         see :func:`queue_pending`), ``sessions`` (``checkpoints``: the thresholds or
@@ -137,6 +138,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         beats = control.heartbeats_since(session, now - STALE)
         snaps = control.quota_snapshots(session)
         pending_proposals = proposals.pending_count(session)
+        waiting_review = review.pending_count(session)
         day = usage["day"]
         ledger_used = costs.budget_used(session, str(day))
         today_ok = (
@@ -241,6 +243,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             "window": "" if decision is None else decision.window,
         },
         "proposals": {"pending": pending_proposals},
+        "review": {"pending": waiting_review},
         "halted": bool(halt),
         "halt_reason": halt,
         "last_success_at": last_ok.isoformat() if last_ok else None,

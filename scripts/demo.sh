@@ -32,10 +32,25 @@ step "4. Status"
 step "5. Notes written to $GLOBAL_LEARNINGS_PATH/documents"
 ls -1 "$GLOBAL_LEARNINGS_PATH/documents" | grep '\.md$' || echo "  (none)"
 
-step "6. Search: 'database is locked sqlite threads'"
+step "6. Review: learnings no model vouched for wait, with their evidence (never told until accepted)"
+"$rj" review
+ids=$("$rj" review --json | "$here/.venv/bin/python" -c \
+  'import json,sys; print(" ".join(r["id"] for r in json.load(sys.stdin)))')
+set -- $ids
+waiting=$#
+accepted=0
+for id in "$@"; do
+  [ "$accepted" -ge 2 ] && break
+  "$rj" review accept "$id" && accepted=$((accepted + 1))
+done
+echo "$waiting learnings waiting for review; accepted $accepted"
+"$rj" drain --until-idle --max-seconds 60 >/dev/null  # the reindex the accepts asked for
+"$rj" status | grep '^review' || echo "review: nothing left waiting"
+
+step "7. Search: 'database is locked sqlite threads'"
 "$rj" search "database is locked sqlite threads" -k 3
 
-step "7. Cost report"
+step "8. Cost report"
 "$rj" cost --by outcome
 
 echo

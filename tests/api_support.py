@@ -32,6 +32,7 @@ ONE_CREATE = {
                 "root_cause": "side effects at import time",
                 "fix": "build config in a function and pass it in",
                 "rule": "No side effects at import time",
+                "evidence": "never mutate the shared config at import time",
                 "confidence_num": 0.9,
                 "tags": ["python", "config"],
                 "entities": ["config"],

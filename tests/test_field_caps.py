@@ -17,7 +17,14 @@ from reflect_jobs.writer.actions import FIELD_MAX_CHARS
 
 def test_a_5mb_title_and_body_become_a_bounded_note_with_a_recorded_reason(env, tmp_path):
     big = "A" * 5_000_000
-    learning = {"title": big, "rule": "never do it", "body": big, "category": "x"}
+    quote = "never mutate the shared config at import time"  # evidence the transcript holds
+    learning = {
+        "title": big,
+        "rule": "never do it",
+        "body": big,
+        "category": "x",
+        "evidence": quote,
+    }
     envelope = json.loads((STUB_CLAUDE.parent / "answers" / "success.json").read_text())
     envelope["result"] = json.dumps({"actions": [{"action": "CREATE", "learning": learning}]})
     answer = tmp_path / "answer.json"
@@ -49,7 +56,17 @@ def test_the_recorded_answer_of_a_runaway_model_is_bounded_too(env, tmp_path):
 
     envelope = json.loads((STUB_CLAUDE.parent / "answers" / "success.json").read_text())
     envelope["result"] = json.dumps(
-        {"actions": [{"action": "CREATE", "learning": {"title": "B" * 5_000_000}}]}
+        {
+            "actions": [
+                {
+                    "action": "CREATE",
+                    "learning": {
+                        "title": "B" * 5_000_000,
+                        "evidence": "never log the request body",
+                    },
+                }
+            ]
+        }
     )
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps(envelope))

@@ -179,6 +179,7 @@ def test_vectors_hybrid_search_and_semantic_twin(env, tmp_path):
     twin["actions"][0]["learning"]["rule"] = (
         "Always use pnpm in this repository"  # another id, same meaning
     )
+    twin["actions"][0]["learning"]["evidence"] = "pnpm, not npm, in the web workspace"
     t = write_claude_transcript(
         tmp_path / "tw.jsonl", ["No, I already told you: pnpm, not npm, in the web workspace."]
     )

@@ -179,6 +179,7 @@ HOSTILE = {
     "causal_relations": [{"source": "a", "target": "b", "type": "causes\ninjected: pwned"}],
     "body": "## Problem\n---\ninjected: true\n---\n",
     "learning_type": "gotcha\ninjected: pwned " + "x" * 40,
+    "evidence": "never mutate the shared config at import time",  # the transcript says it
 }
 
 
@@ -192,6 +193,7 @@ def test_hostile_answer_writes_a_safe_note_and_drops_unlisted_ids(env, tmp_path)
                 "title": "Lowercase action is reported",
                 "key_insight": "k",
                 "category": "Tools",
+                "evidence": "No, that's wrong: never mutate",
             },
         },
         "not-an-object",

@@ -173,13 +173,17 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
     for k, v in ok_env.items():  # the in-process backend hands its environment to the stub
         if k.startswith("STUB_"):
             monkeypatch.setenv(k, v)
-    result = make_backend(
+    from reflect_jobs.writer.prompt import build_prompt
+
+    with session_scope(settings.db_url) as s:
+        sent = Path(s.get(Job, job_id).slice_path).read_text(encoding="utf-8")
+    result = make_backend(  # the call the dead worker made: the job's own prompt
         "claude",
         claude_bin=env["REFLECT_DRAIN_CLAUDE_BIN"],
         model="sonnet",
         cwd=str(tmp_path),
         drain_timeout=300,
-    ).call("x")
+    ).call(build_prompt(sent, allowed_ids=[]))
     from reflect_jobs.ledger import costs
 
     with session_scope(settings.db_url) as s:

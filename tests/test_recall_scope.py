@@ -63,18 +63,32 @@ def test_drain_scopes_notes_ledger_and_context_to_the_transcripts_repository(env
     repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
     (repo / "web").mkdir()
     t = write_claude_transcript(
-        tmp_path / "s.jsonl", ["No, this repo is a pnpm workspace: run pnpm -w install."]
+        tmp_path / "s.jsonl",
+        [
+            "No, this repo is a pnpm workspace: run pnpm -w install.",
+            "No, never use a bare except; catch KeyError.",
+        ],
     )
     lines = [json.loads(x) for x in t.read_text().splitlines()]
     t.write_text("\n".join(json.dumps({**r, "cwd": str(repo / "web")}) for r in lines) + "\n")
     actions = {
         "actions": [
             _create(
-                "Shop is a pnpm workspace", lrn={"key_insight": "pnpm -w", "category": "Tools"}
+                "Shop is a pnpm workspace",
+                lrn={
+                    "key_insight": "pnpm -w",
+                    "category": "Tools",
+                    "evidence": "this repo is a pnpm workspace",
+                },
             ),
             _create(
                 "Never use a bare except",
-                lrn={"key_insight": "catch KeyError", "category": "Code Style", "scope": "global"},
+                lrn={
+                    "key_insight": "catch KeyError",
+                    "category": "Code Style",
+                    "scope": "global",
+                    "evidence": "never use a bare except; catch KeyError",
+                },
             ),
         ]
     }

@@ -27,7 +27,10 @@ FIELDS = ("key_insight", "problem", "root_cause", "fix", "rule", "body")
 COMMON = "never paste deploy credentials into scripts"
 
 
-def _learning(i: int) -> dict:
+QUOTE = "never mutate the shared config at import time"  # what the first transcript says
+
+
+def _learning(i: int, quote: str = QUOTE) -> dict:
     shapes = [template.format(secret) for _, secret, template, _ in SECRETS[i::CREATES]]
     learning: dict = {
         "title": f"{shapes[0]} {COMMON} {i}",
@@ -36,6 +39,7 @@ def _learning(i: int) -> dict:
         "tags": shapes,
         "entities": shapes,
         "causal_relations": [{"source": shapes[0], "target": shapes[-1], "type": "causes"}],
+        "evidence": quote,
     }
     for n, shape in enumerate(shapes[1:]):
         field = FIELDS[n % len(FIELDS)]
@@ -45,8 +49,8 @@ def _learning(i: int) -> dict:
     return {"action": "CREATE", "learning": learning}
 
 
-def _answer() -> str:
-    return json.dumps({"actions": [_learning(i) for i in range(CREATES)]})
+def _answer(quote: str = QUOTE) -> str:
+    return json.dumps({"actions": [_learning(i, quote) for i in range(CREATES)]})
 
 
 def _forms(secret: str) -> set[bytes]:
@@ -147,7 +151,12 @@ def test_an_answer_recorded_before_redaction_is_redacted_when_reused(env, tmp_pa
         control.set_flag(s, control.HALT_KEY, "test: hold writes")
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     stdout = json.dumps(
-        {"type": "result", "subtype": "success", "num_turns": 1, "result": _answer()}
+        {
+            "type": "result",
+            "subtype": "success",
+            "num_turns": 1,
+            "result": _answer("never commit the .env file; the rule is to use the vault"),
+        }
     )
     legacy = result_from_cli(stdout, "", backend="claude", model="sonnet", exit_code=0)
     with session_scope(settings.db_url) as s:

@@ -103,7 +103,11 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     creates = [
         {
             "action": "CREATE",
-            "learning": {"title": f"jitter rule-{i}: never retry without jitter", "rule": f"r{i}"},
+            "learning": {
+                "title": f"jitter rule-{i}: never retry without jitter",
+                "rule": f"r{i}",
+                "evidence": "the rule is full jitter on every retry",  # the seed session's
+            },
         }
         for i in range(8)
     ]

@@ -106,6 +106,7 @@ def test_a_lone_surrogate_in_the_model_answer_is_stored_not_fatal(env, tmp_path)
                     "confidence_num": 0.9,
                     "tags": ["t\ud800"],
                     "body": "b",
+                    "evidence": "never swallow exceptions in the worker",
                 },
             }
         ]

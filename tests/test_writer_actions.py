@@ -33,6 +33,9 @@ FIELDS = {
     "entities",
     "causal_relations",
     "body",
+    # ARCHITECTURE §6: checked against the sent slice when one is given (tests/test_evidence.py)
+    "evidence",
+    "evidence_origin",
 }
 
 

@@ -35,6 +35,8 @@ class Chunk:
 
     text: str
     hash: str  # first 16 hex of sha256 of the stripped chunk text
+    # One origin code per line of ``text`` (``cascade/origins.py``); "" when not known.
+    origins: str = ""
 
 
 @dataclass
@@ -139,4 +141,6 @@ class Prepared:
     redactions: int = 0
     lines_before_watermark: int = 0  # dialogue lines already reflected on (not sent as new)
     context_lines: int = 0  # lines of the slice sent marked as context
+    # One origin code per line of ``slice_text`` (``cascade/origins.py``): who wrote it.
+    slice_origins: str = ""
     detail: str = ""  # why a skip happened, in words (e.g. which headless run it was)

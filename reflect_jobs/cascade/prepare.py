@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from reflect_jobs.cascade.gate import gate
 from reflect_jobs.cascade.model import LedgerView, Prepared, RelatedCandidate, Signal, Slice
+from reflect_jobs.cascade.origins import NONE, turn_line_origins
 from reflect_jobs.cascade.privacy import strip_private
 from reflect_jobs.cascade.revision import (
     REVISION_MARKER,
@@ -194,13 +195,16 @@ def prepare(
     block = revision_block(related)
     budget = max(max_chars - HEADER_RESERVE - len(block), max_chars // 2, 1)
     lines = [line for turn in turns for line in turn.text.split("\n")]
+    origins = turn_line_origins(turns)
     piece: Slice = build_slice(
-        lines, signals, context=context, max_chars=budget, first_new=first_new
+        lines, signals, context=context, max_chars=budget, first_new=first_new, origins=origins
     )
     reason = verdict.reason
     if not piece.text.strip():
-        new_lines = lines[first_new:] or lines
-        piece = bounded_view(new_lines, max_chars=max(max_chars - HEADER_RESERVE, 1))
+        start = first_new if lines[first_new:] else 0
+        piece = bounded_view(
+            lines[start:], max_chars=max(max_chars - HEADER_RESERVE, 1), origins=origins[start:]
+        )
         reason, block, related = "bounded", "", []  # a bounded view carries no revision block
 
     hashes = [c.hash for c in piece.chunks]
@@ -227,6 +231,10 @@ def prepare(
     result.action = "reflect"
     result.reason = reason
     result.slice_text = header + body + block
+    # Who wrote each line sent (ARCHITECTURE §6, evidence_origin): the header, the gap
+    # lines and the revision block are no one's words.
+    body_codes = NONE.join(c.origins or NONE * (c.text.count("\n") + 1) for c in fresh)
+    result.slice_origins = NONE * header.count("\n") + body_codes + NONE * block.count("\n")
     result.new_chunk_hashes = [c.hash for c in fresh]
     result.related_ids = [cand.id for cand, _ in related]
     return result

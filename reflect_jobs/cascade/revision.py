@@ -118,11 +118,13 @@ def related_learnings(
 _CONTRACT = """\
 These learnings already exist in the knowledge base and look related to this session.
 Emit exactly one action per finding in your {"actions": [...]} answer:
-- {"action": "UPDATE", "target_id": "<id>", "reason": "<one sentence>"} when a finding
-  confirms an existing learning (adds proof and this transcript as a source).
+- {"action": "UPDATE", "target_id": "<id>", "reason": "<one sentence>", "evidence":
+  "<verbatim quote of this session>"} when a finding confirms an existing learning (adds
+  proof and this transcript as a source).
 - {"action": "DELETE", "target_id": "<id>", "reason": "<one sentence>"} only when this
   session directly contradicts or supersedes it (it is retired, not erased). Be conservative.
-- {"action": "CREATE", "learning": {...}} only for a genuinely new finding.
+- {"action": "CREATE", "learning": {..., "evidence": "<verbatim quote>"}} only for a
+  genuinely new finding.
 PREFER UPDATE OVER CREATE. Match the specific rule, not the topic.
 target_id must be one of the ids listed below, copied exactly; any other id is ignored.
 """

@@ -20,8 +20,10 @@ What changed from the original ``slice_dialogue`` (SPEC-drain §3.2, §10 B9):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 from reflect_jobs.cascade.model import LEVEL_RANK, Chunk, Signal, Slice
+from reflect_jobs.cascade.origins import strip_codes
 
 GAP = "…"
 LINE_TRUNCATED = " [… line truncated]"
@@ -42,17 +44,20 @@ def chunk_hash(text: str) -> str:
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:16]
 
 
-def make_chunk(text: str) -> Chunk:
+def make_chunk(text: str, origins: str = "") -> Chunk:
     """A chunk of ``text``, stripped, with its hash.
 
     Args:
         text: One window's lines joined by newlines.
+        origins: One origin code per line of ``text`` (``cascade/origins.py``), or "".
 
     Returns:
-        The :class:`Chunk`.
+        The :class:`Chunk`; its ``origins`` follow the stripping (blank lines at either
+        end dropped with their codes).
     """
+    codes = strip_codes(text, origins) if origins else ""
     text = text.strip()
-    return Chunk(text, chunk_hash(text))
+    return Chunk(text, chunk_hash(text), codes)
 
 
 def _cut(line: str, cap: int) -> str:
@@ -72,8 +77,9 @@ def _runs(indexes: list[int]) -> list[list[int]]:
     return runs
 
 
-def _assemble(pieces: list[str], truncated: bool, bounded: bool) -> Slice:
-    chunks = list({c.hash: c for c in (make_chunk(p) for p in pieces if p.strip())}.values())
+def _assemble(pieces: list[tuple[str, str]], truncated: bool, bounded: bool) -> Slice:
+    made = (make_chunk(p, codes) for p, codes in pieces if p.strip())
+    chunks = list({c.hash: c for c in made}.values())
     text = f"\n{GAP}\n".join(c.text for c in chunks)
     return Slice(text=text, chunks=chunks, truncated=truncated, bounded=bounded)
 
@@ -85,6 +91,7 @@ def build_slice(
     context: int = 3,
     max_chars: int = 60_000,
     first_new: int = 0,
+    origins: list[str] | None = None,
 ) -> Slice:
     """Windows of ±``context`` lines around each signal, merged, at most ``max_chars`` chars.
 
@@ -101,6 +108,8 @@ def build_slice(
         max_chars: Hard cap on ``len(result.text)``, in characters.
         first_new: 0-based index of the first line after the session's watermark: signals
             before it are ignored and lines before it are shown with ``CONTEXT_MARK``.
+        origins: One origin code per line of ``lines`` (``cascade/origins.py``); each
+            chunk then carries the codes of its lines.
 
     Returns:
         A :class:`Slice` with one chunk per run of adjacent kept lines; ``truncated`` when a
@@ -151,11 +160,23 @@ def build_slice(
     mark = len(CONTEXT_MARK)
     if any(len(display(i)) - (mark if i < first_new else 0) < len(lines[i]) for i in selected):
         truncated = True
-    pieces = ["\n".join(display(i) for i in run) for run in _runs(sorted(selected))]
+    pieces = [
+        ("\n".join(display(i) for i in run), _codes(origins, run))
+        for run in _runs(sorted(selected))
+    ]
     return _assemble(pieces, truncated, bounded=False)
 
 
-def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
+def _codes(origins: list[str] | None, indexes: Iterable[int]) -> str:
+    """The origin codes of ``lines[i]`` for each index (``""`` without a map)."""
+    if origins is None:
+        return ""
+    return "".join(origins[i] if i < len(origins) else "-" for i in indexes)
+
+
+def bounded_view(
+    lines: list[str], *, max_chars: int = 60_000, origins: list[str] | None = None
+) -> Slice:
     """Head ¼ / tail ¾ of the dialogue (SPEC-drain §3.6), for when no slice can be built.
 
     The tail gets the larger share because the end of a session is where its conclusions
@@ -165,6 +186,7 @@ def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
         lines: The dialogue's lines.
         max_chars: Cap on the text, in characters: a quarter for the head, the rest (less
             the gap line) for the tail.
+        origins: One origin code per line of ``lines``, carried onto the chunks.
 
     Returns:
         A :class:`Slice` with ``bounded`` set: one chunk when the whole dialogue fits, else
@@ -202,6 +224,10 @@ def bounded_view(lines: list[str], *, max_chars: int = 60_000) -> Slice:
         j -= 1
     tail.reverse()
     omitted = j - i + 1
+    head_codes = _codes(origins, range(len(head)))
+    tail_codes = _codes(origins, range(j + 1, j + 1 + len(tail)))
     if omitted <= 0 and tail:
-        return _assemble(["\n".join(head + tail)], truncated=False, bounded=True)
-    return _assemble(["\n".join(head), "\n".join(tail)], truncated=omitted > 0, bounded=True)
+        whole = ("\n".join(head + tail), head_codes + tail_codes)
+        return _assemble([whole], truncated=False, bounded=True)
+    pieces = [("\n".join(head), head_codes), ("\n".join(tail), tail_codes)]
+    return _assemble(pieces, truncated=omitted > 0, bounded=True)

@@ -1,8 +1,8 @@
 """Commands about the knowledge base: search it, bring its indexes in line, repair its graph,
-decide the retirements the daily retire cap held back.
+decide the retirements the daily retire cap held back and the learnings waiting for review.
 
-``search``, ``reindex``, ``repair`` and ``proposals``. They load the index stack (embeddings, the graph),
-so library logging is routed to drain.log first: a model's load banner in the middle of
+``search``, ``reindex``, ``repair``, ``proposals`` and ``review``. They load the index stack
+(embeddings, the graph), so library logging is routed to drain.log first: a model's load banner in the middle of
 ``--json`` output would make it unparseable.
 """
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 def search(
     query: str, mode: str, k: int, repo_dir: str | None, only_global: bool, as_json: bool
 ) -> None:
-    """Search the knowledge base (retired notes never appear).
+    """Search the knowledge base (retired notes never appear; proposed ones are marked).
 
     \f
     Args:
@@ -75,7 +75,10 @@ def search(
         if not result.hits:
             click.echo("no matches")
         for i, h in enumerate(result.hits, 1):
-            click.echo(f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}\n   {h['path']}")
+            mark = "  (proposed: waiting for review)" if h.get("status") == "proposed" else ""
+            click.echo(
+                f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}{mark}\n   {h['path']}"
+            )
     for w in result.warnings:
         click.secho(f"warning: {w}", fg="yellow", err=True)
 
@@ -286,5 +289,88 @@ def proposals_reject(proposal_id: int) -> None:
     _decide("reject", proposal_id)
 
 
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def review(ctx: click.Context, as_json: bool) -> None:
+    """Learnings waiting for review (never told until accepted): list, accept ID, reject ID.
+
+    \f
+    Args:
+        ctx: click's context (a subcommand, if one was given, runs instead of the list).
+        as_json: Print the list as JSON (a list of learning objects with their evidence).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    s = get_settings()
+    from ..ledger import review as ledger_review
+    from ..ledger.db import session_scope
+
+    with session_scope(s.db_url, readonly=True) as session:
+        rows = ledger_review.list_proposed(session, review_below=s.review_below)
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        click.echo("no learnings waiting for review")
+        return
+    click.echo(f"{len(rows)} learning(s) waiting for review:")
+    for r in rows:
+        click.echo(f"\n{r['id']}  {r['title']}")
+        click.echo(f"  why: {'; '.join(r['why']) or 'proposed'}  confidence {r['confidence']:.2f}")
+        if r["evidence"]:
+            click.echo(f"  evidence ({r['evidence_origin'] or 'unknown'}): {r['evidence']}")
+        if r["anchors"]:
+            shown = ", ".join(
+                a["path"] + (f" ({a['symbol']})" if a.get("symbol") else "") for a in r["anchors"]
+            )
+            click.echo(f"  anchors: {shown}")
+
+
+def _review_decide(verb: str, learning_id: str) -> None:
+    """Accept or reject one learning; a bad id is one line and exit 1."""
+    import getpass
+
+    s = get_settings()
+    from ..ledger.review import ReviewError
+    from ..pipeline import note_edits
+
+    try:
+        shown = note_edits.review_decide(s.db_url, learning_id, verb, by=f"cli:{getpass.getuser()}")
+    except ReviewError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not s.skip_reindex:
+        from .. import tasks
+
+        tasks.HueyDispatcher().kb_changed()  # the context store learns of it at the reindex
+    click.echo(f"{learning_id}: {shown['status']} ({shown['title']})")
+    if not shown["note_synced"]:
+        raise click.ClickException("the note could not be rewritten; run the command again")
+
+
+@review.command("accept")
+@click.argument("learning_id")
+def review_accept(learning_id: str) -> None:
+    """Accept a proposed learning: it becomes active and is told to later sessions.
+
+    \f
+    Args:
+        learning_id: The learning's id (from ``reflect-jobs review``).
+    """
+    _review_decide("accept", learning_id)
+
+
+@review.command("reject")
+@click.argument("learning_id")
+def review_reject(learning_id: str) -> None:
+    """Reject a proposed learning: it is retired (status rejected) and never told.
+
+    \f
+    Args:
+        learning_id: The learning's id (from ``reflect-jobs review``).
+    """
+    _review_decide("reject", learning_id)
+
+
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (search, reindex, repair, proposals)
+COMMANDS = (search, reindex, repair, proposals, review)

@@ -205,6 +205,9 @@ def status(as_json: bool, line: bool) -> None:
         )
     else:
         click.echo("retire proposals: none pending")
+    waiting = data.get("review", {}).get("pending", 0)
+    if waiting:
+        click.echo(f"review: {waiting} learning(s) waiting for review — `reflect-jobs review`")
     click.echo(
         f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
     )

@@ -178,7 +178,8 @@ class LexicalIndex:
             body: The text to index.
             path: The note file, returned by :meth:`lookup`.
             content_hash: The note's sha256, compared by incremental reindex.
-            status: The note's status; only ``active`` documents are found by default.
+            status: The note's status; only ``active`` and ``proposed`` documents are found
+                by default (search marks the proposed ones).
         """
         self.upsert_many(
             [
@@ -288,7 +289,8 @@ class LexicalIndex:
         Args:
             query: Free text (see :func:`build_match`); no input is FTS5 syntax.
             k: At most this many results; 0 or less returns none.
-            include_retired: Also return documents whose status is not ``active``.
+            include_retired: Also return retired documents (``active`` and ``proposed`` ones
+                are always returned).
 
         Returns:
             ``(doc_id, score)`` pairs, best first (ties by id); empty when the query has
@@ -301,7 +303,7 @@ class LexicalIndex:
             f"""
             SELECT d.doc_id, bm25(docs_fts, {", ".join(map(str, _WEIGHTS))}) AS r
             FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
-            WHERE docs_fts MATCH ? AND (? OR d.status = 'active')
+            WHERE docs_fts MATCH ? AND (? OR d.status IN ('active', 'proposed'))
             ORDER BY r, d.doc_id LIMIT ?
             """,
             (match, int(include_retired), int(k)),

@@ -25,7 +25,7 @@ from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.fsio import read_inside
 from reflect_jobs.kb.parse import MAX_NOTE_BYTES
-from reflect_jobs.lifecycle import ACTIVE, is_retired
+from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
@@ -341,7 +341,8 @@ def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> N
         body=text + "\n" + note.body,
         path=str(note.path),
         content_hash=digest,
-        status=status if is_retired(status) else ACTIVE,
+        # proposed notes are found by search, marked; retired ones are filtered out
+        status=status if is_retired(status) or status == PROPOSED else ACTIVE,
     )
 
 
@@ -405,8 +406,8 @@ def doc_text(note: kb.Note) -> str:
     """The text a note is indexed under in the graph/vector index.
 
     The frontmatter fields a person searches by (title, key insight, problem, root cause,
-    fix, rule) as ``key: value`` lines, then the body, so a query matching the summary of a
-    learning finds it even when the body is long.
+    fix, rule) as ``key: value`` lines, then the body without its Evidence section, so a
+    query matching the summary of a learning finds it even when the body is long.
 
     Args:
         note: A parsed note.
@@ -420,7 +421,9 @@ def doc_text(note: kb.Note) -> str:
         for k in ("title", "key_insight", "problem", "root_cause", "fix", "rule")
         if fm.get(k)
     )
-    return f"{head}\n\n{note.body}"
+    # What the learning says, not the quote that proves it (its Evidence section): a
+    # near-duplicate of another session's learning must stay a semantic twin.
+    return f"{head}\n\n{kb.without_evidence(note.body)}"
 
 
 def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
-from reflect_jobs.lifecycle import ACTIVE
+from reflect_jobs.lifecycle import ACTIVE, PROPOSED
 
 from .lexical import LexicalIndex
 
@@ -202,18 +202,19 @@ def _search(
         hits = []
         for doc_id, score in ranked:
             meta = lex.lookup(doc_id)
-            if meta is None or meta["status"] != ACTIVE:
+            if meta is None or meta["status"] not in (ACTIVE, PROPOSED):
                 continue  # unknown to the (status-aware) index, retired or superseded
             if not _in_scope(doc_id, scope):
                 continue  # another repository's learning
-            hits.append(
-                {
-                    "id": doc_id,
-                    "title": meta["title"],
-                    "score": round(float(score), 6),
-                    "path": meta["path"],
-                }
-            )
+            hit = {
+                "id": doc_id,
+                "title": meta["title"],
+                "score": round(float(score), 6),
+                "path": meta["path"],
+            }
+            if meta["status"] == PROPOSED:  # found, but marked: no one vouched for it yet
+                hit["status"] = PROPOSED
+            hits.append(hit)
             if len(hits) >= k:
                 break
         return SearchResult(hits, warnings)

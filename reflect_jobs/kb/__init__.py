@@ -8,10 +8,11 @@ from ..fsio import atomic_write
 from .heuristic import heuristic_sidecar
 from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
-from .render import note_scope, render_note, render_sidecar
+from .render import note_scope, render_note, render_sidecar, without_evidence
 from .store import (
     KBPaths,
     NoteFile,
+    accept_note,
     bump_note,
     iter_notes,
     kb_paths,
@@ -25,6 +26,7 @@ __all__ = [
     "Note",
     "NoteError",
     "NoteFile",
+    "accept_note",
     "atomic_write",
     "bump_note",
     "heuristic_sidecar",
@@ -39,6 +41,7 @@ __all__ = [
     "render_sidecar",
     "retire_note",
     "slugify",
+    "without_evidence",
     "write_learning",
     "yaml_scalar",
 ]

@@ -15,6 +15,12 @@ from .yamlout import clean_text, yaml_block
 
 # Optional keys a later lifecycle step may add; rendered after the ARCHITECTURE §7 keys.
 OPTIONAL_KEYS = ("sources", "proof_count", "superseded_by", "retired_reason")
+#: ``evidence_origin`` values (``writer/evidence.py`` decides them).
+EVIDENCE_ORIGINS = ("person", "assistant", "tool")
+#: At most this many anchors per note (``kb/anchors.py``).
+MAX_ANCHORS = 10
+#: The heading of the section that ends a note with evidence.
+EVIDENCE_HEADING = "## Evidence"
 DEFAULT_CONFIDENCE = 0.6
 _HEADING = re.compile(r"(?m)^## ")
 
@@ -191,6 +197,13 @@ def note_frontmatter(
         "entities": _str_list(learning.get("entities")),
         "causal_relations": causal_relations(learning.get("causal_relations")),
     }
+    evidence = " ".join(_text(learning.get("evidence")).split())
+    if evidence:  # what proves it (ARCHITECTURE §6); notes from before evidence have none
+        fm["evidence"] = evidence
+        origin = _text(learning.get("evidence_origin")).strip()
+        if origin in EVIDENCE_ORIGINS:
+            fm["evidence_origin"] = origin
+        fm["anchors"] = anchors_value(learning.get("anchors"))
     if fm["scope"] == "repo":
         fm["repo"] = " ".join(_text(learning.get("repo")).split())
     if source_path is not None:
@@ -206,6 +219,71 @@ def note_frontmatter(
         if key not in fm:  # extra never overrides the rendered core keys
             fm[key] = value
     return fm
+
+
+def anchors_value(value: object) -> list[dict[str, str]]:
+    """``[{path, symbol?}]`` as stored in a note: strings only, at most :data:`MAX_ANCHORS`.
+
+    Args:
+        value: The learning's ``anchors`` (from ``kb/anchors.py``; any value tolerated).
+
+    Returns:
+        One mapping per item with a non-empty ``path`` (and ``symbol`` when non-empty).
+    """
+    out: list[dict[str, str]] = []
+    for item in value if isinstance(value, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        path = " ".join(_text(item.get("path")).split())
+        symbol = " ".join(_text(item.get("symbol") or "").split())
+        if path:
+            out.append({"path": path, "symbol": symbol} if symbol else {"path": path})
+        if len(out) >= MAX_ANCHORS:
+            break
+    return out
+
+
+#: What the note's Evidence section says each origin is.
+_ORIGIN_WORDS = {
+    "person": "the person's own words",
+    "assistant": "the assistant's text",
+    "tool": "text the session read (a tool's output, a file or a web page)",
+}
+
+
+def evidence_section(learning: Mapping[str, object], *, session_id: str | None, at: str) -> str:
+    """The note's ``## Evidence`` section: the quote, whose words, which session, when.
+
+    Args:
+        learning: The learning; ``evidence``, ``evidence_origin`` and ``harness`` are read.
+        session_id: The harness session it was learned in.
+        at: When it was learned (ISO timestamp).
+
+    Returns:
+        The section (no trailing newline), or ``""`` when the learning has no evidence.
+    """
+    quote = " ".join(_text(learning.get("evidence")).split())
+    if not quote:
+        return ""
+    origin = _ORIGIN_WORDS.get(_text(learning.get("evidence_origin")).strip(), "the session")
+    harness = " ".join(_text(learning.get("harness") or "").split())
+    where = f"session `{_text(session_id or 'unknown')}`" + (f" ({harness})" if harness else "")
+    return f"{EVIDENCE_HEADING}\n\n> {quote}\n\nQuoted from {origin}, {where}, {_text(at)}."
+
+
+def without_evidence(body: str) -> str:
+    """A note's body without the ``## Evidence`` section :func:`render_note` ends it with.
+
+    Args:
+        body: The note's body.
+
+    Returns:
+        The body up to its last Evidence heading (the whole body when it has none).
+    """
+    head, sep, _ = body.rpartition(f"\n{EVIDENCE_HEADING}\n")
+    if sep:
+        return head.rstrip()
+    return "" if body.startswith(f"{EVIDENCE_HEADING}\n") else body
 
 
 def render_frontmatter_note(frontmatter: Mapping[str, object], body: str) -> str:
@@ -245,7 +323,8 @@ def render_note(
         extra: More frontmatter keys, as for :func:`note_frontmatter`.
 
     Returns:
-        The note's text, frontmatter and :func:`render_body`.
+        The note's text: frontmatter, :func:`render_body` and, for a learning with
+        evidence, :func:`evidence_section`.
 
     Raises:
         ValueError: ``status`` is not a known note status.
@@ -260,7 +339,9 @@ def render_note(
         status=status,
         extra=extra,
     )
-    return render_frontmatter_note(fm, render_body(learning))
+    body = render_body(learning)
+    section = evidence_section(learning, session_id=session_id, at=updated)
+    return render_frontmatter_note(fm, f"{body}\n\n{section}" if section else body)
 
 
 def sidecar_data(

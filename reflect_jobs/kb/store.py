@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fsio import UnsafePath, atomic_write, linked_part
-from ..lifecycle import RETIRED_STATUSES
+from ..lifecycle import ACTIVE, RETIRED_STATUSES
 from ..perms import private_dir
 from .heuristic import heuristic_sidecar, needs_heuristic_entities
 from .ids import learning_id
@@ -311,6 +311,26 @@ def retire_note(
     if superseded_by is not None:
         updates["superseded_by"] = superseded_by
     return _rewrite(note, updates)
+
+
+def accept_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
+    """Mark a ``proposed`` note ``active``: a person or a later session vouched for it.
+
+    Args:
+        path: The note file.
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The rewritten note's id, path, sidecar path and new content hash.
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
+    note = parse_note(Path(path))
+    if note.frontmatter.get("status") == ACTIVE:
+        text = Path(path).read_text(encoding="utf-8")
+        return _note_file(note.id, Path(path), text)
+    return _rewrite(note, {"status": ACTIVE, "updated": now})
 
 
 def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, now: str) -> NoteFile:

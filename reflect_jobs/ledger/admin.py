@@ -129,7 +129,8 @@ def job_detail(db_url: str, job_id: str) -> dict[str, Any]:
 
     Returns:
         :func:`job_dict` plus ``prepare_stats``, ``actions``, ``slice_path``, ``recoveries``,
-        ``failures``, ``events`` (oldest first) and ``costs`` (oldest first).
+        ``failures``, ``dropped_unevidenced``, ``events`` (oldest first) and ``costs``
+        (oldest first).
 
     Raises:
         JobNotFound: No job has this id.
@@ -143,6 +144,8 @@ def job_detail(db_url: str, job_id: str) -> dict[str, Any]:
             slice_path=job.slice_path,
             recoveries=job.recoveries,
             failures=job.failures,
+            # CREATEs dropped because their evidence was not in the slice (ARCHITECTURE §6)
+            dropped_unevidenced=int((job.actions or {}).get("dropped_unevidenced") or 0),
         )
         data["events"] = [
             {

@@ -146,11 +146,16 @@ def upsert_learning(
     job_id: str | None,
     scope: str = "global",
     repo_key: str | None = None,
+    status: str | None = None,
+    evidence: str | None = None,
+    evidence_origin: str | None = None,
+    anchors: list[dict[str, str]] | None = None,
 ) -> UpsertResult:
     """Insert a learning, or treat a re-add of the same id as new proof from ``source``.
 
     A re-add snapshots the row into its history, points it at the new note file and hash,
-    re-activates it if it was retired, and adds one proof when ``source`` is new; its title,
+    takes the given ``status`` (without one: re-activates it if it was retired), records
+    the latest evidence and anchors, and adds one proof when ``source`` is new; its title,
     category, type and confidence stay as first written.
 
     Args:
@@ -168,6 +173,11 @@ def upsert_learning(
         job_id: The job that wrote it, if any.
         scope: ``repo`` or ``global`` (ARCHITECTURE §13); a re-add records the latest.
         repo_key: The repository a ``repo`` learning belongs to.
+        status: The status the note was written with (``active``, ``proposed`` — the
+            review queue, ``ledger/review.py`` — or ``rejected``); ``None``: active.
+        evidence: The verbatim quote of the slice that proves it (ARCHITECTURE §6).
+        evidence_origin: Whose words the quote is: ``person``, ``assistant``, ``tool``.
+        anchors: The ``{path, symbol?}`` it names that exist in its repository.
 
     Returns:
         The id, ``created`` (``True`` only for a new row) and the proof count after the call.
@@ -181,7 +191,7 @@ def upsert_learning(
             category=category or "Unknown",
             learning_type=learning_type or DEFAULT_LEARNING_TYPE,
             confidence_num=confidence_num,
-            status="active",
+            status=status or ACTIVE,
             proof_count=1,
             signal_hash=signal_hash,
             session_id=session_id,
@@ -193,6 +203,9 @@ def upsert_learning(
             updated_at=now,
             scope=scope,
             repo_key=repo_key,
+            evidence=evidence,
+            evidence_origin=evidence_origin,
+            anchors=anchors,
         )
         try:
             with session.begin_nested():
@@ -210,10 +223,13 @@ def upsert_learning(
     row.content_hash = content_hash
     row.updated_at = now
     row.scope, row.repo_key = scope, repo_key
-    if is_retired(row.status):
-        row.status = ACTIVE
+    if evidence is not None:
+        row.evidence, row.evidence_origin, row.anchors = evidence, evidence_origin, anchors
+    target = status or (ACTIVE if is_retired(row.status) else row.status)
+    if is_retired(row.status) and not is_retired(target):
         row.retired_reason = None
         row.retired_at = None
+    row.status = target
     if add_source(session, learning_id, source, job_id):
         row.proof_count += 1
     return UpsertResult(learning_id, False, row.proof_count)

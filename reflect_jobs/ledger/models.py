@@ -246,6 +246,11 @@ class Learning(Base):
     # Recall scope (ARCHITECTURE §13): "repo" (learned in repo_key) or "global".
     scope: Mapped[str] = mapped_column(String(8), default="global", server_default="global")
     repo_key: Mapped[str | None] = mapped_column(String(300), nullable=True, index=True)
+    # What proves it (ARCHITECTURE §6/§7, migration 0006): a verbatim quote of the slice,
+    # whose words it is (person | assistant | tool), and the code it names that exists.
+    evidence: Mapped[str | None] = mapped_column(Text, nullable=True)
+    evidence_origin: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    anchors: Mapped[list[dict[str, str]] | None] = mapped_column(JSON, nullable=True)
 
 
 class LearningSource(Base):

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +24,12 @@ from sqlalchemy.orm import Session
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import control, learnings, proposals, watermarks
+from reflect_jobs.kb import anchors
+from reflect_jobs.ledger import control, learnings, proposals, review, watermarks
+from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, utcnow
-from reflect_jobs.lifecycle import normalise_learning_type
+from reflect_jobs.ledger.models import Job, Learning, utcnow
+from reflect_jobs.lifecycle import PROPOSED, normalise_learning_type
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
@@ -91,13 +94,27 @@ def _add(run: StageRun) -> None:
     # older version has no "repo" key, so the transcript is asked again).
     repo = stats["repo"] if "repo" in stats else transcript_repo(source)
     repo_key = repo.get("key") if isinstance(repo, dict) else None
+    repo_root = repo.get("root") if isinstance(repo, dict) else None
+    writer = str(plan.get("writer") or "")
 
     now_iso = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
     written: list[Any] = []
     twins: list[tuple[dict[str, Any], str, float]] = []
     creates = []
-    for learning in plan.get("creates", []):
+    # The code each learning names, found for $0 (ARCHITECTURE §7, kb/anchors.py): every
+    # learning of the answer at once — one git ls-files and one git grep at most — under
+    # one deadline, so a huge repository bounds the stage, not just a learning.
+    planned_creates = list(plan.get("creates", []))
+    found = anchors.find_anchors_many(
+        planned_creates, repo_root, deadline=time.monotonic() + ANCHOR_BUDGET_SEC
+    )
+    for learning, anchored in zip(planned_creates, found, strict=True):
         learning = {**learning, "repo": repo_key} if repo_key else dict(learning)
+        learning["harness"] = harness
+        learning["anchors"] = anchored
+        learning["review"] = review.review_reasons(
+            learning, writer=writer, review_below=s.review_below
+        )
         twin = semantic.find_twin(
             s.kb_path,
             learning,
@@ -105,13 +122,23 @@ def _add(run: StageRun) -> None:
             vectors=s.index_vectors,
             embed_model=s.embed_model,
         )
-        own_id = kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
+        own_id = _own_id(learning)
         if twin is not None and twin[0] != own_id:
             twins.append((learning, twin[0], twin[1]))  # a near-duplicate: proof, not a note
         else:
             creates.append(learning)
+    # The review queue (ARCHITECTURE §7.1): what no model vouched for is written proposed.
+    with session_scope(rt.db, readonly=True) as session:
+        known = review.statuses(session, [_own_id(x) for x in creates])
     try:
         for learning in creates:
+            before = known.get(_own_id(learning))
+            status = review.next_status(
+                before[0] if before else None,
+                trusted=not learning["review"],
+                confirmed=before is not None and before[1] != session_id,
+            )
+            learning["status"] = status
             written.append(
                 (
                     learning,
@@ -122,6 +149,7 @@ def _add(run: StageRun) -> None:
                         updated=now_iso,
                         source_path=source,
                         session_id=session_id,
+                        status=status,
                     ),
                 )
             )
@@ -140,7 +168,7 @@ def _add(run: StageRun) -> None:
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        created = updated = deleted = 0
+        created = updated = deleted = proposed_n = accepted_n = 0
         for learning, note in written:
             res = learnings.upsert_learning(
                 session,
@@ -157,20 +185,38 @@ def _add(run: StageRun) -> None:
                 job_id=job_id,
                 scope=kb.note_scope(learning),
                 repo_key=repo_key if kb.note_scope(learning) == "repo" else None,
+                status=learning["status"],
+                evidence=str(learning.get("evidence") or "") or None,
+                evidence_origin=str(learning.get("evidence_origin") or "") or None,
+                anchors=list(learning.get("anchors") or []),
             )
             created += int(res.created)
             updated += int(not res.created)
+            proposed_n += int(learning["status"] == PROPOSED)
         # Semantic twins, then UPDATEs: +1 proof from ``source``; the note follows later.
-        proofs: list[tuple[str, str | None]] = []
+        # One that carries its own evidence from another session accepts a proposed
+        # learning (ARCHITECTURE §7.1).
+        model = writer != review.HEURISTIC
+        proofs: list[tuple[str, str | None, bool, Any]] = []  # id, why, trusted, origin
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
-            proofs.append((twin_id, f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"))
+            why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
+            proofs.append((twin_id, why, not learning["review"], learning.get("evidence_origin")))
         for upd in plan.get("updates", []):
-            proofs.append((str(upd.get("target_id", "")), upd.get("reason")))
-        for lid, why in proofs:
+            why = upd.get("reason")
+            if upd.get("evidence"):
+                why = f"{why or 'confirmed'} — evidence: {upd['evidence']}"
+            proofs.append((str(upd.get("target_id", "")), why, model, upd.get("evidence_origin")))
+        for lid, why, trusted, origin in proofs:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
+            row = session.get(Learning, lid)
+            if review.confirms(row, session_id=session_id, trusted=trusted, origin=origin):
+                assert row is not None
+                review.accept_row(session, row, reason=f"confirmed: {why}"[:1000], job_id=job_id)
+                accepted_n += 1
+                edits.append(note_edits.accept(lid, now_iso))
         # Blast radius: at most max_retire_per_day automatic retirements per UTC day in
         # all; the rest wait as proposals for a person (ledger/proposals.py).
         deletes = plan.get("deletes", [])
@@ -201,6 +247,13 @@ def _add(run: StageRun) -> None:
         summary = f"created={created} updated={updated} deleted={deleted}"
         if proposed:
             summary += f" retire_proposals={proposed} (daily retire cap {s.max_retire_per_day})"
+        dropped = int(plan.get("dropped_unevidenced") or 0)
+        if dropped:  # CREATEs whose evidence was not in the slice (ARCHITECTURE §6)
+            summary += f" dropped_unevidenced={dropped}"
+        if proposed_n:
+            summary += f" proposed={proposed_n} (waiting for review)"
+        if accepted_n:
+            summary += f" accepted={accepted_n}"
         if applied:
             summary += " " + applied
         notes = plan.get("notes") or []
@@ -219,6 +272,15 @@ def _add(run: StageRun) -> None:
 
 
 ADD = Stage("add", claim=_claim, step=_add, preview=no_preview)
+
+
+#: Seconds the whole add may spend finding anchors (ARCHITECTURE §7: the cost bound).
+ANCHOR_BUDGET_SEC = 2.0
+
+
+def _own_id(learning: dict[str, Any]) -> str:
+    """The note id a CREATE gets (``lrn-<slug>-<hash6>`` of its title and rule)."""
+    return kb.learning_id(str(learning.get("title", "")), str(learning.get("rule", "")))
 
 
 def _reflect(

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from reflect_jobs import kb
-from reflect_jobs.ledger import control, proposals
+from reflect_jobs.ledger import control, proposals, review
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
-from reflect_jobs.lifecycle import is_retired
+from reflect_jobs.lifecycle import ACTIVE, REJECTED, is_retired
 from reflect_jobs.writer.outcomes import retries_exhausted
 
 from .runtime import Runtime, log
@@ -65,6 +66,19 @@ def retire(learning_id: str, reason: str, at: str) -> NoteEdit:
         The edit, as stored on the job.
     """
     return {"id": learning_id, "op": "retire", "reason": reason, "at": at}
+
+
+def accept(learning_id: str, at: str) -> NoteEdit:
+    """An acceptance edit: a ``proposed`` note becomes ``active`` (ARCHITECTURE §7.1).
+
+    Args:
+        learning_id: The note's id.
+        at: The add's timestamp (``updated`` in the frontmatter).
+
+    Returns:
+        The edit, as stored on the job.
+    """
+    return {"id": learning_id, "op": "accept", "at": at}
 
 
 def record(job: Job, edits: list[NoteEdit]) -> None:
@@ -105,8 +119,13 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
         )
     elif edit["op"] == "retire" and is_retired(row.status):
         kb.retire_note(
-            Path(row.note_path), status="retired", reason=str(edit["reason"]), now=str(edit["at"])
+            Path(row.note_path),
+            status=str(edit.get("status") or "retired"),
+            reason=str(edit["reason"]),
+            now=str(edit["at"]),
         )
+    elif edit["op"] == "accept" and row.status == ACTIVE:
+        kb.accept_note(Path(row.note_path), now=str(edit["at"]))
 
 
 def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:
@@ -274,3 +293,47 @@ def reject_proposal(db: str, proposal_id: int, *, by: str) -> dict[str, Any]:
     """
     with session_scope(db) as session:
         return proposals.to_dict(proposals.reject_proposal(session, proposal_id, by=by))
+
+
+def review_decide(db: str, learning_id: str, verb: str, *, by: str) -> dict[str, Any]:
+    """A person accepts or rejects a learning waiting for review: ledger, then the note.
+
+    The add's rule again: the ledger commits first (one short transaction), the note is
+    rewritten after it. A re-run of the same decision is a no-op in the ledger that
+    finishes a rewrite a crash left owed.
+
+    Args:
+        db: The ledger URL.
+        learning_id: The learning's id (from ``reflect-jobs review``).
+        verb: ``accept`` or ``reject``.
+        by: Who decided.
+
+    Returns:
+        ``{"id", "status", "title", "note_synced"}``; ``note_synced`` is False when the
+        note could not be rewritten (reported to the error ledger; run the command again).
+
+    Raises:
+        ReviewError: No such learning, or it is not waiting for review.
+    """
+    now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    with session_scope(db) as session:
+        row = review.decide(session, learning_id, verb, by=by)
+        shown = {"id": row.id, "status": row.status, "title": row.title}
+    if verb == "accept":
+        edit = accept(learning_id, now)
+    else:
+        edit = retire(learning_id, f"rejected in review by {by}", now)
+        edit["status"] = REJECTED
+    try:
+        _apply_one(edit, _rows(db, [learning_id]).get(learning_id))
+        shown["note_synced"] = True
+    except (OSError, kb.NoteError) as exc:
+        with session_scope(db) as session:
+            control.record_error(
+                session,
+                kind="note_edit_failed",
+                severity="warn",
+                message=f"review {verb} {learning_id}: {type(exc).__name__}: {exc}"[:500],
+            )
+        shown["note_synced"] = False
+    return shown

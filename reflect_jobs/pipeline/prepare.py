@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reflect_jobs import boundary, kb
-from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal
+from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal, origins
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
 from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go, first_defer
@@ -381,6 +381,9 @@ def _prepare(run: StageRun) -> None:
                 "watermark": planned,
                 # The repository its learnings are scoped to (ARCHITECTURE §13).
                 "repo": repo,
+                # Who wrote each slice line, run-length encoded: the write stage locates
+                # each learning's evidence in it (ARCHITECTURE §6, evidence_origin).
+                "origins": origins.encode(prepared.slice_origins),
                 # The add stage changes only these items (the ids the prompt offered).
                 "items_offered": offered.uids,
                 # Which pass this is and its model (read by the write stage; §14.1).

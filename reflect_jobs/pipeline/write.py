@@ -33,6 +33,7 @@ from reflect_jobs.writer.actions import (
     plan_actions,
     strip_fence,
 )
+from reflect_jobs.writer.evidence import sent_slice
 from reflect_jobs.writer.items import answer_object, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
@@ -62,6 +63,10 @@ class WriteTicket:
     model: str = ""
     #: The cost row holding the answer (set once it is recorded or reused).
     cost_row_id: int | None = None
+    #: Who wrote each slice line (``prepare_stats["origins"]``, run-length codes).
+    origins: str = ""
+    #: The slice exactly as the prompt held it, once read: evidence is checked against it.
+    slice_text: str | None = None
 
 
 def run_write(rt: Runtime, job_id: str) -> None:
@@ -115,12 +120,14 @@ def _claim(run: StageRun, session: Session, job: Job) -> WriteTicket | Held:
         invalid_threshold=s.invalid_threshold,
         token_max=s.token_max,
     )
-    pass_info = (job.prepare_stats or {}).get("pass") or {}
+    stats = job.prepare_stats or {}
+    pass_info = stats.get("pass") or {}
     return WriteTicket(
         ctx,
         job.slice_path,
         list(job.related_ids or []),
         str(pass_info.get("model") or "") if isinstance(pass_info, dict) else "",
+        origins=str(stats.get("origins") or ""),
     )
 
 
@@ -135,6 +142,11 @@ def _write(run: StageRun) -> None:
     answer = paid_call.call(s, spec, _gates(rt, run, backend_name), lambda: _prompt(ticket))
     if isinstance(answer, Defer):
         _held(rt, job_id, worker, answer)
+        return
+    if answer.reused and ticket.ctx.expect_actions and not _read_slice(ticket):
+        # Its evidence is checked against the slice that was sent: rebuild the slice
+        # (free); the recorded answer stays pending and is reused then.
+        _back_to_prepare(rt, job_id, worker)
         return
     ticket.cost_row_id = answer.row_id
     outcome, plan = decide(answer.result, answer.missing, ticket)
@@ -222,6 +234,19 @@ def _held(rt: Runtime, job_id: str, worker: str, held: Defer) -> None:
     rt.dispatcher.schedule("write", job_id, held.until if held.until > utcnow() else None)
 
 
+def _read_slice(ticket: WriteTicket) -> bool:
+    """Read the job's slice onto the ticket; False when it is gone (deleted, disk cleaned)."""
+    if ticket.slice_text is not None:
+        return True
+    if not ticket.slice_path:
+        return False
+    try:
+        ticket.slice_text = Path(ticket.slice_path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return True
+
+
 def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
     """The slice is gone (deleted, disk cleaned): rebuild it instead of failing the job."""
     with owned(rt, job_id, worker) as (session, job):
@@ -241,9 +266,8 @@ def _back_to_prepare(rt: Runtime, job_id: str, worker: str) -> None:
 def _prompt(ticket: WriteTicket) -> str:
     """The prompt: the static instructions, the revision block and the slice (read now)."""
     assert ticket.slice_path is not None
-    return build_prompt(
-        Path(ticket.slice_path).read_text(encoding="utf-8"), allowed_ids=ticket.related
-    )
+    ticket.slice_text = Path(ticket.slice_path).read_text(encoding="utf-8")
+    return build_prompt(ticket.slice_text, allowed_ids=ticket.related)
 
 
 def decide(
@@ -265,8 +289,14 @@ def decide(
     plan = None
     if outcome.disposition == "ok" and ticket.ctx.expect_actions:
         try:
-            plan = plan_actions(parse_actions(result.text), allowed_ids=set(ticket.related))
+            # Evidence or nothing (ARCHITECTURE §6): each CREATE's quote must occur in the
+            # slice this very prompt held.
+            sent = sent_slice(ticket.slice_text or "", ticket.origins)
+            plan = plan_actions(
+                parse_actions(result.text), allowed_ids=set(ticket.related), sent=sent
+            )
             plan.items = plan_items(answer_object(_unfenced(result.text)))
+            plan.writer = result.backend
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
     if result.backend == "heuristic" and outcome.entries:
@@ -362,6 +392,10 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
         "updates": plan.updates,
         "deletes": plan.deletes,
         "notes": plan.notes,
+        # CREATEs whose evidence was missing or not in the slice (ARCHITECTURE §6)
+        "dropped_unevidenced": plan.dropped_unevidenced,
+        # which writer answered: the heuristic writer's learnings wait for review (§7.1)
+        "writer": plan.writer,
     }
     if plan.items is not None:  # the reflector's part: applied by the add stage
         out["items"] = plan.items

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from reflect_jobs import kb
+from reflect_jobs.lifecycle import is_told
 
 from . import store
 
@@ -87,7 +88,8 @@ def sync(
 
     Args:
         kb_path: The KB root (the store is ``index/context.db`` under it).
-        changed: ``(note, digest)`` of active notes whose bytes changed.
+        changed: ``(note, digest)`` of active (and proposed) notes whose bytes changed;
+            proposed ones are removed from the store rather than written.
         removed: Ids retired, superseded or deleted in this pass.
         force: Empty the store first (``reindex --force``).
         all_active: Lists every active note; used when the store was never filled.
@@ -106,7 +108,12 @@ def sync(
         pairs = list(changed)
         if not store.is_populated(conn):
             pairs = all_active(kb_path)
-        store.delete_many(conn, [str(i) for i in removed])
+        # Only what may be told: a proposed learning waits for review (ARCHITECTURE §7.1)
+        # and is never in the store, so neither the session-start block, per-prompt recall
+        # nor the MCP ``recent``/``context`` tools can tell it.
+        held = [n.id for n, _ in pairs if not is_told(n.frontmatter.get("status"))]
+        pairs = [(n, d) for n, d in pairs if is_told(n.frontmatter.get("status"))]
+        store.delete_many(conn, [str(i) for i in [*removed, *held]])
         written = store.upsert_many(conn, [row_from_note(n, d) for n, d in pairs])
         store.mark_populated(conn)
         return written

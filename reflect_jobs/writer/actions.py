@@ -16,6 +16,7 @@ from typing import Any
 
 from reflect_jobs.lifecycle import normalise_causal_type
 from reflect_jobs.sanitize import clean_text
+from reflect_jobs.writer.evidence import EVIDENCE_MAX_CHARS, SCAN_CHARS, SentSlice, quote_key
 
 MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
@@ -64,8 +65,12 @@ class ActionPlan:
     deletes: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped_over_cap: int = 0
+    #: CREATEs dropped because their evidence is missing or not in the sent slice (§6).
+    dropped_unevidenced: int = 0
     #: The answer's reflection-store plan (``writer/items.py``), ``None`` when not parsed.
     items: dict | None = None
+    #: The backend that answered (``ModelResult.backend``); ``heuristic`` means no model.
+    writer: str = ""
 
     @property
     def empty(self) -> bool:
@@ -314,7 +319,42 @@ def _action_name(action: dict, index: int, notes: list[str]) -> str | None:
     return None
 
 
-def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
+def _evidence_of(action: dict, learning: dict | None) -> Any:
+    """The quote a CREATE or UPDATE gives: ``learning.evidence``, else the action's own."""
+    if isinstance(learning, dict) and learning.get("evidence") is not None:
+        return learning.get("evidence")
+    return action.get("evidence")
+
+
+def _unchecked_evidence(raw: Any) -> str:
+    """A quote kept as written, bounded, when no sent slice is given to check it against."""
+    text = _to_str(raw[:SCAN_CHARS] if isinstance(raw, str) else raw)
+    return _cut(" ".join(text.split()), EVIDENCE_MAX_CHARS)
+
+
+def _check_create(
+    learning: dict, raw: Any, sent: SentSlice | None, index: int, notes: list[str]
+) -> bool:
+    """Put the CREATE's checked evidence on ``learning``; False when it must be dropped."""
+    if sent is None:
+        learning["evidence"] = _unchecked_evidence(raw)
+        learning["evidence_origin"] = ""
+        return True
+    found = sent.find(raw)
+    if found is None:
+        why = "no evidence" if quote_key(raw) is None else "evidence not in the slice"
+        notes.append(f"action #{index}: dropped CREATE {_snippet(learning['title'])!r}: {why}")
+        return False
+    if isinstance(raw, str) and len(raw) > EVIDENCE_MAX_CHARS:
+        notes.append(f"action #{index}: evidence cut from {len(raw)} to {EVIDENCE_MAX_CHARS} chars")
+    learning["evidence"] = found.quote
+    learning["evidence_origin"] = found.origin
+    return True
+
+
+def plan_actions(
+    actions: Any, *, allowed_ids: set[str], sent: SentSlice | None = None
+) -> ActionPlan:
     """Turn parsed actions into an ``ActionPlan``. Total: never raises.
 
     ``allowed_ids`` must be the ids the revision block listed, in the same format; a target id
@@ -324,14 +364,19 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
         actions: What :func:`parse_actions` returned (any value: a non-list gives an empty
             plan with a note).
         allowed_ids: The ids the revision block listed; non-string members are ignored.
+        sent: The slice the prompt held (:func:`reflect_jobs.writer.evidence.sent_slice`).
+            Given (the write stage always gives it), a CREATE is kept only when its
+            ``evidence`` occurs in it, and an UPDATE's evidence is kept only then; ``None``
+            keeps every CREATE with its evidence unchecked (for callers that check later).
 
     Returns:
         The :class:`ActionPlan`: normalised CREATEs with every field bounded
         (:func:`cap_learning`; the first ``MAX_CREATES``, the rest counted in
-        ``skipped_over_cap``), ``{target_id, reason}`` UPDATEs and DELETEs for
-        listed ids, and one note per dropped, cut or corrected action (an action name in the
-        wrong case is accepted with a note; a field over its size bound is truncated with
-        a note naming it).
+        ``skipped_over_cap``) and ``evidence``/``evidence_origin`` set, ``{target_id,
+        reason}`` UPDATEs (with ``evidence``/``evidence_origin`` when their quote was found)
+        and DELETEs for listed ids, ``dropped_unevidenced``, and one note per dropped, cut
+        or corrected action (an action name in the wrong case is accepted with a note; a
+        field over its size bound is truncated with a note naming it).
     """
     plan = ActionPlan()
     allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}
@@ -352,6 +397,10 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
                 plan.notes.append(f"action #{index}: CREATE missing learning.title")
                 continue
             normalised = normalise_learning(learning, action.get("scope"))
+            raw = _evidence_of(action, learning)
+            if not _check_create(normalised, raw, sent, index, plan.notes):
+                plan.dropped_unevidenced += 1
+                continue
             for reason in cap_learning(normalised):
                 plan.notes.append(f"action #{index}: {reason}")
             creates.append(normalised)
@@ -367,6 +416,12 @@ def plan_actions(actions: Any, *, allowed_ids: set[str]) -> ActionPlan:
             )
             reason = _cut(reason, REASON_MAX_CHARS)
         rev = {"target_id": target, "reason": reason}
+        if name == "UPDATE" and (raw := _evidence_of(action, action.get("learning"))):
+            found = sent.find(raw) if sent is not None else None
+            if found is not None:
+                rev["evidence"], rev["evidence_origin"] = found.quote, found.origin
+            elif sent is not None:
+                plan.notes.append(f"action #{index}: UPDATE evidence not in the slice: ignored")
         (plan.updates if name == "UPDATE" else plan.deletes).append(rev)
     if len(creates) > MAX_CREATES:
         plan.skipped_over_cap = len(creates) - MAX_CREATES

@@ -93,6 +93,7 @@ def _learning(rule: Rule, window: tuple[str, str, str]) -> dict:
         "entities": [],
         "causal_relations": [],
         "scope": "repo",
+        # the correction verbatim, as the slice has it: evidence or nothing (ARCHITECTURE §6)
         "evidence": rule.evidence,
         "body": f"## Context\n{context}\n\n(Extracted by the heuristic backend: no model was used.)",
     }

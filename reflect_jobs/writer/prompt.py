@@ -44,8 +44,10 @@ Each action is one of:
     "entities": ["<proper noun: tool, library, service>", ...],
     "causal_relations": [{"source": "<x>", "target": "<y>",
                           "type": "caused_by|causes|enables|prevents"}],
-    "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>"}}
-- {"action": "UPDATE", "target_id": "<an allowed id>", "reason": "<one sentence>"}
+    "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>",
+    "evidence": "<a verbatim quote of the slice, at most 300 characters>"}}
+- {"action": "UPDATE", "target_id": "<an allowed id>", "reason": "<one sentence>",
+   "evidence": "<a verbatim quote of the slice that confirms it>"}
 - {"action": "DELETE", "target_id": "<an allowed id>", "reason": "<one sentence>"}
 
 Rules:
@@ -56,6 +58,17 @@ Rules:
   ignored.
 - Keep only what a developer six months from now would act on: corrections, confirmed root
   causes, explicit rules and decisions. Skip chit-chat, one-off facts and speculation.
+- Evidence: every CREATE must carry "evidence", copied character for character from the
+  slice's dialogue lines (not from its "#" header, not from the belief-revision or items
+  sections): the person's own words, or the observed outcome that proves the learning (the
+  test that now passes, the error that went away). At least a few words, at most 300
+  characters, one continuous passage: no ellipses, no paraphrase, no joining of two places.
+  A CREATE whose evidence is not found in the slice is discarded. An UPDATE's "evidence"
+  says why the listed learning is confirmed.
+- Not a learning: a hypothesis the session did not confirm; an approach that was tried
+  and abandoned (unless the lesson is why it failed, and the slice shows that); a task
+  instruction for this session only ("now rename the file"); a one-off fact (a value, a
+  path, a count that holds only today). Answer fewer CREATEs rather than unproven ones.
 - At most 12 CREATE actions.
 - scope: "global" for a general lesson that holds in any repository ("never use a bare
   except"); "repo" (the default) for one about this repository ("this repo is a pnpm
