@@ -122,8 +122,10 @@ def _mcp_context(home: Path, bare: dict[str, str], cwd: Path) -> str:
     entry = json.loads((home / ".copilot" / "mcp-config.json").read_text())["mcpServers"][
         "reflect-jobs"
     ]
+    # The harness starts the server in the session's working directory: that is the
+    # repository it serves (ARCHITECTURE §13, reads limited to it and the globals).
     params = StdioServerParameters(
-        command=entry["command"], args=entry["args"], env={**bare, **entry["env"]}
+        command=entry["command"], args=entry["args"], env={**bare, **entry["env"]}, cwd=str(cwd)
     )
 
     async def ask() -> str:
@@ -186,6 +188,13 @@ def test_fresh_home_install_capture_drain_recall_then_purge(harness, tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and "lrn-" not in told:
             time.sleep(0.5)
+            # The heuristic writer's learning waits for review (ARCHITECTURE §7.1): the
+            # person accepts it, as the installed CLI with the bare environment.
+            waiting = subprocess.run(
+                [rj, "review", "--json"], env=bare, capture_output=True, text=True
+            )
+            for item in json.loads(waiting.stdout or "[]") if waiting.returncode == 0 else []:
+                subprocess.run([rj, "review", "accept", item["id"]], env=bare, check=True)
             if harness == "copilot":
                 docs = custom_kb / "documents"
                 if (
