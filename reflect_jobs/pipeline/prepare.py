@@ -123,10 +123,20 @@ def restricted(
 SIBLING_WAIT = timedelta(seconds=5)
 
 
-def _plan(rt: Runtime, path: str, deep: bool, state: SessionState | None) -> PassPlan:
-    """The checkpoint decision for this capture: the fill read from the transcript's end."""
+def _plan(
+    rt: Runtime, path: str, deep: bool, state: SessionState | None, floor: int = 0
+) -> PassPlan:
+    """The checkpoint decision for this capture: the fill read from the transcript's end.
+
+    ``floor`` is the size the session's previous capture saw: the fill is looked for only
+    in what was written since (the previous capture found what lies before it, and
+    ``state`` kept it), so a huge line early in a session is not read again at every Stop.
+    """
     s = rt.settings
-    tokens = context_tokens(path) if s.checkpoints else None
+    floor = floor if state is not None else 0  # no fill kept: read back as far as needed
+    tokens = context_tokens(path, floor=floor) if s.checkpoints else None
+    if tokens is None and floor and state is not None and state.fill_pct > 0:
+        tokens = round(state.fill_pct * s.context_window / 100)  # nothing new: as it was
     return plan_pass(
         deep=deep,
         tokens=tokens,
@@ -179,6 +189,10 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         cp_state = checkpoints.state(session, harness, session_id, path)
         deep, cwd = bool(job.deep), job.cwd
         prev = session.get(Transcript, transcript_key(path))
+        # what the previous capture of this transcript already scanned for the fill
+        floor = prev.size if prev is not None and prev.size else 0
+        if job.transcript_size is not None and floor > job.transcript_size:
+            floor = 0  # the file shrank (rewritten): read it all
         unchanged = (
             prev is not None
             and prev.last_job_id != job.id
@@ -203,7 +217,7 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
         outcome, detail = boundary.RESTRICTED_OUTCOME, f"boundary command: {why}"
     else:
         try:
-            pass_plan = _plan(rt, path, deep, cp_state)
+            pass_plan = _plan(rt, path, deep, cp_state, floor)
             if not pass_plan.make_pass:
                 outcome, detail = BELOW_CHECKPOINT, pass_plan.reason
             else:

@@ -55,8 +55,7 @@ class RefreshStats:
 
 def _tail_hash(fh: Any, offset: int) -> str:
     start = max(0, offset - TAIL)
-    fh.seek(start)
-    return hashlib.sha256(fh.read(offset - start)).hexdigest()[:32]
+    return hashlib.sha256(os.pread(fh.fileno(), offset - start, start)).hexdigest()[:32]
 
 
 def _expired(deadline: float | None) -> bool:

@@ -60,13 +60,13 @@ def iter_lines(
         ``(line, offset)``: the line without its newline (``None`` when it was over
         ``limit``) and the offset just past it.
     """
-    fh.seek(start)
+    fd = fh.fileno()
     pos = start
     pending: list[bytes] = []
     held = 0
     skipping = False
     while pos < end:
-        chunk = fh.read(min(READ_BLOCK, end - pos))
+        chunk = os.pread(fd, min(READ_BLOCK, end - pos), pos)  # no shared file position
         if not chunk:
             return
         i = 0
