@@ -15,12 +15,30 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .index import ReflectionIndex, index_path
 from .requests import clear_request, pending_requests
 from .store import known_repos
 
-__all__ = ["RefreshReport", "refresh_known"]
+__all__ = ["RefreshReport", "known_log_dirs", "refresh_known"]
+
+
+def known_log_dirs(index: ReflectionIndex, kb: Path) -> dict[str, Path]:
+    """``repo key -> log directory`` of every repository :func:`.store.known_repos` lists.
+
+    Args:
+        index: This machine's index.
+        kb: ``$GLOBAL_LEARNINGS_PATH``.
+
+    Returns:
+        The log directories by repo key (whichever shape ``known_repos`` returns: a mapping
+        of keys to log directories, or repositories with ``key`` and ``log_dir``).
+    """
+    known: Any = known_repos(index, kb)
+    if isinstance(known, dict):
+        return {key: Path(log_dir) for key, log_dir in known.items()}
+    return {repo.key: Path(repo.log_dir) for repo in known}
 
 
 @dataclass
@@ -55,7 +73,7 @@ def refresh_known(
     index = ReflectionIndex(index_path(reflect_home))
     try:
         repos = {k: Path(v) for k, v in requested.items()}
-        for key, log_dir in known_repos(index, kb).items():
+        for key, log_dir in known_log_dirs(index, kb).items():
             repos.setdefault(key, log_dir)
         for key, log_dir in repos.items():
             report.repos += 1

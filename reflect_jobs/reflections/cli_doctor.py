@@ -19,14 +19,15 @@ import click
 
 from reflect_jobs.envpaths import home_dir_str
 
+from .background import known_log_dirs
 from .events import MAX_LINE_BYTES, host_name
 from .home import HomeError, resolve_repo
 from .index import ReflectionIndex, index_path
-from .store import known_repos
 
-__all__ = ["describe", "doctor", "refresh"]
+__all__ = ["IGNORED", "describe", "doctor", "refresh"]
 
-_IGNORED = ("other_host", "reused", "bad", "oversize")
+#: The counters of lines that were not folded (``future`` times are clamped, not ignored).
+IGNORED = ("other_host", "reused", "bad", "oversize")
 
 
 def _kb(env: dict[str, str]) -> Path:
@@ -38,12 +39,12 @@ def _targets(
     index: ReflectionIndex, repo: str | None, all_repos: bool, env: dict[str, str]
 ) -> dict[str, Path]:
     if all_repos:
-        return known_repos(index, _kb(env))
+        return known_log_dirs(index, _kb(env))
     try:
         resolved = resolve_repo(repo, Path.cwd(), env)
     except HomeError as exc:
         raise click.UsageError(str(exc)) from None
-    return {resolved.key: resolved.log_dir}
+    return {resolved.key: Path(resolved.log_dir)}
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -56,7 +57,8 @@ def describe(row: dict[str, Any]) -> str:
         E.g. ``beta.jsonl: 12 events; ignored 3 claiming another host, 1 reusing an event
         id; 2 future times clamped``.
     """
-    parts = [f"{Path(row['log']).name}: {row['events']} events"]
+    count = row["events"]
+    parts = [f"{Path(row['log']).name}: {count} event{'' if count == 1 else 's'}"]
     ignored = [
         f"{row['other_host']} claiming another host" if row["other_host"] else "",
         f"{row['reused']} reusing an event id" if row["reused"] else "",
@@ -109,7 +111,7 @@ def doctor(all_repos: bool, repo: str | None, as_json: bool) -> None:
                     click.echo("  " + describe(row))
         if not rows:
             click.echo("no reflection logs")
-    if any(row[k] for row in rows for k in _IGNORED):
+    if any(row[k] for row in rows for k in IGNORED):
         raise SystemExit(1)
 
 

@@ -13,7 +13,8 @@ Before they are ordered, event times are clamped to [the item's creation, now + 
 an event stamped in the far future cannot sort after every honest change for ever (nor keep
 its item fresh for ever, nor overflow a date), and a change stamped before the item it
 changes (a machine whose clock is behind) is ordered 1 µs after the creation, not before
-it. The index clamps the upper end when it first reads an event (:data:`FUTURE_SLACK` after
+it — changes clamped alike keep their own order (the key is the clamped time, then
+:func:`sort_key`). The index clamps the upper end when it first reads an event (:data:`FUTURE_SLACK` after
 that moment), so a later fold does not move the bound along with the clock.
 
 Stale is never written: an open item whose last event is older than :data:`STALE_AFTER`
@@ -313,10 +314,8 @@ def fold_item(events: Iterable[dict[str, Any]], now: datetime | None = None) -> 
     if first is None:
         return None
     floor = after_creation(first)
-    ordered = sorted(
-        ({**e, "ts": effective_ts(e, first, floor)} for e in capped),
-        key=sort_key,
-    )
+    keyed = sorted(((effective_ts(e, first, floor), *sort_key(e)), e) for e in capped)
+    ordered = [{**e, "ts": key[0]} for key, e in keyed]
     folder = Folder()
     for e in ordered:
         folder.feed(e)

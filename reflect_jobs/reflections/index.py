@@ -224,7 +224,8 @@ class ReflectionIndex:
         free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
         pages = self._conn.execute("PRAGMA page_count").fetchone()[0]
         if free * page >= SHRINK_MIN_BYTES and free * 4 >= pages:
-            self._conn.execute("PRAGMA incremental_vacuum")
+            # sqlite3_exec steps it to the end (a cursor's execute frees one page only)
+            self._conn.executescript("PRAGMA incremental_vacuum;")
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- reads ---------------------------------------------------------------------------
@@ -366,6 +367,24 @@ class ReflectionIndex:
         for repo, path in self._conn.execute("SELECT repo, path FROM logs ORDER BY repo, path"):
             out.setdefault(repo, Path(path).parent)
         return out
+
+    def forget(self, repo: str) -> None:
+        """Drop every row of ``repo`` (its logs are read again under whatever key names them).
+
+        Args:
+            repo: The repo key.
+        """
+        conn = self._conn
+
+        def body() -> None:
+            conn.execute(
+                "DELETE FROM items_fts WHERE rowid IN (SELECT rid FROM items WHERE repo = ?)",
+                (repo,),
+            )
+            for table in ("items", "events", "logs", "dirty"):
+                conn.execute(f"DELETE FROM {table} WHERE repo = ?", (repo,))  # noqa: S608
+
+        tx(conn, body)
 
     def bad_lines(self, repo: str) -> int:
         """How many invalid lines the logs of ``repo`` hold (skipped by the fold).

@@ -108,7 +108,7 @@ def _fold_batch(conn: sqlite3.Connection, repo: str, uids: list[str], stats: Any
         " CASE WHEN e.op != 'add' AND e.ts <= b.first THEN b.floor ELSE e.ts END AS k"
         " FROM _batch b JOIN events e ON e.repo = ? AND e.uid = b.uid"
         " WHERE b.first IS NOT NULL"
-        " ORDER BY e.uid, k, e.host, e.op != 'add', e.eid",
+        " ORDER BY e.uid, k, e.ts, e.host, e.op != 'add', e.eid",
         (repo,),
     )
     changed: list[str] = []

@@ -5,7 +5,7 @@ seen, events, items waiting to be folded again, folded items, their FTS5 twin), 
 tokenizer and column weights, and how an ``items`` row becomes an
 :class:`~reflect_jobs.reflections.fold.Item`.
 
-Schema 2: an event id is the key of ``events`` within a repository (a reuse in another log
+Schema 3: an event id is the key of ``events`` within a repository (a reuse in another log
 is ignored and counted), ``dirty`` makes a refresh resumable in bounded transactions, the
 per-log counters say what a log held that was not folded, and the file is created with
 ``auto_vacuum = INCREMENTAL`` so it can give space back when logs shrink.
@@ -18,7 +18,9 @@ from typing import Any
 
 from .fold import Item
 
-SCHEMA_VERSION = 2
+#: 3: events keyed by (repo, eid), the ``dirty`` queue, per-log counters, incremental
+#: auto-vacuum (issue 24). Any other version is deleted and rebuilt from the logs.
+SCHEMA_VERSION = 3
 TAIL = 4096
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _WEIGHTS = "4.0, 1.0, 1.0"
