@@ -89,7 +89,7 @@ def write_log(
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
             item = i // (1 + edits_per_item)
-            uid = f"{salt}{item:012x}"
+            uid = hashlib.blake2b(f"{host}/{item}".encode(), digest_size=8).hexdigest()
             ts = (t0 + timedelta(microseconds=i * 1000)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             common = {"eid": f"{salt}{i:012x}", "uid": uid, "ts": ts, "host": host}
             if i % (1 + edits_per_item) == 0:

@@ -33,11 +33,17 @@ BUDGET_BYTES = 64 * 1024
 BUDGET_SEC = 1.0
 #: The ages after which an open item reads stale (as ``reflections/fold.py:STALE_AFTER``).
 _STALE_DAYS = {"reflector": 7, "person": 30, "skill": 30}
-_COLUMNS = "id, kind, title, body, by, created_at, updated_at"
-_WHERE = (
-    "repo = ? AND base = 'open' AND updated_at >= "
-    "CASE by WHEN 'person' THEN ? WHEN 'skill' THEN ? ELSE ? END"
+#: The newest open items a reader looks at (by creation). The block shows ten and the
+#: count of the rest: its work stays bounded however many items a log brings (an index of
+#: 500,000 open items would otherwise be walked at every session start).
+SCAN_CAP = 2000
+_COLUMNS = "i.id, i.kind, i.title, i.body, i.by, i.created_at, i.updated_at"
+#: The newest open items, walked in the ``items_open`` index alone (no row is read).
+_RECENT = (
+    "(SELECT rowid AS r, created_at, uid, kind, by, updated_at FROM items"
+    " WHERE repo = ? AND base = 'open' ORDER BY created_at DESC, uid DESC LIMIT ?) s"
 )
+_FRESH = "s.updated_at >= CASE s.by WHEN 'person' THEN ? WHEN 'skill' THEN ? ELSE ? END"
 
 
 def _cutoffs(now: datetime) -> dict[str, str]:
@@ -51,18 +57,21 @@ def _cutoffs(now: datetime) -> dict[str, str]:
 
 
 def _query(conn: Any, key: str, now: datetime, limit: int) -> tuple[list[dict[str, str]], int]:
-    """Fresh open items of ``key`` in context order, and how many there are."""
+    """Fresh open items of ``key`` in context order, and how many there are.
+
+    Both are read from the :data:`SCAN_CAP` newest open items only (a bounded index walk).
+    """
     c = _cutoffs(now)
-    args = (key, c["person"], c["skill"], c["reflector"])
-    total = int(conn.execute(f"SELECT count(*) FROM items WHERE {_WHERE}", args).fetchone()[0])
+    args = (key, SCAN_CAP, c["person"], c["skill"], c["reflector"])
+    total = int(conn.execute(f"SELECT count(*) FROM {_RECENT} WHERE {_FRESH}", args).fetchone()[0])
     out: list[dict[str, str]] = []
     for handoffs in (True, False):
-        if len(out) >= limit:
+        if len(out) >= limit or len(out) >= total:
             break
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM items WHERE {_WHERE}"
-            f" AND kind {'=' if handoffs else '!='} 'handoff'"
-            " ORDER BY created_at DESC, uid DESC LIMIT ?",
+            f"SELECT {_COLUMNS} FROM {_RECENT} JOIN items i ON i.rowid = s.r"
+            f" WHERE {_FRESH} AND s.kind {'=' if handoffs else '!='} 'handoff'"
+            " ORDER BY s.created_at DESC, s.uid DESC LIMIT ?",
             (*args, limit - len(out)),
         )
         names = ("id", "kind", "title", "body", "by", "created_at", "updated_at")
@@ -152,8 +161,9 @@ def open_items(
 
     Returns:
         ``(repo_key, items, total_open)``: items as ``{"id", "kind", "title", "body", "by",
-        "created_at", "updated_at"}``, handoffs first then newest first; ``(None, [], 0)``
-        outside a repository, ``(key, [], 0)`` when it has no logs.
+        "created_at", "updated_at"}``, handoffs first then newest first (both among the
+        :data:`SCAN_CAP` newest open items); ``(None, [], 0)`` outside a repository,
+        ``(key, [], 0)`` when it has no logs.
 
     Raises:
         sqlite3.Error: The index is locked past its timeout or damaged.

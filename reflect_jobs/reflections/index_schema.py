@@ -19,7 +19,8 @@ from typing import Any
 from .fold import Item
 
 #: 3: events keyed by (repo, eid), the ``dirty`` queue, per-log counters, incremental
-#: auto-vacuum (issue 24). Any other version is deleted and rebuilt from the logs.
+#: auto-vacuum, and ``items_open``: the session-start query walks the newest open items in
+#: the index alone (issue 24). Any other version is deleted and rebuilt from the logs.
 SCHEMA_VERSION = 3
 TAIL = 4096
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -56,7 +57,7 @@ CREATE TABLE IF NOT EXISTS items (
     updated_at TEXT NOT NULL, notes TEXT NOT NULL, seen TEXT NOT NULL DEFAULT '',
     UNIQUE (repo, uid)
 );
-CREATE INDEX IF NOT EXISTS items_repo ON items (repo, base, created_at);
+CREATE INDEX IF NOT EXISTS items_open ON items (repo, base, created_at, uid, kind, by, updated_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS items_fts USING fts5(title, body, notes, tokenize='{_TOKENIZER}');
 """
 
