@@ -95,7 +95,7 @@ def _fold_batch(conn: sqlite3.Connection, repo: str, uids: list[str], stats: Any
     conn.execute("DELETE FROM _batch")
     conn.executemany("INSERT INTO _batch (uid) VALUES (?)", [(u,) for u in uids])
     firsts = conn.execute(
-        "SELECT e.uid, min(e.ts), min(e.seen) FROM _batch b JOIN events e"
+        "SELECT e.uid, min(e.ts), min(e.seen) FROM _batch b CROSS JOIN events e"
         " ON e.repo = ? AND e.uid = b.uid AND e.op = 'add' GROUP BY e.uid",
         (repo,),
     ).fetchall()
@@ -106,7 +106,7 @@ def _fold_batch(conn: sqlite3.Connection, repo: str, uids: list[str], stats: Any
     rows = conn.execute(
         "SELECT e.uid, e.line, b.seen,"
         " CASE WHEN e.op != 'add' AND e.ts <= b.first THEN b.floor ELSE e.ts END AS k"
-        " FROM _batch b JOIN events e ON e.repo = ? AND e.uid = b.uid"
+        " FROM _batch b CROSS JOIN events e ON e.repo = ? AND e.uid = b.uid"
         " WHERE b.first IS NOT NULL"
         " ORDER BY e.uid, k, e.ts, e.host, e.op != 'add', e.eid",
         (repo,),
