@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python bench/bench_warm.py --repeat 2
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
+	$(BIN)/python bench/bench_hostile_store.py --runs 9
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
