@@ -82,6 +82,7 @@ bench: install
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
 	$(BIN)/python bench/bench_heuristic_writer.py
+	$(BIN)/python bench/bench_hostile_store.py --runs 9
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic

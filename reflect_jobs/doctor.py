@@ -449,6 +449,64 @@ def check_hooks(environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def check_reflections(s: Settings) -> dict[str, Any]:
+    """The reflection logs as last indexed: events ignored per log, a refresh left waiting.
+
+    A host log speaks only for its host (ARCHITECTURE §14): events claiming another host or
+    reusing an event id are ignored, invalid lines and lines over 64 KiB skipped. Read from
+    the index read-only (no refresh: doctor stays free); ``reflections doctor --all``
+    refreshes and lists every log.
+
+    Args:
+        s: The settings (``home``: the index and the refresh requests).
+
+    Returns:
+        A check: failing when a log held ignored events, or a refresh request has waited
+        more than 10 minutes (no worker serving them).
+    """
+    import sqlite3
+    import time
+
+    from .reflections.cli_doctor import IGNORED, describe
+    from .reflections.index_schema import COUNTERS
+    from .reflections.requests import DIR
+
+    name = "reflection logs"
+    path = s.home / "reflections-index.db"
+    if not path.exists():
+        return _check(name, True, "no reflection index yet")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(
+                f"SELECT repo, path, events, {', '.join(COUNTERS)} FROM logs ORDER BY repo, path"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return _check(name, True, f"index not readable now ({exc}); the next refresh rebuilds it")
+    keys = ("repo", "log", "events", *COUNTERS)
+    logs = [dict(zip(keys, r, strict=True)) for r in rows]
+    flagged = [r for r in logs if any(r[k] for k in IGNORED)]
+    requests = s.home / DIR
+    waiting = [
+        p for p in (requests.glob("*.json") if requests.is_dir() else [])
+        if time.time() - p.stat().st_mtime > 600
+    ]  # fmt: skip
+    problems = [f"{r['repo']}: {describe(r)}" for r in flagged]
+    if waiting:
+        problems.append(f"{len(waiting)} refresh request(s) waiting over 10 minutes")
+    if not problems:
+        return _check(name, True, f"{len(logs)} log(s), nothing ignored")
+    fix = (
+        "a synced log spoke for another host or reused event ids: see `reflections doctor"
+        " --all` and remove or fix that log"
+        if flagged
+        else "start the worker (`reflect-jobs worker`) or run `reflections refresh --all`"
+    )
+    return _check(name, False, "; ".join(problems), fix)
+
+
 def run_checks(s: Settings, resolved: Any = None) -> list[dict[str, Any]]:
     """Every check, in the order ``doctor`` prints them.
 
@@ -464,7 +522,7 @@ def run_checks(s: Settings, resolved: Any = None) -> list[dict[str, Any]]:
     Returns:
         The checks of the config file, the agreement of hooks/service/MCP/config, the
         backend, ledger, queue, KB, embedding model, each harness's hooks, the hook's
-        errors and the worker (``{"name", "ok", "detail", "fix"}`` each).
+        errors, the worker and the reflection logs (``{"name", "ok", "detail", "fix"}`` each).
     """
     from dataclasses import replace
 
@@ -511,4 +569,5 @@ def run_checks(s: Settings, resolved: Any = None) -> list[dict[str, Any]]:
         *check_hooks(),
         doctor_config.check_hook_errors(s),
         halted or doctor_config.check_worker(s, workers, last_beat),
+        check_reflections(s),
     ]

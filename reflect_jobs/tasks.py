@@ -319,6 +319,31 @@ def dedupe_reflections() -> list[dict[str, Any]]:
     return [r.to_json() for r in reports if r.status not in ("not_due", "too_few")]
 
 
+@huey.periodic_task(crontab(minute="*"))
+def refresh_reflections() -> dict[str, Any]:
+    """Every minute: bring the reflection index up to date, in the background, bounded.
+
+    The session-start hook and ``status --line`` only read the last committed index and
+    leave a request when the logs moved beyond their small budget (ARCHITECTURE §14); this
+    serves the requests and every repository this machine knows. A big log is indexed over
+    several runs (40 s of work each, committed as it goes); a refresh already running in
+    another process is not waited for.
+
+    Returns:
+        ``{"repos", "refreshed", "events", "unfinished", "errors"}``.
+    """
+    from dataclasses import asdict
+
+    from .reflections.background import refresh_known
+    from .reflections.events import host_name
+
+    runtime()  # logging configured, modes repaired
+    report = refresh_known(settings.home, settings.kb_path, host_name())
+    if report.refreshed or report.errors:
+        log.info("reflections refreshed", **asdict(report))
+    return asdict(report)
+
+
 STAGE_TASKS = {"prepare": prepare, "write": write, "add": add}
 
 

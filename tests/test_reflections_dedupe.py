@@ -159,8 +159,11 @@ def test_the_last_pass_flag_is_claimed_once_and_put_back(tmp_path):
 # --- end to end through the real CLI and the stub claude -------------------------------
 
 
-def _add(env, repo: Path, title: str, kind: str = "action") -> str:  # type: ignore[no-untyped-def]
-    out = env.run("reflections", "add", "--kind", kind, "--title", title, "--repo", str(repo))
+def _add(env, repo: Path, title: str, kind: str = "action", by: str = "reflector") -> str:  # type: ignore[no-untyped-def]
+    # the reflector's items by default: the pass never drops a person's item (it holds it)
+    out = env.run(
+        "reflections", "add", "--kind", kind, "--title", title, "--repo", str(repo), "--by", by
+    )
     return out.stdout.strip()
 
 
@@ -190,6 +193,7 @@ def test_dedupe_end_to_end_drops_the_younger_twins_reopens_and_respects_interval
     distinct = _add(env, repo, "Add a retry to deploy.sh")
     twin2 = _add(env, repo, "The login test is flaky, fix it")
     fact = _add(env, repo, "Login uses port 6379 for sessions", kind="learning")
+    mine = _add(env, repo, "Make the login test stop flaking", by="person")
     _add(env, lonely, "Only one open item here")
     _add(env, other, "Write the login docs")
     _add(env, other, "Document the login flow")
@@ -215,6 +219,8 @@ def test_dedupe_end_to_end_drops_the_younger_twins_reopens_and_respects_interval
     report = _dedupe(env, "--repo", str(repo))
     assert report["status"] == "done" and report["dropped"] == 2 and _calls(env) == 2
     assert report["groups"][0]["keep"]["id"] == oldest
+    # a person's item is held for a person to drop, never dropped by the pass
+    assert [(h["id"], h["keep"]) for h in report["held"]] == [(mine, oldest)]
     sent = (prompts / "2.txt").read_text()
     assert all(i in sent for i in (oldest, twin1, twin2, distinct)) and fact not in sent
     call = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[-1])
@@ -229,6 +235,7 @@ def test_dedupe_end_to_end_drops_the_younger_twins_reopens_and_respects_interval
             "text": f"duplicate of {oldest}",
         }
     assert items[oldest]["status"] == "open" and items[distinct]["status"] == "open"
+    assert items[mine]["status"] == "open"
     assert items[fact]["status"] == "note"
     context = env.run("reflections", "context", "--repo", str(repo)).stdout
     assert oldest in context and twin1 not in context and twin2 not in context

@@ -16,7 +16,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,10 @@ from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
+
+#: Notes parsed and written per batch by a reindex without vectors (its memory follows
+#: this, not the number of notes).
+BATCH = 500
 
 __all__ = [  # FileManifest, manifest and index_lags live in file_manifest; re-exported
     "FileManifest",
@@ -131,13 +135,16 @@ def reindex(
     paths = kb.kb_paths(kb_path)
     stats = ReindexStats()
     lex = lexical_index(kb_path)
-    changed: list[tuple[kb.Note, str]] = []
-    lex_upserts: list[tuple[kb.Note, str, str]] = []
+    changed: list[tuple[kb.Note, str]] = []  # kept only for the graph (vectors on)
+    lex_batch: list[dict[str, str]] = []
+    ctx_batch: list[tuple[kb.Note, str]] = []
     drop_from_graph: list[str] = []
     graph_force = force
+    owed_recorded = False
     files = manifest(kb_path)
     upserts: list[tuple[str, int, int, str]] = []
     docs_mtime = paths.documents.stat().st_mtime_ns
+    ctx: Any = None
     try:
         # The full FTS integrity check is O(index); the incremental path only needs to know
         # the index opens and answers (a damaged file raises here). `repair`/`doctor` and
@@ -150,6 +157,25 @@ def reindex(
             lex.rebuild()
             files.clear()
             indexed = {}
+        from reflect_jobs.recall import refresh  # the context store (ARCHITECTURE §13)
+
+        ctx = refresh.ContextSync(kb_path, force=force, complete=not indexed)
+
+        def flush() -> None:
+            """Write the batch (lexical index, context store) and let its notes go."""
+            nonlocal owed_recorded
+            if not lex_batch and not ctx_batch:
+                return
+            if not owed_recorded:
+                # This process keeps no graph: whoever keeps it next rebuilds it from the
+                # notes — recorded before the lexical index moves on.
+                files.set_graph_owed({"force": True, "paths": [], "drop": []})
+                owed_recorded = True
+            lex.upsert_many(lex_batch)
+            ctx.add(ctx_batch)
+            lex_batch.clear()
+            ctx_batch.clear()
+
         known = files.load()
         on_disk: set[str] = set()
         seen_paths: set[str] = set()
@@ -157,14 +183,14 @@ def reindex(
         for name in links:  # never read: a synced KB may link a "note" to a private file
             stats.unreadable += 1
             stats.errors.append(f"{name}: a symbolic link, skipped (notes are never followed)")
-        for i, (name, key, st) in enumerate(notes, 1):
+        for i, (name, key, size, mtime_ns) in enumerate(notes, 1):
             stats.notes += 1
             if progress:
                 progress(i, len(notes))
             stem = name[:-3]
             seen_paths.add(key)
             prev = known.get(key)
-            if prev and prev[:2] == (st.st_size, st.st_mtime_ns) and indexed.get(stem) == prev[2]:
+            if prev and prev[:2] == (size, mtime_ns) and indexed.get(stem) == prev[2]:
                 on_disk.add(stem)
                 stats.unchanged += 1
                 continue
@@ -177,7 +203,7 @@ def reindex(
                 continue
             digest = _sha(data)
             on_disk.add(stem)
-            upserts.append((key, st.st_size, st.st_mtime_ns, digest))
+            upserts.append((key, size, mtime_ns, digest))
             if indexed.get(stem) == digest:
                 stats.unchanged += 1
                 continue
@@ -187,16 +213,21 @@ def reindex(
                 stats.unreadable += 1
                 stats.errors.append(f"{path.name}: {exc}")
                 continue
+            del data
             note.path = path
             on_disk.add(note.id)  # a hand-written note may be named differently from its id
             status = str(note.frontmatter.get("status") or ACTIVE)
-            lex_upserts.append((note, digest, status))
+            lex_batch.append(_lex_doc(note, digest, status))
             if is_retired(status):
                 stats.removed += 1
                 drop_from_graph.append(note.id)
             else:
                 stats.inserted += 1
-                changed.append((note, digest))
+                ctx_batch.append((note, digest))
+                if vectors:
+                    changed.append((note, digest))
+            if not vectors and len(lex_batch) >= BATCH:
+                flush()  # streaming: memory follows the batch, not the KB
         gone = [doc_id for doc_id in indexed if doc_id not in on_disk]
         stats.removed += len(gone)
         drop_from_graph += gone
@@ -213,27 +244,22 @@ def reindex(
                         "drop": drop_from_graph,
                     }
                 )
-        elif force or changed or drop_from_graph:
-            # This process keeps no graph: whoever keeps it next rebuilds it from the notes
-            # (one flag, not a list of paths that would be re-read on every pass).
+            owed_recorded = True
+        elif (force or drop_from_graph) and not owed_recorded:
             files.set_graph_owed({"force": True, "paths": [], "drop": []})
-        for note, digest, status in lex_upserts:
-            _lex_upsert(lex, note, digest, status)
+            owed_recorded = True
+        flush()
         for doc_id in gone:
             lex.remove(doc_id)
+        ctx.remove(drop_from_graph)
         files.save(upserts, [p for p in known if p not in seen_paths], docs_mtime)
     finally:
         lex.close()
         files.close()
-
-    try:  # the recall context store (ARCHITECTURE §13): never fails the reindex
-        from reflect_jobs.recall import refresh
-
-        refresh.sync(
-            kb_path, changed=changed, removed=drop_from_graph, force=force, all_active=_all_active
-        )
-    except (OSError, sqlite3.Error) as exc:
-        stats.errors.append(f"context store: {type(exc).__name__}: {exc}")
+    if ctx is not None:
+        ctx.finish(_iter_active)  # a store never filled is filled from every note, streamed
+        if ctx.error:
+            stats.errors.append(ctx.error)
 
     failpoint("mid:reindex")  # lexical index and manifest saved, graph/vector step not run
     if vectors and not (graph_force or changed or drop_from_graph):
@@ -299,14 +325,15 @@ def _take_owed(
     return bool(owed.get("force"))
 
 
-def _note_entries(documents: Path) -> tuple[list[tuple[str, str, os.stat_result]], list[str]]:
-    """``(name, path, stat)`` of the regular ``documents/*.md`` sorted by name, and the
-    names of those that are symbolic links (skipped, never followed or read).
+def _note_entries(documents: Path) -> tuple[list[tuple[str, str, int, int]], list[str]]:
+    """``(name, path, size, mtime_ns)`` of the regular ``documents/*.md`` sorted by name, and
+    the names of those that are symbolic links (skipped, never followed or read).
 
-    scandir + plain strings: at 5,000 notes pathlib's globbing, sorting and per-path
-    objects cost more than the whole incremental reindex should.
+    scandir + plain strings and ints: at 5,000 notes pathlib's globbing, sorting and
+    per-path objects cost more than the whole incremental reindex should, and at 100,000 a
+    stat object per note is memory the pass does not need.
     """
-    entries: list[tuple[str, str, os.stat_result]] = []
+    entries: list[tuple[str, str, int, int]] = []
     links: list[str] = []
     try:
         with os.scandir(documents) as it:
@@ -316,7 +343,8 @@ def _note_entries(documents: Path) -> tuple[list[tuple[str, str, os.stat_result]
                 if e.is_symlink():
                     links.append(e.name)
                 elif e.is_file(follow_symlinks=False):
-                    entries.append((e.name, e.path, e.stat(follow_symlinks=False)))
+                    st = e.stat(follow_symlinks=False)
+                    entries.append((e.name, e.path, st.st_size, st.st_mtime_ns))
     except FileNotFoundError:
         return [], []
     entries.sort(key=lambda x: x[0])
@@ -331,19 +359,20 @@ def _note_bytes(path: Path) -> bytes:
     return read_inside(path.parent.parent, path.parent.name, path.name, max_bytes=MAX_NOTE_BYTES)
 
 
-def _lex_upsert(lex: LexicalIndex, note: kb.Note, digest: str, status: str) -> None:
+def _lex_doc(note: kb.Note, digest: str, status: str) -> dict[str, str]:
+    """The lexical index's document of one note (for ``LexicalIndex.upsert_many``)."""
     fm = note.frontmatter
     fields = ("key_insight", "problem", "root_cause", "fix", "rule", "tags", "entities")
     text = " ".join(str(fm.get(k) or "") for k in fields)
-    lex.upsert(
-        note.id,
-        title=str(fm.get("title", "")),
-        body=text + "\n" + note.body,
-        path=str(note.path),
-        content_hash=digest,
+    return {
+        "doc_id": note.id,
+        "title": str(fm.get("title", "")),
+        "body": text + "\n" + note.body,
+        "path": str(note.path),
+        "content_hash": digest,
         # proposed notes are found by search, marked; retired ones are filtered out
-        status=status if is_retired(status) or status == PROPOSED else ACTIVE,
-    )
+        "status": status if is_retired(status) or status == PROPOSED else ACTIVE,
+    }
 
 
 def _update_graph(
@@ -426,8 +455,8 @@ def doc_text(note: kb.Note) -> str:
     return f"{head}\n\n{kb.without_evidence(note.body)}"
 
 
-def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
-    out = []
+def _iter_active(kb_path: Path) -> Iterator[tuple[kb.Note, str]]:
+    """Every active note with its digest, one at a time (streamed: never a list of all)."""
     for path in kb.iter_notes(kb_path):
         try:
             data = _note_bytes(path)
@@ -436,8 +465,12 @@ def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
             continue
         note.path = path
         if not is_retired(note.frontmatter.get("status")):
-            out.append((note, _sha(data)))
-    return out
+            yield note, _sha(data)
+
+
+def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
+    """Every active note with its digest, as a list (the graph's full rebuild)."""
+    return list(_iter_active(kb_path))
 
 
 def communities_owed(kb_path: Path) -> bool:

@@ -127,10 +127,20 @@ def restricted(
 SIBLING_WAIT = timedelta(seconds=5)
 
 
-def _plan(rt: Runtime, path: str, deep: bool, state: SessionState | None) -> PassPlan:
-    """The checkpoint decision for this capture: the fill read from the transcript's end."""
+def _plan(
+    rt: Runtime, path: str, deep: bool, state: SessionState | None, floor: int = 0
+) -> PassPlan:
+    """The checkpoint decision for this capture: the fill read from the transcript's end.
+
+    ``floor`` is the size the session's previous capture saw: the fill is looked for only
+    in what was written since (the previous capture found what lies before it, and
+    ``state`` kept it), so a huge line early in a session is not read again at every Stop.
+    """
     s = rt.settings
-    tokens = context_tokens(path) if s.checkpoints else None
+    floor = floor if state is not None else 0  # no fill kept: read back as far as needed
+    tokens = context_tokens(path, floor=floor) if s.checkpoints else None
+    if tokens is None and floor and state is not None and state.fill_pct > 0:
+        tokens = round(state.fill_pct * s.context_window / 100)  # nothing new: as it was
     return plan_pass(
         deep=deep,
         tokens=tokens,
@@ -153,6 +163,8 @@ class PrepTicket:
     deep: bool
     cwd: str | None
     unchanged: bool
+    #: The transcript size the session's previous capture saw (the fill is read after it).
+    floor: int = 0
 
 
 def run_prepare(rt: Runtime, job_id: str) -> None:
@@ -217,6 +229,10 @@ def _claim(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
 def _ticket(session: Session, job: Job) -> PrepTicket:
     path, harness, session_id = job.transcript_path, job.harness, job.session_id
     prev = session.get(Transcript, transcript_key(path))
+    # what the previous capture of this transcript already scanned for the fill
+    floor = prev.size if prev is not None and prev.size else 0
+    if job.transcript_size is not None and floor > job.transcript_size:
+        floor = 0  # the file shrank (rewritten): read it all
     unchanged = (
         prev is not None
         and prev.last_job_id != job.id
@@ -236,6 +252,7 @@ def _ticket(session: Session, job: Job) -> PrepTicket:
         deep=bool(job.deep),
         cwd=job.cwd,
         unchanged=unchanged,
+        floor=floor,
     )
 
 
@@ -263,7 +280,7 @@ class CheckpointGate(FreeGate):
             ``skip_below_checkpoint``, or ``skip_unreadable`` when the file cannot be read.
         """
         try:
-            self.plan = _plan(self.rt, self.t.path, self.t.deep, self.t.cp_state)
+            self.plan = _plan(self.rt, self.t.path, self.t.deep, self.t.cp_state, self.t.floor)
         except UnreadableTranscript as exc:
             return Defer(self.name, str(exc), outcome="skip_unreadable")
         except OSError as exc:

@@ -1,7 +1,8 @@
 """Keep the context store in step with the notes (worker side; ARCHITECTURE §13).
 
-Called by :func:`reflect_jobs.index.maintenance.reindex` with what that pass already parsed:
-the active notes whose bytes changed and the ids that were retired or deleted. Every add,
+Fed by :func:`reflect_jobs.index.maintenance.reindex` with what that pass parsed, batch by
+batch (:class:`ContextSync`): the active notes whose bytes changed and the ids that were
+retired or deleted. Every add,
 retirement and note edit ends in a (coalesced) reindex, so the store trails the notes by one
 reindex, as the lexical index does. A store that has never been filled (new, deleted, or
 from before this feature) is filled from every note once; ``reindex --force`` refills it.
@@ -9,9 +10,12 @@ from before this feature) is filled from every note once; ``reindex --force`` re
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from reflect_jobs import kb
 from reflect_jobs.lifecycle import is_told
@@ -76,15 +80,124 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
     }
 
 
+#: Rows written to the context store per transaction.
+BATCH = 500
+
+
+class ContextSync:
+    """One reindex pass's changes to the context store, written in batches as they come.
+
+    A reindex streams its notes (memory independent of the KB's size), so the store is fed
+    batch by batch rather than with one list of every note. A store that was never filled
+    (or is rebuilt, ``force``) is filled from every active note at :meth:`finish`, also in
+    batches. A failure here never fails the reindex: the first error is kept in ``error``
+    and the rest of the pass skips the store (search goes on from the lexical index).
+
+    Args:
+        kb_path: The KB root (the store is ``index/context.db`` under it).
+        force: Empty the store first (``reindex --force``).
+        complete: The pass hands every active note to :meth:`add` (a forced or first
+            reindex), so an empty store is filled from those rather than read again.
+    """
+
+    def __init__(self, kb_path: Path, *, force: bool, complete: bool = False) -> None:
+        """Open the store (emptied when ``force``); an error is kept, not raised."""
+        self.kb_path = kb_path
+        self.error: str = ""
+        self.written = 0
+        self.fill_all = False
+        self._conn: Any = None
+        try:
+            self._conn = store.open_for_write(store.store_path(kb_path))
+            if force:
+                store.clear(self._conn)
+            self.fill_all = not complete and not store.is_populated(self._conn)
+        except (OSError, sqlite3.Error) as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = self.error or f"context store: {type(exc).__name__}: {exc}"
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    def add(self, pairs: Iterable[tuple[kb.Note, str]]) -> None:
+        """Write the rows of active notes whose bytes changed.
+
+        Args:
+            pairs: ``(note, digest)``; ignored when :meth:`finish` refills everything.
+        """
+        if self._conn is None or self.fill_all:
+            return
+        # Only what may be told: a proposed learning waits for review (ARCHITECTURE §7.1)
+        # and is never in the store, so neither the session-start block, per-prompt recall
+        # nor the MCP ``recent``/``context`` tools can tell it (a note turned proposed again
+        # leaves it).
+        told, held = [], []
+        for note, digest in pairs:
+            if is_told(note.frontmatter.get("status")):
+                told.append(row_from_note(note, digest))
+            else:
+                held.append(str(note.id))
+        try:
+            store.delete_many(self._conn, held)
+            self.written += store.upsert_many(self._conn, told)
+        except (OSError, sqlite3.Error) as exc:
+            self._fail(exc)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Forget ids retired, superseded or deleted in this pass.
+
+        Args:
+            ids: Note ids.
+        """
+        if self._conn is None:
+            return
+        try:
+            store.delete_many(self._conn, [str(i) for i in ids])
+        except (OSError, sqlite3.Error) as exc:
+            self._fail(exc)
+
+    def finish(self, all_active: Callable[[Path], Iterable[tuple[kb.Note, str]]]) -> int:
+        """Fill a store that was never filled from every active note, mark it, close it.
+
+        Args:
+            all_active: Yields every active ``(note, digest)`` (streamed, not a list).
+
+        Returns:
+            How many rows this pass wrote.
+        """
+        if self._conn is None:
+            return self.written
+        try:
+            if self.fill_all:
+                batch: list[dict] = []
+                for note, digest in all_active(self.kb_path):
+                    if not is_told(note.frontmatter.get("status")):
+                        continue  # waiting for review: never told
+                    batch.append(row_from_note(note, digest))
+                    if len(batch) >= BATCH:
+                        self.written += store.upsert_many(self._conn, batch)
+                        batch = []
+                self.written += store.upsert_many(self._conn, batch)
+            store.mark_populated(self._conn)
+            self._conn.close()
+            self._conn = None
+        except (OSError, sqlite3.Error) as exc:
+            self._fail(exc)
+        return self.written
+
+
 def sync(
     kb_path: Path,
     *,
     changed: Iterable[tuple[kb.Note, str]],
     removed: Iterable[str],
     force: bool,
-    all_active: Callable[[Path], list[tuple[kb.Note, str]]],
+    all_active: Callable[[Path], Iterable[tuple[kb.Note, str]]],
 ) -> int:
-    """Apply one reindex pass to the context store.
+    """Apply one reindex pass to the context store (:class:`ContextSync` in one call).
 
     Args:
         kb_path: The KB root (the store is ``index/context.db`` under it).
@@ -92,7 +205,7 @@ def sync(
             proposed ones are removed from the store rather than written.
         removed: Ids retired, superseded or deleted in this pass.
         force: Empty the store first (``reindex --force``).
-        all_active: Lists every active note; used when the store was never filled.
+        all_active: Yields every active note; used when the store was never filled.
 
     Returns:
         How many rows were written.
@@ -101,21 +214,10 @@ def sync(
         sqlite3.Error: The store cannot be written (the reindex reports it, search goes on).
         OSError: Its directory cannot be created.
     """
-    conn = store.open_for_write(store.store_path(kb_path))
-    try:
-        if force:
-            store.clear(conn)
-        pairs = list(changed)
-        if not store.is_populated(conn):
-            pairs = all_active(kb_path)
-        # Only what may be told: a proposed learning waits for review (ARCHITECTURE §7.1)
-        # and is never in the store, so neither the session-start block, per-prompt recall
-        # nor the MCP ``recent``/``context`` tools can tell it.
-        held = [n.id for n, _ in pairs if not is_told(n.frontmatter.get("status"))]
-        pairs = [(n, d) for n, d in pairs if is_told(n.frontmatter.get("status"))]
-        store.delete_many(conn, [str(i) for i in [*removed, *held]])
-        written = store.upsert_many(conn, [row_from_note(n, d) for n, d in pairs])
-        store.mark_populated(conn)
-        return written
-    finally:
-        conn.close()
+    run = ContextSync(kb_path, force=force)
+    run.remove(removed)
+    run.add(changed)
+    written = run.finish(all_active)
+    if run.error:
+        raise sqlite3.Error(run.error)
+    return written

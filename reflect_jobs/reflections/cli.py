@@ -23,6 +23,7 @@ from reflect_jobs.envpaths import environ as merged_environ
 from reflect_jobs.envpaths import home_dir_str, kb_root_str
 from reflect_jobs.repo import RepoError
 
+from .cli_doctor import doctor, refresh
 from .events import AUTHORS, KINDS, EventError, host_name
 from .fold import STATUSES, Item, now_utc
 from .index import ReflectionIndex, index_path
@@ -385,6 +386,11 @@ def _print_dedupe(report: Any, dry_run: bool) -> None:
         click.echo(f"  keep {keep['id']} {keep['title']}")
         for item in group["drop"]:
             click.echo(f"    {verb} {item['id']} {item['title']} (duplicate of {keep['id']})")
+    for item in report.held:
+        click.echo(
+            f"  held {item['id']} {item['title']} (a person's item; to confirm:"
+            f' reflections drop {item["id"]} --note "duplicate of {item["keep"]}")'
+        )
 
 
 @main.command()
@@ -442,3 +448,7 @@ def dedupe(dry_run: bool, due: bool, repo: str | None, as_json: bool) -> None:
     failed = [r for r in reports if r.status == "failed"]
     if failed:
         raise click.ClickException(f"dedupe failed: {failed[0].repo}: {failed[0].detail}")
+
+
+main.add_command(doctor)
+main.add_command(refresh)

@@ -5,9 +5,12 @@ A periodic pass (ARCHITECTURE §14, "The dedupe pass") shows a cheap model one r
 input: only ids that were offered count, an id the answer puts in two groups is ignored in
 both (the model contradicted itself: keep both items rather than guess), groups left with
 fewer than two items are ignored, and everything beyond the caps is ignored and counted. Of
-each group the oldest item (``created_at``, then ``uid``) stays open and the others are
-dropped with the note ``duplicate of #<kept id>`` — a ``drop`` event like a person's, so
-``reflections reopen`` undoes it.
+each group the item with the earliest *trusted* creation (:func:`trusted_created`, then
+``uid``) stays open and the others are dropped with the note ``duplicate of #<kept id>`` — a
+``drop`` event like a person's, so ``reflections reopen`` undoes it. A synced log can
+backdate an item to make it the keeper of every group; its creation is trusted only from the
+moment this machine first read it. An item a person wrote is never dropped by the pass: it
+is *held* (left open, reported with the ``reflections drop`` a person can run to confirm).
 
 Everything here is a pure function of the items and the answer text; the runner
 (:mod:`.dedupe_run`) makes the call, records its cost and appends the drops.
@@ -59,6 +62,7 @@ __all__ = [
     "dedupe_candidates",
     "parse_groups",
     "plan_drops",
+    "trusted_created",
 ]
 
 
@@ -229,12 +233,36 @@ def parse_groups(text: Any, offered: list[Item]) -> Parsed:
     return out
 
 
+def trusted_created(item: Item, own: str) -> str:
+    """When ``item`` was created, as far as this machine can trust it.
+
+    An item this host created carries this host's clock. Any other log's ``created_at`` is
+    a claim: it counts from no earlier than when this machine's index first read the item
+    (``Item.seen``), so a backdated item cannot claim to be the original.
+
+    Args:
+        item: An item as the index returns it.
+        own: This machine's host name.
+
+    Returns:
+        A canonical timestamp.
+    """
+    if item.host == own or not item.seen:
+        return item.created_at
+    return max(item.created_at, item.seen)
+
+
 @dataclass(frozen=True)
 class Drop:
-    """One item the pass drops, and the item of its group that stays open."""
+    """One item the pass drops, and the item of its group that stays open.
+
+    ``held`` is True for an item a person wrote: the pass leaves it open and reports it, so
+    only a person's own ``reflections drop`` closes it.
+    """
 
     item: Item
     keep: Item
+    held: bool = False
 
     @property
     def note(self) -> str:
@@ -242,17 +270,18 @@ class Drop:
         return f"duplicate of {self.keep.id}"
 
 
-def plan_drops(groups: list[list[str]], items: list[Item]) -> list[Drop]:
-    """Per group, keep the oldest item and drop the others (pure).
+def plan_drops(groups: list[list[str]], items: list[Item], own: str = "") -> list[Drop]:
+    """Per group, keep the item created first (trusted) and drop the others (pure).
 
     Args:
         groups: Groups of uids (:attr:`Parsed.groups`).
         items: The items as read now; a uid no longer among them (closed meanwhile) is left
-            out of its group before the oldest is chosen.
+            out of its group before the keeper is chosen.
+        own: This machine's host name (:func:`trusted_created`).
 
     Returns:
         The drops, group by group; the kept item is the one with the smallest
-        ``(created_at, uid)``.
+        ``(trusted creation, uid)``; a person's item is ``held``, never dropped.
     """
     by_uid = {i.uid: i for i in items if i.base == "open"}
     drops: list[Drop] = []
@@ -260,7 +289,7 @@ def plan_drops(groups: list[list[str]], items: list[Item]) -> list[Drop]:
         members = [by_uid[u] for u in group if u in by_uid]
         if len(members) < 2:
             continue
-        members.sort(key=lambda i: (i.created_at, i.uid))
+        members.sort(key=lambda i: (trusted_created(i, own), i.uid))
         keep = members[0]
-        drops += [Drop(item, keep) for item in members[1:]]
+        drops += [Drop(item, keep, held=item.by == "person") for item in members[1:]]
     return drops

@@ -55,7 +55,7 @@ from reflect_jobs.writer.quota import QuotaGate
 from .dedupe import build_prompt, dedupe_candidates, parse_groups, plan_drops
 from .events import EventError, host_name
 from .index import ReflectionIndex, index_path
-from .store import Store, known_repos
+from .store import Store, StoreError, known_repos
 
 DEDUPE_PREFIX = "caps:dedupe:"
 log = structlog.get_logger("reflect_jobs.reflections.dedupe")
@@ -97,6 +97,7 @@ class DedupeReport:
     detail: str = ""
     offered: int = 0
     groups: list[dict[str, Any]] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
     dropped: int = 0
     ignored: dict[str, int] = field(default_factory=dict)
     outcome: str = ""
@@ -107,7 +108,8 @@ class DedupeReport:
 
         Returns:
             Every field; ``groups`` is ``[{"keep": {"id", "title"}, "drop": [{"id",
-            "title"}]}]``.
+            "title"}]}]``; ``held`` the person's items the pass left open, ``[{"id",
+            "title", "keep"}]`` (a person confirms with ``reflections drop``).
         """
         return asdict(self)
 
@@ -356,7 +358,11 @@ def _ask(
         return report
     report.ignored = parsed.counts()
     store.refresh()
-    drops = plan_drops(parsed.groups, store.items("open"))
+    planned = plan_drops(parsed.groups, store.items("open"), own=store.host)
+    drops = [d for d in planned if not d.held]
+    report.held = [
+        {"id": d.item.id, "title": d.item.title, "keep": d.keep.id} for d in planned if d.held
+    ]
     groups: dict[str, dict[str, Any]] = {}
     for drop in drops:
         group = groups.setdefault(
@@ -376,15 +382,16 @@ def _ask(
                 drop.item.uid,
                 eid=_eid(key, stamp, drop.item.uid),
                 by="reflector",
-                item=drop.item,
                 note=drop.note,
             )
-        except EventError as exc:  # not reachable with our own note; counted all the same
+        except (EventError, StoreError) as exc:  # not reachable with our own note
             log.warning("dedupe drop rejected", repo=key, error=str(exc))
             continue
         report.dropped += int(wrote)
     store.refresh()
     report.detail = f"dropped {report.dropped} of {len(offered)} open item(s)"
+    if report.held:
+        report.detail += f"; {len(report.held)} person's item(s) held for a person to drop"
     log.info("dedupe pass", repo=key, dropped=report.dropped, groups=len(groups), **report.ignored)
     return report
 

@@ -34,6 +34,10 @@ AUTHORS = ("reflector", "person", "skill")
 OPS = ("add", "edit", "done", "drop", "reopen")
 MAX_TITLE = 300
 MAX_TEXT = 64 * 1024
+#: A log line longer than this (bytes, newline included) is refused by the writer and
+#: skipped (and counted) by every reader without being held: a synced log cannot make a
+#: reader hold or index an arbitrarily large line.
+MAX_LINE_BYTES = 64 * 1024
 _HEX = re.compile(r"^[0-9a-f]{16}$")
 _HOST_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -42,6 +46,7 @@ __all__ = [
     "AUTHORS",
     "KINDS",
     "KNOWLEDGE",
+    "MAX_LINE_BYTES",
     "OPS",
     "EventError",
     "append_event",
@@ -90,9 +95,9 @@ def parse_ts(raw: Any) -> datetime:
         raise EventError("ts must be an ISO 8601 string")
     try:
         when = datetime.fromisoformat(raw.strip())
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a date, or one an offset moves out of range
         raise EventError(f"ts is not ISO 8601: {raw[:40]!r}") from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def host_name(environ: dict[str, str] | None = None) -> str:
@@ -300,7 +305,8 @@ def append_event(log: Path, event: dict[str, Any]) -> None:
         event: A validated event (:func:`make_event`).
 
     Raises:
-        EventError: The event does not validate (nothing is written).
+        EventError: The event does not validate, or its line is longer than
+            :data:`MAX_LINE_BYTES` (nothing is written).
         OSError: The directory or the file could not be written.
     """
     line = json.dumps(validate(event), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
@@ -309,6 +315,10 @@ def append_event(log: Path, event: dict[str, Any]) -> None:
         validate(json.loads(cleaned))
         line = cleaned
     data = (line + "\n").encode("utf-8")
+    if len(data) > MAX_LINE_BYTES:
+        raise EventError(
+            f"the event is {len(data)} bytes as a log line; at most {MAX_LINE_BYTES} (shorten the text)"
+        )
     _mkdirs(log.parent)
     # O_NOFOLLOW: a log that is a symbolic link (a synced memory home can carry one to
     # ~/.bashrc) is refused, never appended to.

@@ -1,43 +1,55 @@
 """The derived SQLite FTS5 index of the reflection logs, refreshed by stat (never committed).
 
-``$REFLECT_HOME/reflections-index.db`` (0600, WAL) holds, per repository, every valid event
-line, the folded items with their derived ids, an FTS5 table over title, body and notes,
-and what was last seen of each host log: size, mtime, inode, the offset read up to and a
-hash of the 4 KiB before that offset. It can be deleted at any time; the next command
-rebuilds it from the logs.
+``$REFLECT_HOME/reflections-index.db`` (0600, WAL) holds, per repository, every event line
+that counts, the folded items with their derived ids, an FTS5 table over title, body and
+notes, and what was last seen of each host log: size, mtime, inode, the offset read up to, a
+hash of the 4 KiB before that offset, and what the log held that was not folded. It can be
+deleted at any time; the next refresh rebuilds it from the logs.
 
 :meth:`ReflectionIndex.refresh` first stats the log directory and compares: when nothing
-changed it costs a directory scan, a few ``stat`` calls and one small SELECT (about a
-millisecond, bench/bench_reflections.py). A log whose bytes before the stored offset are
-unchanged (the tail hash matches: it only grew, or git replaced it by a longer copy) is read
-from that offset; any other change rereads that one log. Only the items whose events changed
-are folded again (:func:`reflect_jobs.reflections.fold.fold_item`), and ids are recomputed
-only when the set of items changed. A last line without its newline (a writer still
-writing, or killed) is left for the next refresh. Invalid lines are skipped and counted,
-never fatal: a log another tool wrote badly must not hide the good lines.
+changed it costs a directory scan, a few ``stat`` calls and one small SELECT. A log whose
+bytes before the stored offset are unchanged (it grew, or git replaced it by a longer copy)
+is read from that offset; any other change rereads that one log.
+
+**A log speaks only for its host.** A line of ``<host>.jsonl`` whose ``host`` is another
+machine is ignored and counted (a synced log cannot forge another machine's events); an
+event id already held by any log of the repository is ignored and counted (a reuse cannot
+replace an event); a line over :data:`~.events.MAX_LINE_BYTES` is skipped and counted
+without being held; a time more than 5 minutes ahead of the moment the line is first read is
+clamped to that bound (:mod:`.fold`). Invalid lines are skipped and counted, never fatal.
+
+**Bounded at every size.** A log is streamed (:func:`~.logscan.iter_lines`) and committed
+every :data:`CHUNK_LINES` lines; the items its events touch are marked ``dirty`` in the same
+transaction and folded again in batches of :data:`FOLD_BATCH`, each item's events streamed
+from SQLite in fold order (:class:`~.fold.Folder`). Memory does not grow with the log, a
+refresh that is stopped (a ``deadline``, a kill) resumes where it committed, and readers see
+a consistent, possibly slightly stale index throughout. Refreshes of one index file take
+turns on an ``flock``; a caller that must not wait (the session-start hook) passes
+``blocking=False`` and reads what is committed. When logs shrink, the index gives the space
+back (``incremental_vacuum``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
+import fcntl
 import os
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from reflect_jobs.fsio import open_regular
-from reflect_jobs.index.lexical import build_match
-
-from .events import EventError, parse_line
-from .fold import Item, abbreviate, fold_item
-from .index_schema import _COLUMNS, _SCHEMA, _WEIGHTS, SCHEMA_VERSION, TAIL, _row_item
+from .fold import Item, now_utc
+from .index_fold import refold
+from .index_ingest import CHUNK_LINES, RefreshStats, forget_log, ingest, plan, stored, tx
+from .index_schema import _COLUMNS, _SCHEMA, _WEIGHTS, COUNTERS, SCHEMA_VERSION, _row_item
 from .logscan import scan_logs
 
-__all__ = ["RefreshStats", "ReflectionIndex", "index_path"]
+__all__ = ["CHUNK_LINES", "RefreshStats", "ReflectionIndex", "index_path"]
+
+#: Give space back when at least this much of the file is free pages, and a quarter of it.
+SHRINK_MIN_BYTES = 4 << 20
 
 
 def index_path(reflect_home: Path) -> Path:
@@ -50,24 +62,6 @@ def index_path(reflect_home: Path) -> Path:
         The database path.
     """
     return reflect_home / "reflections-index.db"
-
-
-@dataclass
-class RefreshStats:
-    """What one refresh did: logs read, events added, items folded again, bad lines skipped."""
-
-    changed: bool = False
-    logs_read: int = 0
-    events: int = 0
-    items: int = 0
-    bad_lines: int = 0
-    warnings: list[str] = field(default_factory=list)
-
-
-def _tail_hash(fh: Any, offset: int) -> str:
-    start = max(0, offset - TAIL)
-    fh.seek(start)
-    return hashlib.sha256(fh.read(offset - start)).hexdigest()[:32]
 
 
 class ReflectionIndex:
@@ -98,6 +92,7 @@ class ReflectionIndex:
             if version not in (0, SCHEMA_VERSION):
                 raise sqlite3.DatabaseError(f"index schema {version}")
             if version == 0:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # before the first table
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.executescript(_SCHEMA)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -131,166 +126,107 @@ class ReflectionIndex:
 
     # -- refresh -----------------------------------------------------------------------
 
-    def _stored(self, repo: str) -> dict[str, tuple[Any, ...]]:
-        rows = self._conn.execute(
-            "SELECT path, size, mtime_ns, inode, offset, tail FROM logs WHERE repo = ?", (repo,)
-        )
-        return {r[0]: tuple(r[1:]) for r in rows}
+    @contextlib.contextmanager
+    def _turn(self, blocking: bool) -> Iterator[bool]:
+        """Hold the refresh lock (``<index>.lock``); yields False when not blocking and taken."""
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
-    def refresh(self, repo: str, log_dir: Path) -> RefreshStats:
-        """Bring the index of ``repo`` in line with its host logs; cheap when nothing changed.
+    def _pending(self, repo: str) -> bool:
+        return (
+            self._conn.execute("SELECT 1 FROM dirty WHERE repo = ? LIMIT 1", (repo,)).fetchone()
+            is not None
+        )
+
+    def up_to_date(self, repo: str, log_dir: Path) -> bool:
+        """Whether the index of ``repo`` already matches its logs (a stat scan, one SELECT).
 
         Args:
             repo: The repo key.
             log_dir: ``<memory home>/reflections``.
 
         Returns:
+            True when every log's size, mtime and inode are as last read and nothing waits
+            to be folded.
+        """
+        current = scan_logs(log_dir)
+        seen = stored(self._conn, repo)
+        same = seen.keys() == current.keys() and all(seen[p][:3] == current[p] for p in current)
+        return same and not self._pending(repo)
+
+    def refresh(
+        self,
+        repo: str,
+        log_dir: Path,
+        *,
+        own: str | None = None,
+        now: datetime | None = None,
+        deadline: float | None = None,
+        blocking: bool = True,
+    ) -> RefreshStats:
+        """Bring the index of ``repo`` in line with its host logs; cheap when nothing changed.
+
+        Args:
+            repo: The repo key.
+            log_dir: ``<memory home>/reflections``.
+            own: This machine's host name: its log is read first, so on a rebuild its events
+                keep their ids against a synced log that reuses them.
+            now: The reading time (the future bound of new events); ``None`` for now.
+            deadline: A ``time.monotonic()`` value after which the refresh stops at its next
+                commit (``complete`` False); ``None`` runs it to the end.
+            blocking: Wait for another refresh of this file to finish; False gives up at once.
+
+        Returns:
             What was read and folded.
         """
         stats = RefreshStats()
-        current = scan_logs(log_dir)
-        stored = self._stored(repo)
-        if stored.keys() == current.keys() and all(stored[p][:3] == current[p] for p in current):
+        if self.up_to_date(repo, log_dir):
             return stats
-        stats.changed = True
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            stored = self._stored(repo)  # another process may have refreshed meanwhile
-            touched: set[str] = set()
-            for path in stored.keys() - current.keys():
-                touched |= self._forget_log(repo, path)
-            for path, st in current.items():
-                old = stored.get(path)
-                if old is not None and old[:3] == st:
+        with self._turn(blocking) as mine:
+            if not mine:
+                stats.complete = False
+                return stats
+            stats.changed = True
+            when = now or now_utc()
+            current = scan_logs(log_dir)
+            seen = stored(self._conn, repo)
+            todo = plan(current, seen, stats)
+            for path in todo["forget"]:
+                tx(self._conn, lambda p=path: forget_log(self._conn, repo, p))
+            order = sorted(current, key=lambda p: (Path(p).stem != own, p))
+            for path in order:
+                if path in todo["skip"]:
                     continue
-                touched |= self._read_log(repo, path, old, stats)
-            self._refold(repo, touched, stats)
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+                old = None if path in todo["reread"] else seen.get(path)
+                if not ingest(self._conn, repo, path, old, stats, when, deadline):
+                    stats.complete = False
+                    break
+            if stats.complete:
+                stats.complete = refold(self._conn, repo, stats, deadline)
+            if todo["forget"] or todo["reread"] or stats.events > CHUNK_LINES:
+                self._shrink()
         return stats
 
-    def _forget_log(self, repo: str, path: str) -> set[str]:
-        uids = {
-            r[0]
-            for r in self._conn.execute(
-                "SELECT DISTINCT uid FROM events WHERE repo = ? AND path = ?", (repo, path)
-            )
-        }
-        self._conn.execute("DELETE FROM events WHERE repo = ? AND path = ?", (repo, path))
-        self._conn.execute("DELETE FROM logs WHERE repo = ? AND path = ?", (repo, path))
-        return uids
-
-    def _read_log(
-        self, repo: str, path: str, old: tuple[Any, ...] | None, stats: RefreshStats
-    ) -> set[str]:
-        touched: set[str] = set()
-        try:  # a regular file, never through a link (a synced home's log is anyone's)
-            fh = open_regular(path, follow=False)
-        except OSError as exc:
-            stats.warnings.append(f"cannot read {path}: {exc.strerror}")
-            return touched
-        with fh:
-            st = os.fstat(fh.fileno())
-            offset = 0
-            if old is not None:
-                old_offset, old_tail = old[3], old[4]
-                if st.st_size >= old_offset and _tail_hash(fh, old_offset) == old_tail:
-                    offset = old_offset
-            if offset == 0 and old is not None:
-                touched |= self._forget_log(repo, path)
-            fh.seek(offset)
-            data = fh.read()
-            end = data.rfind(b"\n") + 1  # a last line without its newline waits
-            rows = []
-            bad = 0
-            for raw in data[:end].splitlines():
-                if not raw.strip():
-                    continue
-                try:
-                    event = parse_line(raw.decode("utf-8"))
-                except (EventError, UnicodeDecodeError):
-                    bad += 1
-                    continue
-                rows.append((repo, path, event["eid"], event["uid"], json.dumps(event)))
-                touched.add(event["uid"])
-            self._conn.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?)", rows)
-            new_offset = offset + end
-            tail = _tail_hash(fh, new_offset)
-        prior_bad = 0 if offset == 0 or old is None else self._bad(repo, path)
-        self._conn.execute(
-            "INSERT OR REPLACE INTO logs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (repo, path, st.st_size, st.st_mtime_ns, st.st_ino, new_offset, tail, prior_bad + bad),
-        )
-        stats.logs_read += 1
-        stats.events += len(rows)
-        stats.bad_lines += bad
-        if bad:
-            stats.warnings.append(f"skipped {bad} invalid line(s) in {path}")
-        return touched
-
-    def _bad(self, repo: str, path: str) -> int:
-        row = self._conn.execute(
-            "SELECT bad FROM logs WHERE repo = ? AND path = ?", (repo, path)
-        ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _refold(self, repo: str, uids: Iterable[str], stats: RefreshStats) -> None:
-        membership_changed = False
-        for uid in uids:
-            events = {
-                e["eid"]: e
-                for e in (
-                    json.loads(r[0])
-                    for r in self._conn.execute(
-                        "SELECT line FROM events WHERE repo = ? AND uid = ?", (repo, uid)
-                    )
-                )
-            }
-            item = fold_item(events.values())
-            row = self._conn.execute(
-                "SELECT rid FROM items WHERE repo = ? AND uid = ?", (repo, uid)
-            ).fetchone()
-            if row is not None:
-                self._conn.execute("DELETE FROM items_fts WHERE rowid = ?", (row[0],))
-            if item is None:
-                if row is not None:
-                    self._conn.execute("DELETE FROM items WHERE rid = ?", (row[0],))
-                    membership_changed = True
-                continue
-            notes = json.dumps(item.notes, ensure_ascii=False)
-            values = (item.kind, item.title, item.body, item.base, item.by, item.session)
-            values += (item.host, item.created_at, item.updated_at, notes)
-            if row is None:
-                cur = self._conn.execute(
-                    f"INSERT INTO items (repo, {_COLUMNS}) VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (repo, uid, *values),
-                )
-                rid = cur.lastrowid
-                membership_changed = True
-            else:
-                rid = row[0]
-                self._conn.execute(
-                    "UPDATE items SET kind=?, title=?, body=?, base=?, by=?, session=?, host=?,"
-                    " created_at=?, updated_at=?, notes=? WHERE rid = ?",
-                    (*values, rid),
-                )
-            note_text = "\n".join(n["text"] for n in item.notes)
-            self._conn.execute(
-                "INSERT INTO items_fts (rowid, title, body, notes) VALUES (?, ?, ?, ?)",
-                (rid, item.title, item.body, note_text),
-            )
-            stats.items += 1
-        if membership_changed:
-            rows = self._conn.execute(
-                "SELECT uid, id FROM items WHERE repo = ?", (repo,)
-            ).fetchall()
-            ids = abbreviate(uid for uid, _ in rows)
-            self._conn.executemany(
-                "UPDATE items SET id = ? WHERE repo = ? AND uid = ?",
-                [(ids[uid], repo, uid) for uid, old in rows if ids[uid] != old],
-            )
+    def _shrink(self) -> None:
+        """Give free pages back to the file system when the index shrank a lot."""
+        page = self._conn.execute("PRAGMA page_size").fetchone()[0]
+        free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
+        pages = self._conn.execute("PRAGMA page_count").fetchone()[0]
+        if free * page >= SHRINK_MIN_BYTES and free * 4 >= pages:
+            # sqlite3_exec steps it to the end (a cursor's execute frees one page only)
+            self._conn.executescript("PRAGMA incremental_vacuum;")
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -358,6 +294,8 @@ class ReflectionIndex:
         Returns:
             ``(item, score)`` pairs, score ``-bm25`` (higher is better).
         """
+        from reflect_jobs.index.lexical import build_match  # not on the hook's refresh path
+
         match = build_match(query, idents=False)  # items_fts has no idents column
         if match is None or k <= 0:
             return []
@@ -436,18 +374,17 @@ class ReflectionIndex:
         Args:
             repo: The repo key.
         """
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.execute(
+        conn = self._conn
+
+        def body() -> None:
+            conn.execute(
                 "DELETE FROM items_fts WHERE rowid IN (SELECT rid FROM items WHERE repo = ?)",
                 (repo,),
             )
-            for table in ("items", "events", "logs"):
-                self._conn.execute(f"DELETE FROM {table} WHERE repo = ?", (repo,))  # noqa: S608 - fixed names
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+            for table in ("items", "events", "logs", "dirty"):
+                conn.execute(f"DELETE FROM {table} WHERE repo = ?", (repo,))  # noqa: S608
+
+        tx(conn, body)
 
     def bad_lines(self, repo: str) -> int:
         """How many invalid lines the logs of ``repo`` hold (skipped by the fold).
@@ -462,3 +399,24 @@ class ReflectionIndex:
             "SELECT coalesce(sum(bad), 0) FROM logs WHERE repo = ?", (repo,)
         ).fetchone()
         return int(row[0])
+
+    def log_report(self, repo: str | None = None) -> list[dict[str, Any]]:
+        """Per host log, what it holds that counts and what was ignored (``reflections doctor``).
+
+        Args:
+            repo: One repo key, or ``None`` for every repository in the index.
+
+        Returns:
+            ``{"repo", "log", "events", "bad", "other_host", "reused", "oversize", "future"}``
+            per log, by repository then path: ``bad`` invalid lines, ``other_host`` events
+            claiming another host, ``reused`` events whose id another line holds,
+            ``oversize`` lines over 64 KiB (all four not folded), ``future`` times clamped.
+        """
+        sql = f"SELECT repo, path, events, {', '.join(COUNTERS)} FROM logs"
+        args: tuple[str, ...] = ()
+        if repo is not None:
+            sql += " WHERE repo = ?"
+            args = (repo,)
+        rows = self._conn.execute(sql + " ORDER BY repo, path", args)
+        keys = ("repo", "log", "events", *COUNTERS)
+        return [dict(zip(keys, r, strict=True)) for r in rows]

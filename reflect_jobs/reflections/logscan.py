@@ -1,8 +1,9 @@
-"""The stat scan of a repository's host logs: what the index compares to decide "unchanged".
+"""The stat scan of a repository's host logs, and the bounded line reader of one log.
 
 Standard library only and import-light: the session-start hook (``recall/items.py``) runs the
 same scan as the index's refresh (``index.py``) to tell whether it may read the index as it
-is, and both must see the logs the same way.
+is, and both must see the logs the same way. :func:`iter_lines` is how the index reads a log:
+streamed, never holding a line over the bound.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
+from typing import BinaryIO
 
 
 def scan_logs(log_dir: os.PathLike[str] | str) -> dict[str, tuple[int, int, int]]:
@@ -37,3 +40,58 @@ def scan_logs(log_dir: os.PathLike[str] | str) -> dict[str, tuple[int, int, int]
     except (FileNotFoundError, NotADirectoryError):
         pass
     return found
+
+
+#: Bytes read per step when streaming a log.
+READ_BLOCK = 1 << 20
+
+
+def iter_lines(
+    fh: BinaryIO, start: int, end: int, limit: int
+) -> Iterator[tuple[bytes | None, int]]:
+    """Stream the complete lines of ``fh`` between ``start`` and ``end``, bounded.
+
+    A line is never held beyond ``limit`` bytes: a longer one is read past (not kept) and
+    yielded as ``None``, so a log with a 100 MB line costs a read, not 100 MB of memory. A
+    last line without its newline is not yielded (a writer may be in the middle of it).
+
+    Args:
+        fh: The log, opened binary.
+        start: The offset to start at (the start of a line).
+        end: Read no further than this (the size the caller stat'ed).
+        limit: The longest line kept, newline included.
+
+    Yields:
+        ``(line, offset)``: the line without its newline (``None`` when it was over
+        ``limit``) and the offset just past it.
+    """
+    fd = fh.fileno()
+    pos = start
+    pending: list[bytes] = []
+    held = 0
+    skipping = False
+    while pos < end:
+        chunk = os.pread(fd, min(READ_BLOCK, end - pos), pos)  # no shared file position
+        if not chunk:
+            return
+        i = 0
+        while True:
+            j = chunk.find(b"\n", i)
+            if j < 0:
+                break
+            offset = pos + j + 1
+            if skipping or held + (j - i) + 1 > limit:
+                yield None, offset
+            else:
+                piece = chunk[i:j]
+                yield (b"".join([*pending, piece]) if pending else piece), offset
+            pending, held, skipping = [], 0, False
+            i = j + 1
+        rest = len(chunk) - i
+        if rest and not skipping:
+            if held + rest > limit:
+                pending, held, skipping = [], 0, True
+            else:
+                pending.append(chunk[i:])
+                held += rest
+        pos += len(chunk)

@@ -29,13 +29,17 @@ from reflect_jobs.repo import RepoError
 from .candidates import Offer, render_block, select_candidates, session_summary
 from .events import EventError, redact_text
 from .fold import Item, now_utc, starting_status
-from .store import Store, open_store
+from .store import Store, StoreError, open_store
 
 #: New items whose title shares this share of words with a live item's are that item.
 TWIN_JACCARD = 0.8
 _WORD = re.compile(r"\w+")
 _OPS = {"done": "done", "dropped": "drop", "open": "reopen"}
 _BASE = {"done": "done", "dropped": "dropped"}
+#: What one item change can be refused with (a bad field, an item the store will not take,
+#: a date it cannot handle): that change is skipped and counted as ``rejected``; only a log
+#: that cannot be written (``OSError``) fails the add stage, which retries it.
+REFUSED = (EventError, StoreError, ValueError, OverflowError)
 
 __all__ = [
     "TWIN_JACCARD",
@@ -202,7 +206,9 @@ def apply(
         The counts.
 
     Raises:
-        OSError: The log could not be written (the caller retries the add stage).
+        OSError: The log could not be written (the caller retries the add stage). Any
+            other refusal of one change is skipped and counted (``rejected``): the job was
+            paid for, and one bad change must not cost it the rest.
     """
     done = Applied()
     store.refresh()
@@ -230,9 +236,9 @@ def apply(
             continue
         try:
             eid = det_hex(job_id, "update", n)
-            store.record(op, item.uid, eid=eid, by="reflector", item=item, now=now, **fields)
-        except EventError:
-            done.rejected += 1
+            store.record(op, item.uid, eid=eid, by="reflector", now=now, **fields)
+        except REFUSED:
+            done.rejected += 1  # one refused update never costs the paid job its answer
             continue
         done.updated += 1
         item.base = starting_status(item.kind) if op == "reopen" else _BASE.get(status, item.base)
@@ -257,7 +263,7 @@ def apply(
                 body=new.get("body") or None,
                 session=session,
             )
-        except EventError:
+        except REFUSED:
             done.rejected += 1
             continue
         done.added += 1
@@ -266,7 +272,7 @@ def apply(
     if text and session:
         try:
             done.summary = _summary(store, held, text, session=session, job_id=job_id, now=now)
-        except EventError:
+        except REFUSED:
             done.rejected += 1
     store.refresh()
     return done
@@ -293,7 +299,7 @@ def _summary(
         return "added" if wrote else "kept"
     if prev.body == redact_text(text):
         return "kept"
-    wrote = store.record("edit", prev.uid, eid=eid, by="reflector", item=prev, now=now, body=text)
+    wrote = store.record("edit", prev.uid, eid=eid, by="reflector", now=now, body=text)
     return "replaced" if wrote else "kept"
 
 

@@ -5,6 +5,12 @@ is refreshed so the answer (the new id, the closed item) is read back from the f
 same way every other reader sees it. Reads refresh first: the index is never trusted to be
 current, only to be cheap to bring up to date. A damaged index is deleted and rebuilt from
 the logs once, without the user noticing anything but the time it takes.
+
+Every event is stamped with this host's own clock, never "the item's last event + 1 µs":
+a synced log may claim any time (``9999-12-31``), and a writer that followed it would write
+into the future (or overflow). The fold orders a change stamped before its item's creation
+right after it and clamps claims from the future (:mod:`.fold`), so closing, dropping or
+reopening works whatever time a log stored.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +29,7 @@ from reflect_jobs.envpaths import home_dir_str, kb_root_str
 from reflect_jobs.repo import Repo, is_home_name
 from reflect_jobs.repo_home import read_key_file, record_key, resolve
 
-from .events import append_event, host_name, make_event, new_hex, parse_ts, redact_text
+from .events import append_event, host_name, make_event, new_hex, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
 from .index import ReflectionIndex, RefreshStats, index_path
 
@@ -100,10 +106,10 @@ class Store:
             What the refresh read.
         """
         try:
-            stats = self.index.refresh(self.repo.key, self.log_dir)
+            stats = self.index.refresh(self.repo.key, self.log_dir, own=self.host)
         except sqlite3.DatabaseError:
             self.index.reset()
-            stats = self.index.refresh(self.repo.key, self.log_dir)
+            stats = self.index.refresh(self.repo.key, self.log_dir, own=self.host)
         self.warnings += [w for w in stats.warnings if w not in self.warnings]
         return stats
 
@@ -113,7 +119,7 @@ class Store:
             return query()
         except sqlite3.DatabaseError:
             self.index.reset()
-            self.index.refresh(self.repo.key, self.log_dir)
+            self.index.refresh(self.repo.key, self.log_dir, own=self.host)
             return query()
 
     def _uid_item(self, uid: str) -> Item:
@@ -159,7 +165,7 @@ class Store:
             uid,
             host=self.host,
             by=by,
-            now=_after(existing, now),
+            now=now,
             kind=kind,
             title=title,
             body=body,
@@ -176,7 +182,6 @@ class Store:
         *,
         eid: str,
         by: str,
-        item: Item | None = None,
         now: datetime | None = None,
         **fields: str | None,
     ) -> bool:
@@ -191,8 +196,7 @@ class Store:
             uid: The item's uid.
             eid: The event's 16-hex id.
             by: Who writes it.
-            item: The item as read, so the event sorts after its last event.
-            now: The event time; ``None`` for now.
+            now: The event time; ``None`` for now (this host's clock).
             **fields: ``kind``, ``title``, ``body``, ``note``, ``session``.
 
         Returns:
@@ -203,7 +207,7 @@ class Store:
         """
         if self._read(lambda: self.index.has_event(self.repo.key, eid)):
             return False
-        event = make_event(op, uid, host=self.host, by=by, now=_after(item, now), **fields)
+        event = make_event(op, uid, host=self.host, by=by, now=now, **fields)
         event["eid"] = eid
         self._append(event)
         return True
@@ -274,7 +278,7 @@ class Store:
             item.uid,
             host=self.host,
             by=by,
-            now=_after(item, now),
+            now=now,
             note=note,
             title=title,
             body=body,
@@ -355,19 +359,6 @@ class Store:
             if len(shown) < total:  # not reached with the limit above; kept for safety
                 lines.append(f"… and {total - len(shown)} more: `reflections list`")
         return "\n".join(lines), shown, total
-
-
-def _after(item: Item | None, now: datetime | None) -> datetime:
-    """The time of a new event about ``item``: now, but never before the item's last event.
-
-    A change is written after its writer read the item, so it must sort after every event
-    that writer saw — also when this machine's clock is behind the one that wrote them (or
-    went back): otherwise a ``done`` written here could fold *before* the ``add`` it closes.
-    """
-    when = now or now_utc()
-    if item is None:
-        return when
-    return max(when, parse_ts(item.updated_at) + timedelta(microseconds=1))
 
 
 def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None = None) -> Store:

@@ -46,8 +46,26 @@ def parser_for(fmt: str) -> Parser:
 
 
 # A JSONL line longer than this is skipped (counted malformed) without being held: dialogue
-# turns are far smaller; lines this big are tool output, which is dropped anyway.
+# turns are far smaller; lines this big are tool output, which is dropped anyway. The
+# dialogue budget bounds a line too (:func:`line_limit`): a line longer than four bytes per
+# character of the budget is cut at read time, never decoded whole.
 MAX_LINE_BYTES = 8 * 1024 * 1024
+MIN_LINE_BYTES = 64 * 1024
+
+
+def line_limit(max_chars: int) -> int:
+    """The longest transcript line read whole for a dialogue budget of ``max_chars``.
+
+    Args:
+        max_chars: The kept-dialogue budget in characters.
+
+    Returns:
+        Four bytes (the longest UTF-8 character) per character of the budget, within
+        [:data:`MIN_LINE_BYTES`, :data:`MAX_LINE_BYTES`].
+    """
+    return max(MIN_LINE_BYTES, min(MAX_LINE_BYTES, 4 * int(max_chars)))
+
+
 SNIFF_RECORDS = 50  # undecided after this many records → Claude Code
 _BOM = b"\xef\xbb\xbf"
 
@@ -112,17 +130,17 @@ class _Dialogue:
         return self.primary
 
 
-def _lines(fh, stats: _Stats):
+def _lines(fh, stats: _Stats, limit: int = MAX_LINE_BYTES):
     """Yield decoded, stripped, non-blank lines; over-long and binary lines count malformed."""
     while True:
-        raw = fh.readline(MAX_LINE_BYTES)
+        raw = fh.readline(limit)
         if not raw:
             return
         stats.consumed(raw)
         stats.total += 1
-        if not raw.endswith(b"\n") and len(raw) >= MAX_LINE_BYTES:
+        if not raw.endswith(b"\n") and len(raw) >= limit:
             while raw and not raw.endswith(b"\n"):  # discard the rest of a giant line
-                raw = fh.readline(MAX_LINE_BYTES)
+                raw = fh.readline(limit)
                 stats.consumed(raw)
             stats.content_lines += 1
             stats.malformed += 1
@@ -198,7 +216,8 @@ def read_transcript(
         harness: ``claude``, ``codex``, ``copilot`` or an alias in ``HARNESS_ALIASES``.
             ``None`` or ``""``: the first record that proves a format decides, among the
             first ``SNIFF_RECORDS`` JSON records; Claude Code when none does.
-        max_chars: Bound on the kept dialogue text, in characters.
+        max_chars: Bound on the kept dialogue text, in characters; a line longer than
+            :func:`line_limit` of it is skipped unread (counted malformed).
         prefix_at: A byte offset (a session's watermark) whose prefix digest is wanted in
             ``Transcript.prefix_digest``, computed in the same pass; it is None when no line
             of the file ends exactly there.
@@ -254,7 +273,7 @@ def read_transcript(
 
     with _open(Path(path)) as fh:
         try:
-            for line in _lines(fh, stats):
+            for line in _lines(fh, stats, line_limit(max_chars)):
                 try:
                     record = json.loads(line)
                 except (ValueError, RecursionError):  # e.g. a line of 100k nested "["

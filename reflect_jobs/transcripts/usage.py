@@ -18,18 +18,27 @@ What each harness writes:
   session therefore mostly reads as 0% and gets its deep pass at its end or when idle.
 
 A transcript with no usage anywhere reads as ``None`` (0%).
+
+**Bounded.** The scan never holds a line longer than :data:`MAX_LINE_BYTES` (a usage record
+is small; a longer line is passed over without being joined, so a 100 MB single-line
+transcript is one linear read, not a quadratic one), and a capture passes ``floor``: the
+size an earlier capture of the session already scanned, below which nothing new can be. A
+session whose latest usage lies behind a huge line is not read back over it at every Stop.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from reflect_jobs.fsio import open_regular
 
 #: Bytes read per step backwards from the end of the file.
 BLOCK = 64 * 1024
+#: A line longer than this is passed over (never joined, never decoded).
+MAX_LINE_BYTES = 1024 * 1024
 #: Substrings of a line that may carry usage; other lines are never decoded.
 _HINTS = (b'"usage"', b'"token_count"', b"usage_info", b"assistant.usage", b"postCompaction")
 
@@ -91,16 +100,49 @@ def _decode(line: bytes) -> Any:
         return None
 
 
-def context_tokens(path: str, *, end: int | None = None) -> int | None:
+def _lines_backwards(fh: Any, pos: int, floor: int) -> Iterator[bytes]:
+    """The complete lines ending at or before ``pos`` and starting at or after ``floor``,
+    last first; a line over :data:`MAX_LINE_BYTES` is skipped without being held."""
+    parts: list[bytes] = []  # the pieces of the line being crossed, last piece first
+    held = 0
+    skipping = False
+    while pos > floor:
+        start = max(floor, pos - BLOCK)
+        fh.seek(start)
+        block = fh.read(pos - start)
+        end = len(block)
+        cut = block.rfind(b"\n", 0, end)
+        while cut >= 0:
+            piece = block[cut + 1 : end]
+            if not skipping and held + len(piece) <= MAX_LINE_BYTES:
+                yield b"".join([piece, *reversed(parts)]) if parts else piece
+            parts, held, skipping = [], 0, False
+            end = cut
+            cut = block.rfind(b"\n", 0, end)
+        if not skipping:
+            parts.append(block[:end])
+            held += end
+            if held > MAX_LINE_BYTES:
+                parts, held, skipping = [], 0, True
+        pos = start
+    if floor == 0 and parts and not skipping:
+        yield b"".join(reversed(parts))  # the file's first line
+
+
+def context_tokens(path: str, *, end: int | None = None, floor: int = 0) -> int | None:
     """The latest context size the transcript reports, reading backwards from its end.
 
     Args:
         path: The transcript file.
         end: Read only the first ``end`` bytes (the size the capture saw); default the
             whole file.
+        floor: Read nothing before this offset (the size an earlier capture of the session
+            scanned: the caller keeps the fill it found there). A floor past the end reads
+            nothing.
 
     Returns:
-        The tokens of the latest record that reports usage, or None when no record does.
+        The tokens of the latest record between ``floor`` and ``end`` that reports usage,
+        or None when no record there does.
 
     Raises:
         OSError: The file cannot be opened or read, or is not a regular file (a FIFO here
@@ -109,18 +151,9 @@ def context_tokens(path: str, *, end: int | None = None) -> int | None:
     with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         pos = size if end is None else max(0, min(end, size))
-        tail = b""  # the partial first line of the block read last
-        while pos > 0:
-            start = max(0, pos - BLOCK)
-            fh.seek(start)
-            chunk = fh.read(pos - start) + tail
-            lines = chunk.split(b"\n")
-            # The first piece may be cut mid-line unless the block reached the file's start.
-            tail = lines.pop(0) if start > 0 else b""
-            for line in reversed(lines):
-                if any(h in line for h in _HINTS):
-                    tokens = record_context_tokens(_decode(line))
-                    if tokens is not None:
-                        return tokens
-            pos = start
+        for line in _lines_backwards(fh, pos, max(0, floor)):
+            if any(h in line for h in _HINTS):
+                tokens = record_context_tokens(_decode(line))
+                if tokens is not None:
+                    return tokens
     return None
