@@ -154,10 +154,13 @@ def test_a_far_future_item_is_clamped_closes_by_cli_and_mcp_and_goes_stale(env, 
     assert (after[ids[0]].base, after[ids[1]].base) == ("done", "open")
 
     from reflect_jobs.recall.item_tools import close_item_tool
+    from reflect_jobs.recall.mcp_scope import ServerScope
 
     for key in ("REFLECT_HOME", "GLOBAL_LEARNINGS_PATH", "REFLECT_HOST"):
         monkeypatch.setenv(key, env[key])  # the MCP server reads its process environment
-    answer = close_item_tool(items[ids[2]].id, "shipped in def456", repo=str(repo))
+    answer = close_item_tool(  # a server started in the repository (its write boundary)
+        items[ids[2]].id, "shipped in def456", repo=str(repo), scope=ServerScope.here(str(repo))
+    )
     assert f"closed {items[ids[2]].id} as done" in answer
 
 
