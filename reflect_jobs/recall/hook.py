@@ -23,6 +23,8 @@ import json
 from io import TextIOBase  # not typing: the hook path never imports it (startup cost)
 
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
+#: Used when neither the variable nor the config file says (settings_spec's default).
+PROMPT_DEFAULT = "0"
 #: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
 JSON_HARNESSES = ("claude", "codex")
 _PROMPT_EVENTS = ("userpromptsubmit", "userpromptsubmitted")
@@ -53,13 +55,24 @@ def _event_arg(argv: list[str]) -> str | None:
     return None
 
 
-def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) -> str:
+def session_context(
+    cwd: object,
+    *,
+    max_chars: int,
+    kb_root: str | None = None,
+    told: list[str] | None = None,
+) -> str:
     """The recall block for a working directory (``""`` when there is nothing to tell).
+
+    The general section holds only the global learnings that fit the repository's profile
+    (``recall/profile.py``), best fit first (``recall/relevance.py:fitting_globals``); with
+    none that fits it is left out rather than filled with another stack's rules.
 
     Args:
         cwd: The session's working directory (anything unusable means no repository).
         max_chars: The block's budget.
         kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
+        told: When a list, the ids of the learnings the block tells are appended to it.
 
     Returns:
         The block text, or ``""`` (no context store yet, or no learnings).
@@ -70,7 +83,7 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     from reflect_jobs.envpaths import kb_root_str
     from reflect_jobs.repo import repo_for
 
-    from . import block, store
+    from . import block, relevance, store
 
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     open_now, open_total = _open_items(cwd, kb_root)
@@ -80,10 +93,14 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     if conn is not None:
         try:
             repo = block.ranked(store.repo_rows(conn, ref.key)) if ref else []
-            general = block.ranked(store.global_rows(conn))
+            general = relevance.fitting_globals(
+                store.global_rows(conn, limit=relevance.GLOBAL_SCAN),
+                _profile_terms(ref),
+                block.rank_score,
+            )
         finally:
             conn.close()
-    return block.render(
+    text = block.render(
         ref.display if ref else None,
         repo,
         general,
@@ -91,6 +108,32 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
         items=open_now,
         items_total=open_total,
     )
+    if told is not None and text:
+        told += [i for i, _ in _told_lines(text)]
+    return text
+
+
+def _told_lines(text: str) -> list[tuple[str, str]]:
+    """``(id, line)`` of every learning line (``- [id] …``) of a block."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("- [") and "]" in line:
+            out.append((line[3 : line.index("]")], line))
+    return out
+
+
+def _profile_terms(ref: object) -> list[str]:
+    """The repository's profile terms; a failure reading it only logs (no general rules)."""
+    from . import profile
+
+    root = getattr(ref, "root", None)
+    try:
+        return profile.profile_terms(profile.profile(root))
+    except Exception as exc:  # noqa: BLE001 - a profile is an aid; the session goes on
+        from reflect_jobs.hook_log import log_error
+
+        log_error(f"repository profile: {type(exc).__name__}: {exc}")
+        return []
 
 
 def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
@@ -121,7 +164,7 @@ def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
 def prompt_context(
     cwd: object, prompt: object, *, max_chars: int, kb_root: str | None = None
 ) -> str:
-    """The block of at most three learnings a prompt matches strongly, or ``""``.
+    """The block of the learnings a prompt needs, or ``""`` (:func:`prompt_recall`'s text).
 
     Args:
         cwd: The session's working directory.
@@ -130,7 +173,41 @@ def prompt_context(
         kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
 
     Returns:
-        The block text, or ``""`` when nothing matches strongly.
+        The block text, or ``""`` when nothing passes the relevance floor.
+
+    Raises:
+        sqlite3.Error: The store is locked past its timeout or damaged.
+    """
+    return prompt_recall(cwd, prompt, max_chars=max_chars, kb_root=kb_root)[0]
+
+
+def prompt_recall(
+    cwd: object,
+    prompt: object,
+    *,
+    max_chars: int,
+    kb_root: str | None = None,
+    told: set[str] | None = None,
+    limit: int = 3,
+    heading: str = "Earlier learnings that match this prompt (reflect-jobs)",
+) -> tuple[str, list[str]]:
+    """The block of the learnings (and open items) a prompt needs, or ``""``.
+
+    Ranked by ``recall/relevance.py:rank_for_prompt`` over the repository's learnings, the
+    globals that fit it and its open items; the running worker's model joins in when it
+    answers within its budget (``recall/warm_rank.py``), else the lexical score decides.
+
+    Args:
+        cwd: The session's working directory.
+        prompt: The user's prompt text (or an MCP ``context`` query).
+        max_chars: The block's budget.
+        kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
+        told: Ids already told in this session (never told again).
+        limit: At most this many.
+        heading: The block's first line.
+
+    Returns:
+        ``(block, ids told)``; ``("", [])`` when nothing passes the relevance floor.
 
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
@@ -138,30 +215,38 @@ def prompt_context(
     from reflect_jobs.envpaths import kb_root_str
     from reflect_jobs.repo import repo_for
 
-    from . import block, store
+    from . import block, relevance, store, warm_rank
 
-    terms = block.prompt_terms(prompt if isinstance(prompt, str) else "")
-    query = block.fts_query(terms)
-    if query is None:
-        return ""
-    conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
+    if not relevance.terms(prompt):
+        return "", []
+    root = kb_root or kb_root_str()
+    conn = store.open_for_read(store.store_path(root))
     if conn is None:
-        return ""
+        return "", []
+    ref = repo_for(cwd if isinstance(cwd, str) else None)
+    items, _ = _open_items(cwd, kb_root)
     try:
-        rows = store.match_rows(conn, query, limit=12)
+        semantic = warm_rank.similar(relevance.prompt_text(prompt), root)
+        hits = relevance.rank_for_prompt(
+            conn,
+            prompt,
+            repo_key=ref.key if ref else None,
+            profile_terms=_profile_terms(ref),
+            items=items,
+            told=told or set(),
+            semantic=semantic,
+            limit=limit,
+        )
     finally:
         conn.close()
-    ref = repo_for(cwd if isinstance(cwd, str) else None)
-    hits = block.strong_matches(terms, rows, ref.key if ref else None)
     if not hits:
-        return ""
-    return block.render(
-        None,
-        [],
-        hits,
-        max_chars=max_chars,
-        heading="Earlier learnings that match this prompt (reflect-jobs)",
+        return "", []
+    learnings = [h for h in hits if not h.get("item")]
+    found = [h for h in hits if h.get("item")]
+    text = block.render(
+        None, [], learnings, max_chars=max_chars, heading=heading, items=found
     )
+    return text, [str(h["id"]) for h in hits] if text else []
 
 
 def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> bool:
@@ -197,17 +282,29 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
         return False  # Copilot discards the output (ARCHITECTURE §13): its path is unchanged
     from . import block
 
+    from reflect_jobs.envpaths import home_dir_str
+
+    from .relevance import Told
+
+    told = Told(home_dir_str(), harness, payload.get("session_id"))
     if kind == "session_start":
-        text = session_context(payload.get("cwd"), max_chars=block.DEFAULT_MAX_CHARS)
+        ids: list[str] = []
+        text = session_context(payload.get("cwd"), max_chars=block.DEFAULT_MAX_CHARS, told=ids)
+        told.write(ids, replace=True)
         name = "SessionStart"
     else:
         from reflect_jobs.envpaths import get, is_truthy
 
-        if not is_truthy(get(PROMPT_ENV)):  # the variable, else the config file's key
+        if not is_truthy(get(PROMPT_ENV) or PROMPT_DEFAULT):  # variable, else config file
             return True
-        text = prompt_context(
-            payload.get("cwd"), payload.get("prompt"), max_chars=block.DEFAULT_MAX_CHARS // 3
+        text, ids = prompt_recall(
+            payload.get("cwd"),
+            payload.get("prompt"),
+            max_chars=block.DEFAULT_MAX_CHARS // 3,
+            told=told.read(),
         )
+        if ids:
+            told.write(ids)
         name = "UserPromptSubmit"
     if text:
         answer = block.hook_json(name, text) + "\n"

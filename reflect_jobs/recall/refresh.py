@@ -20,7 +20,7 @@ from typing import Any
 from reflect_jobs import kb
 from reflect_jobs.lifecycle import is_told
 
-from . import store
+from . import stack, store
 
 
 def _ts(value: object) -> float:
@@ -54,7 +54,8 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         A row for :func:`reflect_jobs.recall.store.upsert_many`: ``scope`` is ``repo`` only
         for a note whose frontmatter says ``scope: repo`` and names a ``repo``, else
         ``global`` (every note written before scopes existed); ``proof_count`` from the
-        frontmatter (else its ``sources``, else 1).
+        frontmatter (else its ``sources``, else 1); ``applies_to`` the note's own, else
+        the stack its tags, entities and wording name (``recall/stack.py``).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -76,6 +77,14 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "proof_count": int(proof),
         "confidence": min(max(_num(fm.get("confidence_num"), 0.6), 0.0), 1.0),
         "updated_ts": _ts(fm.get("updated") or fm.get("created") or ""),
+        "applies_to": stack.dumps(
+            stack.applies_of(
+                fm.get("applies_to"),
+                fm.get("tags"),
+                fm.get("entities"),
+                " ".join(str(fm.get(k) or "") for k in ("title", "rule", "key_insight")),
+            )
+        ),
         "content_hash": digest,
     }
 

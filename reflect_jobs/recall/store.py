@@ -19,7 +19,9 @@ import os
 import sqlite3
 
 FILE_NAME = "context.db"
-SCHEMA_VERSION = "1"
+#: 2: ``applies_to`` (what a learning is about, ``recall/stack.py``). A store of another
+#: version is dropped and refilled by the next reindex (it is derived from the notes).
+SCHEMA_VERSION = "2"
 READ_TIMEOUT_SEC = 0.25
 _COLUMNS = (
     "id",
@@ -33,6 +35,7 @@ _COLUMNS = (
     "proof_count",
     "confidence",
     "updated_ts",
+    "applies_to",
     "content_hash",
 )
 _SCHEMA = """
@@ -51,6 +54,7 @@ CREATE TABLE IF NOT EXISTS notes (
     confidence REAL NOT NULL DEFAULT 0.6,
     updated_ts REAL NOT NULL DEFAULT 0,
     strength REAL NOT NULL DEFAULT 0,
+    applies_to TEXT NOT NULL DEFAULT '',
     content_hash TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
@@ -110,9 +114,16 @@ def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.executescript(_SCHEMA)
+    found = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if found is not None and found[0] != SCHEMA_VERSION:
+        # Derived data of another shape: start again (the next reindex refills it).
+        conn.executescript(
+            "DROP TABLE IF EXISTS notes; DROP TABLE IF EXISTS notes_fts;"
+            " DELETE FROM meta;" + _SCHEMA
+        )
     with conn:
         conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )
     return conn
 
@@ -241,7 +252,20 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
 
 #: What readers get back: every stored column but the content hash (a writer-side detail).
 _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
-_SELECT = f"SELECT {', '.join(_KEYS)} FROM notes"
+#: A store written before ``applies_to`` (version 1) until the worker's next reindex
+#: rebuilds it: read with an empty value, so an upgrade never silences the block.
+def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
+    """The reader's column list; a store from before ``applies_to`` (version 1, until the
+    worker's next reindex rebuilds it) reads an empty value, so an upgrade never silences
+    the block."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    return ", ".join(
+        f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS
+    )
+
+
+def _select(conn: sqlite3.Connection) -> str:
+    return f"SELECT {_columns(conn)} FROM notes"
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
@@ -261,7 +285,7 @@ def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[
     """
     return _rows(
         conn.execute(
-            _SELECT + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
+            _select(conn) + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
             (repo_key, int(limit)),
         )
     )
@@ -279,7 +303,7 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
     """
     return _rows(
         conn.execute(
-            _SELECT + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),)
+            _select(conn) + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),)
         )
     )
 
@@ -301,17 +325,17 @@ def recent_rows(
     """
     order = " ORDER BY updated_ts DESC, id LIMIT ?"
     if repo_key is None and not with_global:
-        cur = conn.execute(_SELECT + order, (int(limit),))
+        cur = conn.execute(_select(conn) + order, (int(limit),))
     elif repo_key is None:
-        cur = conn.execute(_SELECT + " WHERE scope = 'global'" + order, (int(limit),))
+        cur = conn.execute(_select(conn) + " WHERE scope = 'global'" + order, (int(limit),))
     elif with_global:
         cur = conn.execute(
-            _SELECT + " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
+            _select(conn) + " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
             (repo_key, int(limit)),
         )
     else:
         cur = conn.execute(
-            _SELECT + " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
+            _select(conn) + " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
         )
     return _rows(cur)
 
@@ -326,7 +350,7 @@ def get_row(conn: sqlite3.Connection, note_id: str) -> dict | None:
     Returns:
         Its row mapping, or ``None``.
     """
-    rows = _rows(conn.execute(_SELECT + " WHERE id = ?", (note_id,)))
+    rows = _rows(conn.execute(_select(conn) + " WHERE id = ?", (note_id,)))
     return rows[0] if rows else None
 
 
@@ -342,8 +366,7 @@ def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> lis
         Row mappings, as :func:`repo_rows`, each with ``bm25`` added (lower is better).
     """
     cur = conn.execute(
-        "SELECT n.id, n.scope, n.repo_key, n.title, n.rule, n.key_insight, n.category, n.path,"
-        " n.proof_count, n.confidence, n.updated_ts, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
+        f"SELECT {_columns(conn, 'n.')}, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
         " FROM notes_fts JOIN notes n ON n.rid = notes_fts.rowid"
         " WHERE notes_fts MATCH ? ORDER BY r, n.id LIMIT ?",
         (fts_query, int(limit)),
@@ -353,4 +376,27 @@ def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> lis
         row = dict(zip(_KEYS, r[:-1], strict=True))
         row["bm25"] = float(r[-1])
         out.append(row)
+    return out
+
+
+def rows_by_rid(conn: sqlite3.Connection, rids: list[int]) -> list[dict]:
+    """Learnings by their row ids (the FTS table's rowids), each with ``rid`` added.
+
+    Args:
+        conn: A connection.
+        rids: Row ids (any number; read in chunks of 500).
+
+    Returns:
+        Row mappings, as :func:`repo_rows`, plus ``rid``.
+    """
+    out: list[dict] = []
+    cols = _columns(conn)
+    for i in range(0, len(rids), 500):
+        chunk = [int(r) for r in rids[i : i + 500]]
+        cur = conn.execute(
+            f"SELECT rid, {cols} FROM notes WHERE rid IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        )
+        for r in cur.fetchall():
+            out.append({"rid": r[0], **dict(zip(_KEYS, r[1:], strict=True))})
     return out
