@@ -40,10 +40,10 @@ PROMPT_MAX = 3
 #: Global learnings read for fitting, strongest first (bounds the hook at any KB size).
 GLOBAL_SCAN = 5000
 #: The relevance floor and its shape (tuned on the dev split of bench_recall_eval).
-FLOOR = 5.0
+FLOOR = 0.7
 MIN_MATCHED = 2
 #: One matched term this rare (idf) is enough on its own (an identifier, a tool's name).
-RARE_IDF = 5.5
+RARE_IDF = 0.8
 #: A candidate must score at least this share of the best candidate's score.
 RELATIVE = 0.6
 #: Notes read and scored per prompt at most (those holding the most term weight).
@@ -154,10 +154,13 @@ def idf(conn: sqlite3.Connection, term_list: list[str]) -> tuple[dict[str, float
         term_list: From :func:`terms`.
 
     Returns:
-        ``({term: idf}, {term: {rid…}})`` — BM25's idf, ``ln(1 + (N − df + ½)/(df + ½))``;
-        a term no note holds is left out (it can match nothing).
+        ``({term: idf}, {term: {rid…}})`` — BM25's idf, ``ln(1 + (N − df + ½)/(df + ½))``,
+        divided by the idf of a term only one note holds, so a weight is in (0, 1] at any
+        size of the store (the floor means the same with 20 notes and 20,000); a term no
+        note holds is left out (it can match nothing).
     """
     total = int(conn.execute("SELECT count(*) FROM notes").fetchone()[0]) or 1
+    top = math.log(1.0 + (total - 0.5) / 1.5)
     weights: dict[str, float] = {}
     holders: dict[str, set[int]] = {}
     for t in term_list:
@@ -169,7 +172,7 @@ def idf(conn: sqlite3.Connection, term_list: list[str]) -> tuple[dict[str, float
             continue  # a term FTS5 cannot take as a phrase: it matches nothing
         if rids:
             df = len(rids)
-            weights[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+            weights[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) / top
             holders[t] = rids
     return weights, holders
 
