@@ -243,9 +243,7 @@ def prompt_recall(
         return "", []
     learnings = [h for h in hits if not h.get("item")]
     found = [h for h in hits if h.get("item")]
-    text = block.render(
-        None, [], learnings, max_chars=max_chars, heading=heading, items=found
-    )
+    text = block.render(None, [], learnings, max_chars=max_chars, heading=heading, items=found)
     return text, [str(h["id"]) for h in hits] if text else []
 
 
@@ -280,10 +278,9 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
     harness = argv[0] if argv else ""
     if harness not in JSON_HARNESSES:
         return False  # Copilot discards the output (ARCHITECTURE §13): its path is unchanged
-    from . import block
-
     from reflect_jobs.envpaths import home_dir_str
 
+    from . import block
     from .relevance import Told
 
     told = Told(home_dir_str(), harness, payload.get("session_id"))

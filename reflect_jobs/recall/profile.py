@@ -237,9 +237,7 @@ def _toml_names(text: str) -> set[str]:
         body = text[start : bounds[i + 1]]
         if "dependencies" in title:
             names.update(k for k in _TOML_KEY.findall(body))
-            names.update(
-                re.split(r"[<>=!~\[; ]", q, maxsplit=1)[0] for q in _QUOTED.findall(body)
-            )
+            names.update(re.split(r"[<>=!~\[; ]", q, maxsplit=1)[0] for q in _QUOTED.findall(body))
         if title.endswith("dependencies") and "." in title:
             names.add(title.rsplit(".", 1)[-1])
     for m in re.finditer(
@@ -268,7 +266,13 @@ def _manifest_names(name: str, text: str) -> set[str]:
         if not isinstance(data, dict):
             return set()
         out = {str(data.get("name") or "")}
-        for key in ("dependencies", "devDependencies", "peerDependencies", "require", "require-dev"):
+        for key in (
+            "dependencies",
+            "devDependencies",
+            "peerDependencies",
+            "require",
+            "require-dev",
+        ):
             deps = data.get(key)
             if isinstance(deps, dict):
                 out.update(str(k) for k in deps)

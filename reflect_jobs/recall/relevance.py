@@ -53,18 +53,190 @@ FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
 _WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
 _SPLIT = re.compile(r"[_\-']+|(?<=[a-z])(?=[A-Z])")
 STOPWORDS = frozenset(
-    """
-a about above after again against all also always am an and another any are aren't as at be
-because been before being below between both but by can cannot could did do does doing don't
-down during each either else every few for from further get gets got had has have having he
-her here hers him his how i if in into is isn't it its itself just let like make makes may me
-might more most must my need needs never new no nor not now of off on once one only or other
-ought our ours out over own please same she should so some still such than that the their
-theirs them then there these they this those through to too two under until up upon us use
-used using very want was way we were what when where which while who whom why will with
-would yet you your yours thing things something anything stuff sure can't i'm it's let's
-what's there's hey hi thanks thank ok okay yes yeah maybe again really actually just also
-""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "always",
+        "am",
+        "an",
+        "and",
+        "another",
+        "any",
+        "are",
+        "aren't",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "don't",
+        "down",
+        "during",
+        "each",
+        "either",
+        "else",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "get",
+        "gets",
+        "got",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn't",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "like",
+        "make",
+        "makes",
+        "may",
+        "me",
+        "might",
+        "more",
+        "most",
+        "must",
+        "my",
+        "need",
+        "needs",
+        "never",
+        "new",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "one",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "please",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "still",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "two",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "use",
+        "used",
+        "using",
+        "very",
+        "want",
+        "was",
+        "way",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "yet",
+        "you",
+        "your",
+        "yours",
+        "thing",
+        "things",
+        "something",
+        "anything",
+        "stuff",
+        "sure",
+        "can't",
+        "i'm",
+        "it's",
+        "let's",
+        "what's",
+        "there's",
+        "hey",
+        "hi",
+        "thanks",
+        "thank",
+        "ok",
+        "okay",
+        "yes",
+        "yeah",
+        "maybe",
+        "again",
+        "really",
+        "actually",
+        "just",
+        "also",
+    ]
 )
 
 
@@ -107,46 +279,53 @@ def prompt_text(prompt: object) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of a text, identifiers split too (``retryUntil`` → ``retry``,
-    ``until``, ``retryuntil``; ``snake_case`` → ``snake``, ``case``, ``snake_case``)."""
-    out: list[str] = []
-    for raw in _WORD.findall(text):
-        parts = [p for p in _SPLIT.split(raw) if p]
-        low = raw.lower().strip("'-")
-        if len(parts) > 1:
-            out += [p.lower() for p in parts]
-            if "'" not in raw:
-                out.append(low)
-        else:
-            out.append(low)
-    return out
+    """Lower-cased words of a text, identifiers split too (the code-aware tokeniser's
+    words, ``index/tokens.py``: ``retryUntil`` → ``retryuntil``, ``retry``, ``until``)."""
+    from reflect_jobs.index.tokens import words as token_words
+
+    return token_words(text)
 
 
 def terms(prompt: object, limit: int = MAX_TERMS) -> list[str]:
-    """Distinct content words of a prompt (stop words and 1–2 letter words dropped).
+    """Distinct content words and compound identifiers of a prompt.
+
+    The words of the code-aware tokeniser without the conversational stop words here
+    (``please``, ``thanks``…) and without one-letter words; then the compound identifiers
+    it finds (``os.environ``, ``find_each``, ``golang.org/x/net``) as written, lower-cased.
 
     Args:
         prompt: The prompt (anything but a string has none).
         limit: At most this many.
 
     Returns:
-        The terms, in order of first appearance.
+        The terms, words first, in order of first appearance.
     """
+    from reflect_jobs.index.tokens import identifiers
+
+    text = prompt_text(prompt)
     out: dict[str, None] = {}
-    for w in words(prompt_text(prompt)):
-        if len(w) < 3 or w in STOPWORDS or w.isdigit():
+    for w in words(text):
+        if len(w) < 2 or w in STOPWORDS or w.isdigit():
             continue
         out[w] = None
-        if len(out) >= limit:
-            break
-    return list(out)
+    for ident in identifiers(text):
+        out[ident] = None
+    return list(out)[:limit]
+
+
+def is_identifier(term: str) -> bool:
+    """Whether a term is code (``find_each``, ``os.environ``, ``UV_INDEX_URL``): one such
+    term, rare in the store, is enough to tell a learning; one rare prose word is not."""
+    return any(c in term for c in "_./:\\") or any(c.isdigit() for c in term)
 
 
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def idf(conn: sqlite3.Connection, term_list: list[str]) -> tuple[dict[str, float], dict[str, set[int]]]:
+def idf(
+    conn: sqlite3.Connection, term_list: list[str]
+) -> tuple[dict[str, float], dict[str, set[int]]]:
     """Each term's inverse document frequency in the store and the notes that hold it.
 
     Args:
@@ -165,9 +344,12 @@ def idf(conn: sqlite3.Connection, term_list: list[str]) -> tuple[dict[str, float
     holders: dict[str, set[int]] = {}
     for t in term_list:
         try:
-            rids = {r[0] for r in conn.execute(
-                "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?", (_phrase(t),)
-            )}
+            rids = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?", (_phrase(t),)
+                )
+            }
         except sqlite3.OperationalError:
             continue  # a term FTS5 cannot take as a phrase: it matches nothing
         if rids:
@@ -227,7 +409,7 @@ def rows_for_ids(conn: sqlite3.Connection, ids: list[str]) -> list[int]:
 
 
 def passes(score: float, matched: int, best_idf: float) -> bool:
-    """The relevance floor: a clear score from two terms, or one very rare term."""
+    """The relevance floor: a clear score from two terms, or one rare identifier."""
     if score < FLOOR:
         return False
     return matched >= MIN_MATCHED or best_idf >= RARE_IDF
@@ -294,7 +476,7 @@ def rank_for_prompt(
             continue
         held = rid_terms.get(row["rid"], [])
         score, matched = score_note({t: weights[t] for t in held}, row)
-        best = max((weights[t] for t in held), default=0.0)
+        best = max((weights[t] for t in held if is_identifier(t)), default=0.0)
         cos = semantic.get(str(row["id"]), 0.0)
         score += 10.0 * max(0.0, cos - 0.3)
         if row["scope"] == "repo":
@@ -306,7 +488,8 @@ def rank_for_prompt(
         if ident in told:
             continue
         score, matched = score_text(
-            weights, {"title": str(item.get("title") or ""), "key_insight": str(item.get("body") or "")}
+            weights,
+            {"title": str(item.get("title") or ""), "key_insight": str(item.get("body") or "")},
         )
         if passes(score, matched, 0.0):
             scored.append({**item, "item": True, "relevance": round(score, 3)})

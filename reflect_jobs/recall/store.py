@@ -252,6 +252,8 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
 
 #: What readers get back: every stored column but the content hash (a writer-side detail).
 _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
+
+
 #: A store written before ``applies_to`` (version 1) until the worker's next reindex
 #: rebuilds it: read with an empty value, so an upgrade never silences the block.
 def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
@@ -259,9 +261,7 @@ def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
     worker's next reindex rebuilds it) reads an empty value, so an upgrade never silences
     the block."""
     have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
-    return ", ".join(
-        f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS
-    )
+    return ", ".join(f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS)
 
 
 def _select(conn: sqlite3.Connection) -> str:
@@ -285,7 +285,8 @@ def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[
     """
     return _rows(
         conn.execute(
-            _select(conn) + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
+            _select(conn)
+            + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
             (repo_key, int(limit)),
         )
     )
@@ -303,7 +304,8 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
     """
     return _rows(
         conn.execute(
-            _select(conn) + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),)
+            _select(conn) + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
+            (int(limit),),
         )
     )
 
