@@ -190,6 +190,7 @@ def prompt_recall(
     told: set[str] | None = None,
     limit: int = 3,
     heading: str = "Earlier learnings that match this prompt (reflect-jobs)",
+    relative: float | None = None,
 ) -> tuple[str, list[str]]:
     """The block of the learnings (and open items) a prompt needs, or ``""``.
 
@@ -205,6 +206,7 @@ def prompt_recall(
         told: Ids already told in this session (never told again).
         limit: At most this many.
         heading: The block's first line.
+        relative: The share of the best score a candidate needs (default: the tuned one).
 
     Returns:
         ``(block, ids told)``; ``("", [])`` when nothing passes the relevance floor.
@@ -236,6 +238,7 @@ def prompt_recall(
             told=told or set(),
             semantic=semantic,
             limit=limit,
+            relative=relative,
         )
     finally:
         conn.close()

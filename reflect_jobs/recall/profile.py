@@ -182,7 +182,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 }
 #: The vocabulary's package names as whole names in a lockfile's text (one scan of the head).
 _LOCK_NAME = re.compile(
-    r"(?<![\w@/.-])("
+    r"(?<![\w@.-])("
     + "|".join(sorted((re.escape(p) for p in PACKAGES), key=len, reverse=True))
     + r")(?![\w/-])",
     re.IGNORECASE,
@@ -308,9 +308,9 @@ def _walk(root: str) -> tuple[dict[str, int], set[str]]:
                     except OSError:
                         continue
                     if is_dir:
-                        if depth == 0 and name == ".github":
-                            if os.path.isdir(os.path.join(entry.path, "workflows")):
-                                marks.add("github-actions")
+                        workflows = os.path.join(entry.path, "workflows")
+                        if depth == 0 and name == ".github" and os.path.isdir(workflows):
+                            marks.add("github-actions")
                         if depth == 0 and name == ".git":
                             marks.add("git")
                         if depth < WALK_DEPTH - 1 and name not in _SKIP_DIRS and name[:1] != ".":

@@ -40,12 +40,15 @@ PROMPT_MAX = 3
 #: Global learnings read for fitting, strongest first (bounds the hook at any KB size).
 GLOBAL_SCAN = 5000
 #: The relevance floor and its shape (tuned on the dev split of bench_recall_eval).
-FLOOR = 0.7
+FLOOR = 0.9
 MIN_MATCHED = 2
 #: One matched term this rare (idf) is enough on its own (an identifier, a tool's name).
 RARE_IDF = 0.8
+#: The least a matched term weighs: in a small store most notes share the words of its
+#: one topic, and idf alone would then say nothing ever matches.
+MIN_WEIGHT = 0.3
 #: A candidate must score at least this share of the best candidate's score.
-RELATIVE = 0.6
+RELATIVE = 0.85
 #: Notes read and scored per prompt at most (those holding the most term weight).
 CANDIDATES = 300
 FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
@@ -354,7 +357,8 @@ def idf(
             continue  # a term FTS5 cannot take as a phrase: it matches nothing
         if rids:
             df = len(rids)
-            weights[t] = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) / top
+            raw = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) / top
+            weights[t] = max(raw, MIN_WEIGHT)
             holders[t] = rids
     return weights, holders
 
@@ -410,7 +414,7 @@ def rows_for_ids(conn: sqlite3.Connection, ids: list[str]) -> list[int]:
 
 def passes(score: float, matched: int, best_idf: float) -> bool:
     """The relevance floor: a clear score from two terms, or one rare identifier."""
-    if score < FLOOR:
+    if round(score, 6) < FLOOR:  # 3 × 0.3 is 0.8999…
         return False
     return matched >= MIN_MATCHED or best_idf >= RARE_IDF
 
@@ -425,6 +429,7 @@ def rank_for_prompt(
     told: set[str] | frozenset[str] = frozenset(),
     semantic: dict[str, float] | None = None,
     limit: int = PROMPT_MAX,
+    relative: float | None = None,
 ) -> list[dict]:
     """The learnings (and open items) a prompt needs, best first, above the floor.
 
@@ -442,6 +447,8 @@ def rank_for_prompt(
         told: Ids already told in this session (never told again).
         semantic: Optional cosine similarities from the worker's model.
         limit: At most this many.
+        relative: Keep only candidates scoring this share of the best (default
+            :data:`RELATIVE`; the MCP ``context`` tool lists more).
 
     Returns:
         Rows (learnings: context-store rows; items: with ``"item": True``), each with
@@ -497,7 +504,8 @@ def rank_for_prompt(
         return []
     scored.sort(key=lambda r: (-r["relevance"], str(r.get("id"))))
     top = scored[0]["relevance"]
-    return [r for r in scored if r["relevance"] >= RELATIVE * top][:limit]
+    share = RELATIVE if relative is None else relative
+    return [r for r in scored if r["relevance"] >= share * top][:limit]
 
 
 # --- what a session was told ----------------------------------------------------------------
