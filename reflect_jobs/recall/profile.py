@@ -180,13 +180,23 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "spring-boot-starter": ("spring",),
     "spring-boot": ("spring",),
 }
-#: The vocabulary's package names as whole names in a lockfile's text (one scan of the head).
-_LOCK_NAME = re.compile(
-    r"(?<![\w@.-])("
-    + "|".join(sorted((re.escape(p) for p in PACKAGES), key=len, reverse=True))
-    + r")(?![\w/-])",
-    re.IGNORECASE,
-)
+_lock_re: re.Pattern[str] | None = None
+
+
+def _lock_names() -> re.Pattern[str]:
+    """The known package names as whole names in a lockfile's head (compiled on a cache miss
+    only: a warm session start never needs it)."""
+    global _lock_re
+    if _lock_re is None:
+        _lock_re = re.compile(
+            r"(?<![\w@.-])("
+            + "|".join(sorted((re.escape(p) for p in PACKAGES), key=len, reverse=True))
+            + r")(?![\w/-])",
+            re.IGNORECASE,
+        )
+    return _lock_re
+
+
 _SKIP_DIRS = frozenset(
     {
         ".git",
@@ -353,7 +363,7 @@ def read_profile(root: str) -> dict:
         if name in LOCKFILES:
             text = _head(path, LOCK_BYTES)
             if text:
-                deps.update(n.lower() for n in _LOCK_NAME.findall(text))
+                deps.update(n.lower() for n in _lock_names().findall(text))
             continue
         text = _head(path, MANIFEST_BYTES)
         if text:

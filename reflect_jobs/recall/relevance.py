@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import sqlite3
 import time
 
@@ -53,8 +52,6 @@ RELATIVE = 0.85
 CANDIDATES = 300
 FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
 
-_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
-_SPLIT = re.compile(r"[_\-']+|(?<=[a-z])(?=[A-Z])")
 STOPWORDS = frozenset(
     [
         "a",
@@ -386,13 +383,14 @@ def score_text(weights: dict[str, float], fields: dict[str, str]) -> tuple[float
 
 def score_note(weights: dict[str, float], row: dict) -> tuple[float, int]:
     """Score a note the index says holds these terms: each term's idf times the weight of
-    the best field it is seen in (the insight's when only the index's stemmer saw it)."""
-    stems = {k: {_stem(w) for w in words(str(row.get(k) or ""))} for k in FIELD_WEIGHT}
+    the best field it appears in (a substring test of its crude stem: the index already
+    said the note holds it, this only says where; the insight's weight when unseen)."""
+    fields = {k: str(row.get(k) or "").lower() for k in FIELD_WEIGHT}
     score = 0.0
     for t, w in weights.items():
         st = _stem(t)
         score += w * max(
-            (FIELD_WEIGHT[k] for k, s in stems.items() if st in s),
+            (FIELD_WEIGHT[k] for k, text in fields.items() if st in text),
             default=FIELD_WEIGHT["key_insight"],
         )
     return score, len(weights)

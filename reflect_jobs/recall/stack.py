@@ -96,12 +96,23 @@ VOCABULARY: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 KIND = {term: spec[0] for term, spec in VOCABULARY.items()}
 _ALIAS = {alias: term for term, spec in VOCABULARY.items() for alias in (term, *spec[1])}
 _PROSE = {alias: term for term, spec in VOCABULARY.items() for alias in spec[2]}
-_PROSE_RE = re.compile(
-    r"(?<![\w.#+-])("
-    + "|".join(sorted((re.escape(a) for a in _PROSE), key=len, reverse=True))
-    + r")(?![\w#+])",
-    re.IGNORECASE,
-)
+_prose_re: re.Pattern[str] | None = None
+
+
+def _prose() -> re.Pattern[str]:
+    """The prose spellings as one pattern, compiled on first use (the hook never needs it:
+    inference runs when the worker refreshes the context store)."""
+    global _prose_re
+    if _prose_re is None:
+        _prose_re = re.compile(
+            r"(?<![\w.#+-])("
+            + "|".join(sorted((re.escape(a) for a in _PROSE), key=len, reverse=True))
+            + r")(?![\w#+])",
+            re.IGNORECASE,
+        )
+    return _prose_re
+
+
 #: What a fitting learning's matched terms weigh: a framework says most about the task.
 WEIGHT = {LANGUAGE: 1.0, FRAMEWORK: 3.0, TOOL: 2.0}
 #: The fit of a learning that names no stack at all (a rule for any repository).
@@ -178,7 +189,7 @@ def applies_of(
             t = str(item or "").strip().lower()
             if t in _ALIAS:
                 out[_ALIAS[t]] = None
-    for m in _PROSE_RE.finditer(text[:4000]):
+    for m in _prose().finditer(text[:4000]):
         out[_PROSE[m.group(1).lower()]] = None
     return list(out)[:MAX_TERMS]
 

@@ -167,7 +167,7 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
     with conn:
         for row in rows:
             _delete(conn, str(row["id"]))
-            values = [row.get(c) for c in _COLUMNS]
+            values = [row.get(c) if c != "applies_to" else row.get(c) or "" for c in _COLUMNS]
             cur = conn.execute(
                 f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
                 f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",

@@ -5,7 +5,7 @@ must stay within a few interpreter start-ups whatever the worker does. When a wo
 ``$REFLECT_HOME/run/model.sock``, its model child already holds the embedder and the note
 vectors: one ``recall_similar`` request gives the cosine of the prompt to its nearest notes
 (``warm/server.py``). The whole exchange — connect, send, read one line — gets
-``REFLECT_RECALL_WORKER_MS`` (default 60 ms) of wall time; no socket, a refused connection,
+``REFLECT_RECALL_WORKER_MS`` (default 30 ms, the socket module's import included) of wall time; no socket, a refused connection,
 a timeout, a line that is not the answer (garbage, too long, the wrong shape) all mean "no
 similarities" and the lexical score decides alone. A worker that answered badly is logged
 once per call to ``hook-errors.log``; one that is merely absent or slow is not an error.
@@ -18,7 +18,10 @@ import os
 import time
 
 BUDGET_ENV = "REFLECT_RECALL_WORKER_MS"
-DEFAULT_BUDGET_MS = 60
+DEFAULT_BUDGET_MS = 30
+#: A broken worker is logged at most once per this many seconds (logging imports the
+#: redaction engine: a hook must not pay for it on every prompt of a broken week).
+LOG_EVERY_SEC = 600.0
 #: Notes asked for: enough to cover a repository's own among the whole KB's nearest.
 K = 200
 #: The longest answer line read (200 ids and scores are ~12 KiB).
@@ -50,6 +53,7 @@ def similar(text: str, kb_root: str, *, socket_path: str | None = None) -> dict[
     Returns:
         ``{note id: cosine}``; empty when no worker answered well within the budget.
     """
+    started = time.monotonic()  # the budget covers the import and connect too
     budget = budget_sec()
     if budget <= 0 or not text.strip():
         return {}
@@ -61,11 +65,11 @@ def similar(text: str, kb_root: str, *, socket_path: str | None = None) -> dict[
         return {}
     import socket
 
-    deadline = time.monotonic() + budget
+    deadline = started + budget
     request = {"op": "recall_similar", "text": text[:MAX_TEXT], "k": K, "kb_path": kb_root}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(budget)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             sock.connect(socket_path)
             sock.sendall(json.dumps(request).encode() + b"\n")
             data = b""
@@ -117,6 +121,21 @@ def _parse(data: bytes) -> dict[str, float]:
 
 
 def _log(what: str) -> None:
+    """One line to ``hook-errors.log``, at most once per :data:`LOG_EVERY_SEC`."""
+    from reflect_jobs.envpaths import home_dir_str
+
+    mark = os.path.join(home_dir_str(), "recall", "worker-answer-bad")
+    try:
+        if time.time() - os.stat(mark).st_mtime < LOG_EVERY_SEC:
+            return
+    except OSError:
+        pass
+    try:
+        os.makedirs(os.path.dirname(mark), mode=0o700, exist_ok=True)
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        os.utime(mark)
+    except OSError:
+        pass
     from reflect_jobs.hook_log import log_error
 
     log_error(f"per-prompt recall: {what}; lexical ranking used")
