@@ -48,6 +48,10 @@ RARE_IDF = 0.8
 MIN_WEIGHT = 0.3
 #: A candidate must score at least this share of the best candidate's score.
 RELATIVE = 0.85
+#: The worker's cosine: what it adds above its base, and what passes on its own.
+SEM_WEIGHT = 1.4
+SEM_BASE = 0.3
+SEM_ALONE = 0.6
 #: Notes read and scored per prompt at most (those holding the most term weight).
 CANDIDATES = 300
 FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
@@ -434,7 +438,8 @@ def rank_for_prompt(
     Candidates: this repository's learnings and the global ones that fit its profile (a
     global about another stack is never told), and the open items. Each is scored by the
     idf of the prompt's terms it holds (title and rule count whole, the insight 0.6);
-    ``semantic`` (note id → cosine from the worker) adds ``10·max(0, cos − 0.3)``.
+    ``semantic`` (note id → cosine from the worker) adds
+    ``SEM_WEIGHT·max(0, cos − SEM_BASE)``, and a cosine of :data:`SEM_ALONE` passes alone.
 
     Args:
         conn: A context-store connection.
@@ -483,10 +488,10 @@ def rank_for_prompt(
         score, matched = score_note({t: weights[t] for t in held}, row)
         best = max((weights[t] for t in held if is_identifier(t)), default=0.0)
         cos = semantic.get(str(row["id"]), 0.0)
-        score += 10.0 * max(0.0, cos - 0.3)
+        score += SEM_WEIGHT * max(0.0, cos - SEM_BASE)
         if row["scope"] == "repo":
             score *= 1.1  # the repository's own rule before a general one at equal relevance
-        if passes(score, matched, best) or cos >= 0.6:
+        if passes(score, matched, best) or cos >= SEM_ALONE:
             scored.append({**row, "relevance": round(score, 3)})
     for item in items or []:
         ident = str(item.get("id"))
