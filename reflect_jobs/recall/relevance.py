@@ -49,7 +49,7 @@ MIN_WEIGHT = 0.3
 #: A candidate must score at least this share of the best candidate's score.
 RELATIVE = 0.85
 #: The worker's cosine: what it adds above its base, and what passes on its own.
-SEM_WEIGHT = 1.4
+SEM_WEIGHT = 2.5
 SEM_BASE = 0.3
 SEM_ALONE = 0.6
 #: Notes read and scored per prompt at most (those holding the most term weight).
