@@ -93,11 +93,13 @@ def session_context(
     if conn is not None:
         try:
             repo = block.ranked(store.repo_rows(conn, ref.key)) if ref else []
-            general = relevance.fitting_globals(
-                store.global_rows(conn, limit=relevance.GLOBAL_SCAN),
+            fitting = relevance.fitting_globals(
+                store.global_stack_rows(conn, relevance.GLOBAL_SCAN),
                 _profile_terms(ref),
                 block.rank_score,
-            )
+            )[: block.GLOBAL_ITEMS * 2]
+            full = {r["rid"]: r for r in store.rows_by_rid(conn, [r["rid"] for r in fitting])}
+            general = [full[r["rid"]] for r in fitting if r["rid"] in full]
         finally:
             conn.close()
     text = block.render(
@@ -122,13 +124,13 @@ def _told_lines(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _profile_terms(ref: object) -> list[str]:
+def _profile_terms(ref: object, home: str | None = None) -> list[str]:
     """The repository's profile terms; a failure reading it only logs (no general rules)."""
     from . import profile
 
     root = getattr(ref, "root", None)
     try:
-        return profile.profile_terms(profile.profile(root))
+        return profile.profile_terms(profile.profile(root, home))
     except Exception as exc:  # noqa: BLE001 - a profile is an aid; the session goes on
         from reflect_jobs.hook_log import log_error
 

@@ -37,7 +37,7 @@ TOLD_TTL_SEC = 7 * 86400.0
 #: Told at most per prompt.
 PROMPT_MAX = 3
 #: Global learnings read for fitting, strongest first (bounds the hook at any KB size).
-GLOBAL_SCAN = 5000
+GLOBAL_SCAN = 3000
 #: The relevance floor and its shape (tuned on the dev split of bench_recall_eval).
 FLOOR = 0.9
 MIN_MATCHED = 2
@@ -248,26 +248,43 @@ STOPWORDS = frozenset(
 
 
 def fitting_globals(
-    rows: list[dict], profile_terms: list[str], rank_score, now: float | None = None
+    rows: list[dict],
+    profile_terms: list[str],
+    rank_score,
+    now: float | None = None,
+    *,
+    per_fit: int = 40,
 ) -> list[dict]:
     """The global learnings that fit a repository, best fit first, then strongest.
 
     Args:
-        rows: Global context-store rows (``applies_to`` a space-separated string).
+        rows: Global context-store rows, strongest first (``applies_to`` a space-separated
+            string).
         profile_terms: The repository's terms (:func:`reflect_jobs.recall.profile.profile_terms`).
         rank_score: The strength score (:func:`reflect_jobs.recall.block.rank_score`).
         now: The current time (recency).
+        per_fit: Rows kept per fit value before the fine ranking (the rows come strongest
+            first, so thousands of globals cost one pass, not a sort of all of them).
 
     Returns:
         The fitting rows, each with ``fit`` set; a row about another stack is left out.
     """
-    out = []
+    profile = list(profile_terms)
+    fits: dict[str, float | None] = {}
+    buckets: dict[float, list[dict]] = {}
     for row in rows:
-        f = stack.fit(stack.loads(row.get("applies_to")), profile_terms)
+        key = str(row.get("applies_to") or "")
+        if key not in fits:
+            fits[key] = stack.fit(stack.loads(key), profile)
+        f = fits[key]
         if f is None:
             continue
-        out.append({**row, "fit": f})
-    out.sort(key=lambda r: (-r["fit"], -rank_score(r, now), str(r.get("id"))))
+        bucket = buckets.setdefault(f, [])
+        if len(bucket) < per_fit:
+            bucket.append({**row, "fit": f})
+    out: list[dict] = []
+    for f in sorted(buckets, reverse=True):
+        out += sorted(buckets[f], key=lambda r: (-rank_score(r, now), str(r.get("id"))))
     return out
 
 
@@ -567,9 +584,18 @@ class Told:
             log_error(f"recall told-set: {type(exc).__name__}: {exc}")
 
     def _prune(self, budget: int = 200) -> None:
-        """Remove expired session files (a bounded look at most ``budget`` entries)."""
+        """Remove expired session files: a bounded look at most ``budget`` entries, at most
+        once an hour (one ``stat`` of the directory's marker says when it last ran)."""
         now = time.time()
+        mark = os.path.join(self.dir, ".pruned")
         try:
+            if now - os.stat(mark).st_mtime < 3600:
+                return
+        except OSError:
+            pass
+        try:
+            os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+            os.utime(mark)
             with os.scandir(self.dir) as it:
                 for n, entry in enumerate(it):
                     if n >= budget:

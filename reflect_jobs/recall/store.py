@@ -58,6 +58,10 @@ CREATE TABLE IF NOT EXISTS notes (
     content_hash TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
+-- Covers the session start's pass over the global learnings (fitting, recall/relevance.py):
+-- read in the index alone, strongest first, without touching a row.
+CREATE INDEX IF NOT EXISTS notes_fit ON notes
+    (scope, strength DESC, id, applies_to, proof_count, confidence, updated_ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     title, rule, key_insight, tokenize='porter unicode61 remove_diacritics 2'
 );
@@ -402,3 +406,26 @@ def rows_by_rid(conn: sqlite3.Connection, rids: list[int]) -> list[dict]:
         for r in cur.fetchall():
             out.append({"rid": r[0], **dict(zip(_KEYS, r[1:], strict=True))})
     return out
+
+
+def global_stack_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
+    """What fitting needs of the global learnings, strongest first: ``rid``, ``id``,
+    ``applies_to`` and the ranking figures (no title or rule: thousands are read at a
+    session start, and only the few told need their text, :func:`rows_by_rid`).
+
+    Args:
+        conn: A connection.
+        limit: At most this many.
+
+    Returns:
+        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts"}`` mappings.
+    """
+    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    applies = "applies_to" if "applies_to" in have else "''"
+    cur = conn.execute(
+        f"SELECT rid, id, {applies}, proof_count, confidence, updated_ts FROM notes"
+        " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
+        (int(limit),),
+    )
+    keys = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
+    return [dict(zip(keys, r, strict=True)) for r in cur.fetchall()]
