@@ -49,8 +49,12 @@ WEAK = {
 ITEM = {"kind": "action", "title": "Port the seed script to alembic", "body": "Two tables left."}
 
 
-@pytest.fixture
-def stored(env, tmp_path: Path):
+def drain_memory_session(env, tmp_path: Path) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]
+    """One session through ``enqueue`` and ``drain``: two learnings and an open item.
+
+    Returns:
+        The repository and ``title -> learning id``.
+    """
     repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
     answer = {
         "actions": [
@@ -67,13 +71,19 @@ def stored(env, tmp_path: Path):
     path.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
     env.cli("enqueue", str(path))
     env.cli("drain", "--until-idle", "--max-seconds", "120")
-    settings = env.settings()
-    with session_scope(settings.db_url, readonly=True) as s:
+    with session_scope(env.settings().db_url, readonly=True) as s:
         rows = {r.title: (r.id, r.status) for r in s.query(Learning)}
     assert rows[TRUSTED["title"]][1] == "active" and rows[WEAK["title"]][1] == "proposed", rows
+    return repo, {t: i for t, (i, _) in rows.items()}
+
+
+@pytest.fixture
+def stored(env, tmp_path: Path):
+    repo, ids = drain_memory_session(env, tmp_path)
+    settings = env.settings()
     app = create_app(settings, token=TOKEN, schedule=lambda stage, job: None)
     client = TestClient(app, base_url="http://127.0.0.1:8377", client=("127.0.0.1", 50000))
-    return client, settings, repo, {t: i for t, (i, _) in rows.items()}
+    return client, settings, repo, ids
 
 
 def test_memory_view_shows_what_was_learned_per_repository(stored) -> None:

@@ -191,13 +191,27 @@ def review_queue(settings: Settings) -> list[dict[str, Any]]:
 
     Returns:
         :func:`reflect_jobs.ledger.review.list_proposed` rows, oldest first, each with
-        ``rule`` and ``evidence`` cut to :data:`TEXT_MAX` characters.
+        ``rule``, ``scope``, ``repository`` and ``age_days``, and ``evidence`` cut to
+        :data:`TEXT_MAX` characters.
     """
     from ..ledger import review
 
+    now = utcnow()
     with session_scope(settings.db_url, readonly=True) as session:
         rows = review.list_proposed(session, review_below=settings.review_below, limit=200)
+        where = {
+            lid: (scope, key, at)
+            for lid, scope, key, at in session.execute(
+                select(Learning.id, Learning.scope, Learning.repo_key, Learning.created_at).where(
+                    Learning.id.in_([r["id"] for r in rows])
+                )
+            )
+        }
     for r in rows:
+        scope, key, at = where.get(r["id"], ("global", None, None))
+        r["scope"] = scope
+        r["repository"] = key if scope == "repo" and key else GLOBAL
+        r["age_days"] = _age_days(at, now)
         r["rule"] = _cut(note_rule(settings.kb_path, r.get("note_path")))
         r["evidence"] = _cut(r.get("evidence"))
         r["title"] = _cut(r.get("title"), 300)

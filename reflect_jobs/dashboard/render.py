@@ -201,5 +201,5 @@ def render_page(data: dict[str, Any], memory: dict[str, Any], *, token: str) -> 
         '<p id="flash" role="status"></p>'
         '<section id="search-results" hidden></section>'
         f'<main id="live">{render_sections(data)}</main>'
-        f'<main id="memory" hidden>{render_memory(memory)}</main></body></html>'
+        f'<main id="memory" aria-busy="false" hidden>{render_memory(memory)}</main></body></html>'
     )

@@ -108,9 +108,8 @@ def review_section(review: list[dict[str, Any]]) -> str:
         for r in review:
             item = {
                 **r,
-                "scope": "waiting",
+                "scope": f"{r.get('scope', 'global')} ({r.get('repository', 'global')})",
                 "proof": 1,
-                "age_days": None,
                 "verdict": None,
                 "anchors": r.get("anchors") or [],
             }

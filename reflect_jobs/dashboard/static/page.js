@@ -72,7 +72,9 @@
   var memory = document.getElementById("memory");
   var memoryRefresh = document.getElementById("memory-refresh");
 
+  // aria-busy says a reload is in flight (screen readers, and the browser test, wait on it).
   function reloadMemory() {
+    memory.setAttribute("aria-busy", "true");
     return fetch("/fragment/memory", { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
@@ -83,6 +85,9 @@
       })
       .catch(function (err) {
         say("memory view failed to load: " + err.message, true);
+      })
+      .finally(function () {
+        memory.setAttribute("aria-busy", "false");
       });
   }
 
