@@ -75,7 +75,15 @@ def title_words(title: str) -> TitleWords:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """|a ∩ b| / |a ∪ b| (0 for two empty sets: nothing to compare)."""
+    """The Jaccard similarity of two word sets.
+
+    Args:
+        a: One title's words.
+        b: The other's.
+
+    Returns:
+        |a ∩ b| / |a ∪ b|; 0 for two empty sets (nothing to compare).
+    """
     union = a | b
     return len(a & b) / len(union) if union else 0.0
 
