@@ -76,9 +76,7 @@ class Told:
         self.learning_ids = [
             x[3 : x.index("]")] for x in text.splitlines() if x.startswith("- [") and "]" in x
         ]
-        self.item_ids = [
-            x[2:].split(" ", 1)[0] for x in text.splitlines() if x.startswith("- #")
-        ]
+        self.item_ids = [x[2:].split(" ", 1)[0] for x in text.splitlines() if x.startswith("- #")]
 
 
 def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) -> str:

@@ -360,7 +360,9 @@ def recent_rows(
             (repo_key, int(limit)),
         )
     else:
-        cur = _execute(conn, " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit)))
+        cur = _execute(
+            conn, " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
+        )
     return _rows(cur)
 
 

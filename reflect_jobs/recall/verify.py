@@ -152,7 +152,7 @@ def safe_relpath(token: object) -> str | None:
         return None
     if "\x00" in token or "\\" in token or token.startswith(("/", "~")):
         return None
-    if len(token) > 1 and token[1] == ":" and token[0].isalpha():
+    if len(token) > 1 and token[1] == ":" and token[0].isascii() and token[0].isalpha():
         return None
     parts = [p for p in token.split("/") if p not in ("", ".")]
     if not parts or any(p == ".." or p.startswith("~") for p in parts) or parts[0] == ".git":
