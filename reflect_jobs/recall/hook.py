@@ -191,6 +191,8 @@ def _verify(root: str | None, rows: list[dict], session_id: str | None, everythi
         verdicts = verify.check_many(root, rows, cache, want=block.REPO_ITEMS)
     if isinstance(cache, verify.MemoryCache):
         return verdicts
+    if not verdicts.settled:  # a check is stuck (a hung mount): leave its connection alone
+        return verdicts
     try:
         cache.flush()  # type: ignore[attr-defined]
         if session_id is not None:
