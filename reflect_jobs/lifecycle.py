@@ -38,7 +38,7 @@ REJECTED = "rejected"
 #: that learns it again with evidence brings it back as a new CREATE would.
 STALE_ANCHORS = "stale_anchors"
 #: Consecutive session-start verifications that found every anchor gone before a learning
-#: becomes :data:`STALE_ANCHORS` (ARCHITECTURE §13.2).
+#: becomes :data:`STALE_ANCHORS` (ARCHITECTURE §13.1).
 STALE_AFTER = 3
 #: Every status a learning may carry.
 LEARNING_STATUSES = frozenset({ACTIVE, PROPOSED}) | RETIRED_STATUSES

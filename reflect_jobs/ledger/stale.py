@@ -1,4 +1,4 @@
-"""Learnings whose anchors are gone: out of circulation, and back (ARCHITECTURE §13.2).
+"""Learnings whose anchors are gone: out of circulation, and back (ARCHITECTURE §13.1).
 
 The SessionStart hook withholds a learning whose every anchored path is gone from the
 working tree (``recall/verify.py``); when that happened at
