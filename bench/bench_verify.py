@@ -129,12 +129,35 @@ def measure(label: str, kb_root: Path, repo: Path, home: Path, runs: int) -> Non
     chars = len(ctx)
     withheld = ctx.splitlines()[-2]
     med = {k: statistics.median(v) for k, v in times.items()}
+    inproc = in_process(kb_root, repo, home)
     print(
         f"{label}: bare {med['bare']:.1f}  no anchors {med['plain']:.1f} "
         f"({med['plain'] / med['bare']:.2f}x)  verified cold {med['cold']:.1f} "
         f"({med['cold'] / med['bare']:.2f}x)  warm {med['warm']:.1f} "
         f"({med['warm'] / med['bare']:.2f}x)  {chars} chars; last line: {withheld}"
     )
+    print(
+        f"    in-process session_block, median of 50: no anchors {inproc[0]:.2f} ms, "
+        f"verified (warm) {inproc[1]:.2f} ms: verification adds {inproc[1] - inproc[0]:.2f} ms"
+    )
+
+
+def in_process(kb_root: Path, repo: Path, home: Path) -> tuple[float, float]:
+    """The block's build time without and with verification, in this process (no start-up
+    noise): what verification itself adds to a session start."""
+    from reflect_jobs.recall import hook
+
+    out = []
+    for kb in (Path(str(kb_root) + "-plain"), kb_root):
+        os.environ["GLOBAL_LEARNINGS_PATH"], os.environ["REFLECT_HOME"] = str(kb), str(home)
+        hook.session_block(str(repo), max_chars=6000, session_id="warm-up")
+        runs = []
+        for i in range(50):
+            t0 = time.perf_counter()
+            hook.session_block(str(repo), max_chars=6000, session_id=f"in-process-{i}")
+            runs.append((time.perf_counter() - t0) * 1000)
+        out.append(statistics.median(runs))
+    return out[0], out[1]
 
 
 def main() -> None:

@@ -49,6 +49,22 @@ def store_path(home: str) -> str:
     return os.path.join(home, FILE_NAME)
 
 
+def _open(path: str) -> sqlite3.Connection:
+    """Connect in WAL mode with no fsync: a cache and a counter need no durability, and an
+    fsync per session start (at commit and at the close's checkpoint) cost more than the
+    whole verification. The checks run in a background thread (``recall/verify.py``), so
+    the connection is shared across threads (``sqlite3`` serialises calls)."""
+    conn = sqlite3.connect(path, timeout=TIMEOUT_SEC, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.executescript(_SCHEMA)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
 class VerifyStore:
     """The symbol cache (``get``/``put`` for :func:`reflect_jobs.recall.verify.verdict`) and
     the streaks, over one connection; answers are written at :meth:`flush`.
@@ -66,11 +82,16 @@ class VerifyStore:
         from reflect_jobs.perms import private_file
 
         private_file(path)
-        # The checks run in a background thread (recall/verify.py); sqlite3 serialises.
-        self.conn = sqlite3.connect(path, timeout=TIMEOUT_SEC, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.conn.executescript(_SCHEMA)
+        try:
+            self.conn = _open(path)
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise
+            # Not a database (a crash during a write with synchronous off, a stray file):
+            # it only caches, so it is set aside and started again.
+            os.replace(path, f"{path}.bad-{int(time.time())}")
+            private_file(path)
+            self.conn = _open(path)
         self._pending: list[tuple] = []
 
     def get(self, root: str, rel: str, symbol: str, mtime_ns: int, size: int) -> int | None:
@@ -126,6 +147,14 @@ class VerifyStore:
         if not stale and not held:
             return []
         reached: list[tuple[str, list[str]]] = []
+        if held:  # read first: a streak is rare, and a write costs every session start
+            marks = ",".join("?" * len(held))
+            held = [
+                r[0]
+                for r in self.conn.execute(f"SELECT id FROM streaks WHERE id IN ({marks})", held)
+            ]
+        if not stale and not held:
+            return []
         with self.conn:
             if held:
                 marks = ",".join("?" * len(held))
