@@ -291,3 +291,35 @@ def test_unsafe_anchor_paths_are_never_touched(token):
 
 def test_the_anchor_bound_is_the_one_notes_keep():
     assert verify.MAX_ANCHORS == MAX_ANCHORS
+
+
+def test_recall_log_records_what_each_session_was_told(env, tmp_path):
+    repo = _repo(tmp_path)
+    kept = _note(env, "Keep module is stable", [{"path": "src/keep.py", "symbol": "keep_me"}])
+    old = _note(env, "Old module holds the legacy flag", [{"path": "src/old.py"}])
+    reindex(env.kb)
+    (repo / "src" / "old.py").unlink()
+    told = _session_start(env, repo, "sess-1")
+    _session_start(env, repo, "sess-2")
+    rows = json.loads(env.cli("recall-log", "--session", "sess-1", "--json").stdout)
+    assert len(rows) == 1
+    r = rows[0]
+    assert r["session"] == "sess-1" and r["harness"] == "claude" and r["event"] == "SessionStart"
+    assert r["cwd"] == str(repo) and r["learnings"] == [kept.id] and r["withheld"] == [old.id]
+    assert r["chars"] == len(told) and r["tokens"] == block.estimate_tokens(told)
+    assert r["time"].startswith("20")
+    assert (os.stat(env.home / "recall-log.jsonl").st_mode & 0o777) == 0o600
+    assert len(json.loads(env.cli("recall-log", "--json").stdout)) == 2
+    assert "sess-2" in env.cli("recall-log").stdout
+
+
+def test_a_damaged_verify_store_is_set_aside_and_the_block_still_told(env, tmp_path):
+    repo = _repo(tmp_path)
+    _note(env, "Keep module is stable", [{"path": "src/keep.py", "symbol": "keep_me"}])
+    reindex(env.kb)
+    env.home.mkdir(parents=True, exist_ok=True)
+    (env.home / "verify.db").write_bytes(b"this is not a database" * 100)
+    assert "Keep module is stable" in _session_start(env, repo, "s1")
+    assert list(env.home.glob("verify.db.bad-*")), "set aside, not deleted"
+    vs = VerifyStore(store_path(str(env.home)))
+    vs.close()

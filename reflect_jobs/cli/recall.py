@@ -161,6 +161,52 @@ def verify(cwd: str | None, as_json: bool) -> None:
     click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
 
 
+@click.command("recall-log")
+@click.option("--session", "session", default=None, help="Only this session's records.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def recall_log(session: str | None, as_json: bool) -> None:
+    """What each session was told at its start (and per prompt), oldest first.
+
+    One record per answered recall event, written by the hook: session, harness, event,
+    cwd, time, the learning and item ids told, the ids withheld as stale, characters and
+    estimated tokens.
+
+    \f
+    Args:
+        session: A session id to show alone.
+        as_json: ``[{"ts", "time", "session", "harness", "event", "cwd", "learnings",
+            "items", "withheld", "chars", "tokens"}]``.
+    """
+    s = get_settings()
+    from datetime import UTC, datetime
+
+    from ..recall import told_log
+    from .common import emit
+
+    rows = told_log.read(str(s.home), session=session)
+    for r in rows:
+        try:
+            r["time"] = datetime.fromtimestamp(float(r.get("ts") or 0), UTC).isoformat()
+        except (TypeError, ValueError, OverflowError):
+            r["time"] = None
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        click.echo("nothing told yet" + (f" to session {session}" if session else ""))
+        return
+    for r in rows:
+        told = ", ".join(r.get("learnings") or []) or "-"
+        items = ", ".join(r.get("items") or [])
+        click.echo(
+            f"{r['time']}  {r.get('harness')}  {r.get('event')}  session {r.get('session') or '-'}"
+            f"  {r.get('cwd')}\n  {r.get('chars')} chars ~{r.get('tokens')} tokens; "
+            f"learnings: {told}"
+            + (f"; items: {items}" if items else "")
+            + (f"; withheld: {', '.join(r['withheld'])}" if r.get("withheld") else "")
+        )
+
+
 @click.command()
 @click.argument("note_id", metavar="ID")
 @click.option("--path", "path_only", is_flag=True, help="Print the note's path only.")
@@ -224,4 +270,4 @@ def mcp() -> None:
 
 
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (context, verify, get, mcp)
+COMMANDS = (context, verify, recall_log, get, mcp)

@@ -357,4 +357,39 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
             out = sys.stdout
         out.write(answer)
         out.flush()
+    if kind == "session_start":
+        _record(harness, name, payload, told)
+    elif text:
+        _record(harness, name, payload, Told(text, {}, []))
     return True
+
+
+def _record(harness: str, event: str, payload: dict, told: Told) -> None:
+    """Append what this session was told to the recall log (``recall/told_log.py``); a
+    failure is logged, never raised (the answer is already printed)."""
+    import time
+
+    from reflect_jobs.envpaths import home_dir_str
+
+    from . import block, told_log
+
+    sid = payload.get("session_id") or payload.get("sessionId")
+    cwd = payload.get("cwd")
+    try:
+        told_log.append(
+            home_dir_str(),
+            {
+                "ts": round(time.time(), 3),
+                "session": str(sid) if sid else "",
+                "harness": harness,
+                "event": event,
+                "cwd": cwd if isinstance(cwd, str) else "",
+                "learnings": told.learning_ids,
+                "items": told.item_ids,
+                "withheld": told.withheld,
+                "chars": len(told.text),
+                "tokens": block.estimate_tokens(told.text),
+            },
+        )
+    except OSError as exc:
+        _log(f"recall log: {type(exc).__name__}: {exc}")
