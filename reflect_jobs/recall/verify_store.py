@@ -7,8 +7,8 @@ Two small tables (ARCHITECTURE §13.1):
 * ``streaks`` — per learning, how many consecutive session starts found it ``stale``
   (every anchored path gone), counted once per session id. At
   :data:`reflect_jobs.lifecycle.STALE_AFTER` the hook asks the worker to take it out of
-  circulation (``tasks.stale_anchors`` → ledger status ``stale_anchors``) and starts the
-  count again; a verdict that is not stale ends the streak.
+  circulation (``tasks.stale_anchors`` → ledger status ``stale_anchors``), at most once a
+  day per learning; a verdict that is not stale ends the streak, and ``restore`` resets it.
 
 It is a cache and a counter, not a record: deleting the file loses nothing but the time to
 re-read a few files and the streaks so far. It lives under the home, not the KB: it
@@ -23,6 +23,9 @@ import sqlite3
 import time
 
 FILE_NAME = "verify.db"
+#: A learning handed to the worker is handed again only after this long (no worker ran,
+#: or its message was lost).
+REHAND_SEC = 86400.0
 TIMEOUT_SEC = 0.25
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS symbols (
@@ -32,7 +35,7 @@ CREATE TABLE IF NOT EXISTS symbols (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS streaks (
     id TEXT PRIMARY KEY, stale INTEGER NOT NULL, last_session TEXT NOT NULL DEFAULT '',
-    last_ts REAL NOT NULL, missing TEXT NOT NULL DEFAULT ''
+    last_ts REAL NOT NULL, missing TEXT NOT NULL DEFAULT '', handed REAL NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 """
 
@@ -138,8 +141,9 @@ class VerifyStore:
             now: The Unix time (default now).
 
         Returns:
-            ``(id, missing)`` of the learnings whose streak reached ``stale_after`` now;
-            their streak starts again (the caller asks the worker to move them).
+            ``(id, missing)`` of the learnings whose streak reached ``stale_after`` (and
+            were not handed over in the last :data:`REHAND_SEC`): the caller asks the
+            worker to move them.
         """
         now = time.time() if now is None else now
         stale = {i: v for i, v in verdicts.items() if v.status == "stale"}
@@ -161,18 +165,19 @@ class VerifyStore:
                 self.conn.execute(f"DELETE FROM streaks WHERE id IN ({marks})", held)
             for ident, v in stale.items():
                 row = self.conn.execute(
-                    "SELECT stale, last_session FROM streaks WHERE id = ?", (ident,)
+                    "SELECT stale, last_session, handed FROM streaks WHERE id = ?", (ident,)
                 ).fetchone()
-                count = row[0] if row else 0
+                count, handed = (row[0], row[2]) if row else (0, 0.0)
                 if row is None or not session_id or row[1] != session_id:
                     count += 1
-                missing = "\n".join(v.missing)
-                if count >= stale_after:
+                # Handed over once a day at most: until the worker's reindex drops it from
+                # the context store, every session start finds it stale again.
+                if count >= stale_after and now - handed >= REHAND_SEC:
                     reached.append((ident, list(v.missing)))
-                    count = 0
+                    handed = now
                 self.conn.execute(
-                    "INSERT OR REPLACE INTO streaks VALUES (?, ?, ?, ?, ?)",
-                    (ident, count, session_id, now, missing),
+                    "INSERT OR REPLACE INTO streaks VALUES (?, ?, ?, ?, ?, ?)",
+                    (ident, count, session_id, now, "\n".join(v.missing), handed),
                 )
         return reached
 
