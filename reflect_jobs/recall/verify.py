@@ -130,7 +130,16 @@ class MemoryCache:
         return hit[2]
 
     def put(self, root: str, rel: str, symbol: str, mtime_ns: int, size: int, found: int) -> None:
-        """Remember an answer for this file version (see :meth:`get`)."""
+        """Remember an answer for this file version (see :meth:`get`).
+
+        Args:
+            root: The repository's real root.
+            rel: The anchor's path under it.
+            symbol: The symbol looked for.
+            mtime_ns: The file's modification time when read.
+            size: Its size when read.
+            found: :data:`FOUND`, :data:`ABSENT` or :data:`UNCHECKED`.
+        """
         self.data[(root, rel, symbol)] = (mtime_ns, size, found)
 
 

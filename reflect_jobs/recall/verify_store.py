@@ -53,13 +53,15 @@ def store_path(home: str) -> str:
 
 
 def _open(path: str) -> sqlite3.Connection:
-    """Connect in WAL mode with no fsync: a cache and a counter need no durability, and an
-    fsync per session start (at commit and at the close's checkpoint) cost more than the
-    whole verification. The checks run in a background thread (``recall/verify.py``), so
-    the connection is shared across threads (``sqlite3`` serialises calls)."""
+    """Connect with the journal in memory and no fsync: a cache and a counter need no
+    durability, and an fsync per session start (or WAL's ``-wal``/``-shm`` files made and
+    removed at every open and close) cost more than the whole verification; a file a crash
+    left damaged is set aside by the caller. The checks run in a background thread
+    (``recall/verify.py``), so the connection is shared across threads (``sqlite3``
+    serialises calls)."""
     conn = sqlite3.connect(path, timeout=TIMEOUT_SEC, check_same_thread=False)
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA journal_mode = MEMORY")
         conn.execute("PRAGMA synchronous = OFF")
         conn.executescript(_SCHEMA)
     except sqlite3.Error:
@@ -98,7 +100,19 @@ class VerifyStore:
         self._pending: list[tuple] = []
 
     def get(self, root: str, rel: str, symbol: str, mtime_ns: int, size: int) -> int | None:
-        """The cached answer for this file version, or ``None`` (see ``MemoryCache.get``)."""
+        """The cached answer for this file version (``verify.MemoryCache.get``'s contract).
+
+        Args:
+            root: The repository's real root.
+            rel: The anchor's path under it.
+            symbol: The symbol looked for.
+            mtime_ns: The file's modification time now.
+            size: Its size now.
+
+        Returns:
+            ``verify.FOUND``/``ABSENT``/``UNCHECKED``; ``None`` when not cached or the file
+            changed since.
+        """
         row = self.conn.execute(
             "SELECT mtime_ns, size, found FROM symbols WHERE root = ? AND rel = ? AND symbol = ?",
             (root, rel, symbol),
@@ -108,7 +122,16 @@ class VerifyStore:
         return int(row[2])
 
     def put(self, root: str, rel: str, symbol: str, mtime_ns: int, size: int, found: int) -> None:
-        """Remember an answer; written at :meth:`flush`."""
+        """Remember an answer; written at :meth:`flush`.
+
+        Args:
+            root: The repository's real root.
+            rel: The anchor's path under it.
+            symbol: The symbol looked for.
+            mtime_ns: The file's modification time when read.
+            size: Its size when read.
+            found: ``verify.FOUND``, ``ABSENT`` or ``UNCHECKED``.
+        """
         self._pending.append((root, rel, symbol, mtime_ns, size, found))
 
     def flush(self) -> None:
