@@ -323,3 +323,15 @@ def test_a_damaged_verify_store_is_set_aside_and_the_block_still_told(env, tmp_p
     assert list(env.home.glob("verify.db.bad-*")), "set aside, not deleted"
     vs = VerifyStore(store_path(str(env.home)))
     vs.close()
+
+
+def test_verification_keeps_the_hook_path_stdlib_only(env, tmp_path):
+    from recall_support import session_start_in_process
+
+    repo = _repo(tmp_path)
+    _note(env, "Config parsing lives in app", [{"path": "src/app.py", "symbol": "parse_config"}])
+    _note(env, "Old module holds the legacy flag", [{"path": "src/gone.py"}])
+    reindex(env.kb)
+    told, heavy = session_start_in_process(env, repo, also_heavy=("reflect_jobs.kb", "threading"))
+    assert "Config parsing" in told and "; 1 withheld (stale)" in told
+    assert heavy == []
