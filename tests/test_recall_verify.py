@@ -335,3 +335,29 @@ def test_verification_keeps_the_hook_path_stdlib_only(env, tmp_path):
     told, heavy = session_start_in_process(env, repo, also_heavy=("reflect_jobs.kb", "threading"))
     assert "Config parsing" in told and "; 1 withheld (stale)" in told
     assert heavy == []
+
+
+def test_a_store_from_before_anchors_is_read_then_upgraded_and_refilled(env, tmp_path):
+    import sqlite3
+
+    from reflect_jobs.recall import store
+
+    repo = _repo(tmp_path)
+    nf = _note(env, "Old module holds the legacy flag", [{"path": "src/old.py"}])
+    path = store.store_path(env.kb)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    old_schema = store._SCHEMA.replace(",\n    anchors TEXT NOT NULL DEFAULT ''", "")
+    conn = sqlite3.connect(path)
+    conn.executescript(old_schema)
+    conn.execute(
+        "INSERT INTO notes (id, scope, repo_key, title) VALUES (?, 'repo', ?, ?)",
+        (nf.id, KEY, "Old module holds the legacy flag"),
+    )
+    conn.execute("INSERT INTO meta VALUES ('schema', '1'), ('populated', '1')")
+    conn.commit()
+    conn.close()
+    (repo / "src" / "old.py").unlink()
+    assert "Old module" in _session_start(env, repo, "s1"), "schema 1: no anchors, told"
+    reindex(env.kb)
+    told = _session_start(env, repo, "s2")
+    assert "Old module" not in told and "; 1 withheld (stale)" in told
