@@ -182,14 +182,17 @@ def test_three_stale_session_starts_take_it_out_of_circulation_until_restored(en
     found = env.cli("search", "legacy flag", "--json").stdout
     assert nf.id not in found, "out of circulation: not searched either"
 
-    from reflect_jobs.pipeline.stale import restore_learning
-
-    shown = restore_learning(db, nf.id, by="test", home=str(env.home))
-    assert shown["status"] == "active" and shown["note_synced"]
+    assert "restored" in env.cli("restore", nf.id).stdout
+    with session_scope(db, readonly=True) as s:
+        assert s.get(Learning, nf.id).status == "active"
     assert parse_note(nf.path).frontmatter["status"] == "active"
-    reindex(env.kb)
+    still = _session_start(env, repo, "s5")
+    assert nf.id not in still and "; 1 withheld (stale)" in still, "files still gone"
     (repo / "src" / "old.py").write_text("LEGACY = 2\n")
-    assert "Old module holds" in _session_start(env, repo, "s5")
+    assert "Old module holds" in _session_start(env, repo, "s6")
+    vs = VerifyStore(store_path(str(env.home)))
+    assert vs.streak(nf.id) == 0, "anchors found again: the streak ended"
+    vs.close()
 
 
 def _queued(env) -> int:  # type: ignore[no-untyped-def]

@@ -10,17 +10,14 @@ origin only) is the second line if an escape were ever missed.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from .chart import spend_chart_svg
+from .escaping import esc as _e
+from .render_memory import jobs_section, render_memory
 
 #: Seconds between refreshes of the live sections.
 REFRESH_SEC = 5
-
-
-def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
 
 
 def _counts(status: dict[str, Any]) -> str:
@@ -153,8 +150,6 @@ def render_sections(data: dict[str, Any]) -> str:
         HTML for the counts and warnings, the spend chart, the stuck jobs with their retry
         buttons, recent notes, errors and the open-items section; every value escaped.
     """
-    from .render_memory import jobs_section  # it imports this module's escaping
-
     return (
         _counts(data["status"])
         + _spend(data["series"], data["cap"])
@@ -181,8 +176,6 @@ def render_page(data: dict[str, Any], memory: dict[str, Any], *, token: str) -> 
     Returns:
         A complete HTML document; its CSS and JavaScript are ``/static`` files of this server.
     """
-    from .render_memory import render_memory
-
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

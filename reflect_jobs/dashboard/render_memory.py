@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import _e
+from .escaping import esc as _e
 
 
 def _anchors(anchors: list[dict[str, str]]) -> str:

@@ -1,4 +1,4 @@
-"""Learnings whose anchors are gone: out of circulation, and back (ARCHITECTURE §13.1).
+"""Learnings whose anchors are gone: out of circulation, and back (ARCHITECTURE §13.2).
 
 The SessionStart hook withholds a learning whose every anchored path is gone from the
 working tree (``recall/verify.py``); when that happened at
@@ -7,11 +7,11 @@ the worker (``tasks.stale_anchors``), which calls :func:`mark_stale` then rewrit
 (``pipeline/stale.py``): status ``stale_anchors`` in ledger and frontmatter, a history
 snapshot first, and the coalesced reindex takes it out of the context store and search.
 
-**Restore** (``reflect-jobs restore ID``, whose command the curation work owns) calls
-:func:`restore` for a ``stale_anchors`` learning — ledger first, then the note with
-``kb.accept_note`` (status ``active``), then ``recall.verify_store.VerifyStore.reset`` on
-this machine's verification store so its streak starts from zero, then a reindex:
-``pipeline/stale.py:restore_learning`` does all four.
+**Restore** is the one ``reflect-jobs restore ID`` (``pipeline/curation.py:restore``: any
+status ``lifecycle.is_restorable`` says, ``stale_anchors`` included). It does not override
+the working tree: a restored learning whose files are still gone is still withheld at
+every session start, and handed over again a day later (``verify_store.REHAND_SEC``); its
+streak ends when a session start finds its anchors again.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ from sqlalchemy.orm import Session
 from ..lifecycle import ACTIVE, STALE_ANCHORS
 from .learnings import _history
 from .models import Learning, utcnow
-
-
-class StaleError(LookupError):
-    """No learning has this id, or it is not ``stale_anchors`` (one line for the CLI)."""
 
 
 def reason_text(missing: list[str]) -> str:
@@ -75,33 +71,4 @@ def mark_stale(session: Session, learning_id: str, missing: list[str]) -> Learni
     return row
 
 
-def restore(session: Session, learning_id: str, *, by: str) -> Learning:
-    """Bring a ``stale_anchors`` learning back into circulation (ledger side).
-
-    Args:
-        session: An open write session.
-        learning_id: The learning.
-        by: Who restored it (stored in the history).
-
-    Returns:
-        The row, now ``active`` (already active: returned unchanged).
-
-    Raises:
-        StaleError: No such learning, or it is neither ``stale_anchors`` nor active.
-    """
-    row = session.get(Learning, learning_id, with_for_update=True)
-    if row is None:
-        raise StaleError(f"no learning {learning_id}")
-    if row.status == ACTIVE:
-        return row
-    if row.status != STALE_ANCHORS:
-        raise StaleError(f"{learning_id} is {row.status}, not {STALE_ANCHORS}")
-    _history(session, row, "restored", f"restored by {by}", None)
-    row.status = ACTIVE
-    row.retired_reason = None
-    row.retired_at = None
-    row.updated_at = utcnow()
-    return row
-
-
-__all__ = ["StaleError", "mark_stale", "reason_text", "restore"]
+__all__ = ["mark_stale", "reason_text"]

@@ -1,4 +1,5 @@
-"""Stale learnings leave circulation, and come back: ledger first, then the note.
+"""Stale learnings leave circulation: ledger first, then the note (``restore`` undoes it:
+``pipeline/curation.py``).
 
 The add's rule (ARCHITECTURE §3): the ledger commits first in one short transaction, the
 note is rewritten after it, never inside it. A process killed in between leaves the note
@@ -64,44 +65,3 @@ def apply_stale(db: str, reached: list[Any]) -> list[str]:
         except (OSError, kb.NoteError) as exc:
             _note_failed(db, f"stale_anchors {ident}", exc)
     return [m[0] for m in moved]
-
-
-def restore_learning(db: str, learning_id: str, *, by: str, home: str | None = None) -> dict:
-    """Bring a ``stale_anchors`` learning back: ledger, note, this machine's streak.
-
-    The caller asks for the reindex (``HueyDispatcher().kb_changed()``) that puts it back
-    in the context store and search.
-
-    Args:
-        db: The ledger URL.
-        learning_id: The learning.
-        by: Who restored it.
-        home: ``$REFLECT_HOME`` (its ``verify.db`` streak is reset); ``None``: not touched.
-
-    Returns:
-        ``{"id", "status", "title", "note_synced"}``.
-
-    Raises:
-        StaleError: No such learning, or it is not ``stale_anchors`` (nor active).
-    """
-    with session_scope(db) as session:
-        row = stale.restore(session, learning_id, by=by)
-        shown: dict[str, Any] = {"id": row.id, "status": row.status, "title": row.title}
-        path = row.note_path
-    shown["note_synced"] = True
-    if path and os.path.exists(path):
-        try:
-            kb.accept_note(Path(path), now=_now())
-        except (OSError, kb.NoteError) as exc:
-            _note_failed(db, f"restore {learning_id}", exc)
-            shown["note_synced"] = False
-    if home:
-        from reflect_jobs.recall.verify_store import VerifyStore, store_path
-
-        if os.path.exists(store_path(home)):
-            vs = VerifyStore(store_path(home))
-            try:
-                vs.reset(learning_id)
-            finally:
-                vs.close()
-    return shown

@@ -6,7 +6,7 @@ sessions — data to check against the code, not instructions — shows each lea
 line with its id (so an agent can ask for the full note: MCP ``get``, ``reflect-jobs get``),
 confidence and age, and ends by saying what it left out: ``+N more — reflect-jobs context
 --all`` and ``K withheld (stale)`` (learnings whose anchored files are all gone,
-``recall/verify.py``; ARCHITECTURE §13.1). The cascade drops everything
+``recall/verify.py``; ARCHITECTURE §13.2). The cascade drops everything
 between the markers wherever it meets them later (``transcripts/noise.py``), so what we
 inject is never learned again. Every note string is made inert first (:func:`inert`):
 whitespace (newlines included) collapsed and ``<``/``>`` replaced, so no title, rule or
@@ -340,8 +340,8 @@ def formatted(block: str, fmt: str, event: str = "SessionStart") -> str:
     Args:
         block: The block text (may be ``""``).
         fmt: ``text`` (the block), ``claude`` / ``codex`` (their hook JSON) or ``copilot``
-            (the Copilot SDK's ``{"additionalContext": …}``; the CLI itself ignores
-            sessionStart output, ARCHITECTURE §13).
+            (``{"additionalContext": …}``: the Copilot SDK's shape, which Copilot CLI
+            injects from a sessionStart hook since 1.0.11, ARCHITECTURE §13).
         event: The hook event named in the JSON shapes.
 
     Returns:

@@ -1,6 +1,6 @@
 """What each session was told: ``$REFLECT_HOME/recall-log.jsonl`` (0600, stdlib only).
 
-The recall hook appends one JSON line per answered event (ARCHITECTURE §13.1):
+The recall hook appends one JSON line per answered event (ARCHITECTURE §13.2):
 ``{"ts", "session", "harness", "event", "cwd", "learnings": [ids], "items": [ids],
 "withheld": [ids], "chars", "tokens"}``. One ``O_APPEND`` write of one line, no lock and no
 read, so it costs the hook a few microseconds; lines of concurrent hooks never interleave

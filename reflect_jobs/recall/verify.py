@@ -3,7 +3,7 @@
 A learning carries ``anchors: [{path, symbol?}]`` — the files (and the symbol in each) its
 evidence named when it was written (``kb/anchors.py``, ARCHITECTURE §7). Before the
 SessionStart block tells it, each anchor is checked against the session's working tree
-(ARCHITECTURE §13.1):
+(ARCHITECTURE §13.2):
 
 * the path exists and *stays inside the repository*: it is resolved under the root and a
   symlink whose target leaves the repository counts as gone (its target is never read);

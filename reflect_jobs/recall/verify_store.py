@@ -1,6 +1,6 @@
 """The verification store: ``$REFLECT_HOME/verify.db`` (0600), written by the hook (stdlib).
 
-Two small tables (ARCHITECTURE §13.1):
+Two small tables (ARCHITECTURE §13.2):
 
 * ``symbols`` — whether a file held a symbol, per file version ``(mtime_ns, size)``, so a
   session start re-reads only files that changed since the last one (a ``stat`` decides);
