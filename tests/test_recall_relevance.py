@@ -11,6 +11,7 @@ import io
 import json
 import os
 import socket
+import sqlite3
 import stat
 import threading
 import time
@@ -299,14 +300,20 @@ def test_the_profile_reads_a_huge_lockfile_bounded_and_is_cached_privately(tmp_p
 
 
 def test_an_old_store_without_applies_to_still_tells_and_is_rebuilt(env, tmp_path, monkeypatch):
-    rust, _, _ = _kb(env, tmp_path, monkeypatch)
+    rust, java, _ = _kb(env, tmp_path, monkeypatch)
     path = store.store_path(env.kb)
-    conn = store.open_for_write(path)
+    conn = sqlite3.connect(path)  # the store as schema 2 wrote it: no applies_to column
     with conn:
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+        conn.execute("DROP INDEX IF EXISTS notes_fit")
+        conn.execute("ALTER TABLE notes DROP COLUMN applies_to")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
     conn.close()
-    conn = store.open_for_write(path)  # another version: dropped, empty, filled again
-    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
+    repo = _rust_repo(tmp_path)
+    told = _ids(_hook("SessionStart", repo, "o1"))
+    assert rust not in told and java not in told, "what fits is unknown: none until refilled"
+    assert told, "the repository's own learnings are still told"
+    conn = store.open_for_write(path)  # the worker's next pass: column added, refill asked
+    assert not store.is_populated(conn)
     conn.close()
     reindex(env.kb)
-    assert rust in _ids(_hook("SessionStart", _rust_repo(tmp_path), "o1"))
+    assert rust in _ids(_hook("SessionStart", repo, "o2"))

@@ -11,7 +11,7 @@ Two questions, both answered on the hook's path (no heavy import):
   words with inverse document frequencies from the context store (a word every note has
   says nothing; an identifier one note has says a lot), the title and rule weighing more
   than the insight. Only candidates above a relevance floor are told, at most three, and
-  never one the session was already told (:class:`Told`). When the running worker answers
+  never one the session was already told (:class:`SessionTold`). When the running worker answers
   within a strict budget its embedding similarity joins the score (``recall/warm_rank.py``);
   otherwise this lexical score decides alone.
 """
@@ -531,7 +531,7 @@ def rank_for_prompt(
 # --- what a session was told ----------------------------------------------------------------
 
 
-class Told:
+class SessionTold:
     """The ids one session was told, kept under the home (0600 files in 0700 directories).
 
     SessionStart replaces the set with what its block told (the agent's context now holds

@@ -19,9 +19,8 @@ import os
 import sqlite3
 
 FILE_NAME = "context.db"
-#: 2: ``applies_to`` (what a learning is about, ``recall/stack.py``). A store of another
-#: version is dropped and refilled by the next reindex (it is derived from the notes).
-SCHEMA_VERSION = "2"
+#: 2: ``anchors``; 3: ``applies_to`` (what a learning is about, ``recall/stack.py``).
+SCHEMA_VERSION = "3"
 READ_TIMEOUT_SEC = 0.25
 _COLUMNS = (
     "id",
@@ -35,8 +34,9 @@ _COLUMNS = (
     "proof_count",
     "confidence",
     "updated_ts",
-    "applies_to",
     "content_hash",
+    "anchors",
+    "applies_to",
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,14 +54,11 @@ CREATE TABLE IF NOT EXISTS notes (
     confidence REAL NOT NULL DEFAULT 0.6,
     updated_ts REAL NOT NULL DEFAULT 0,
     strength REAL NOT NULL DEFAULT 0,
-    applies_to TEXT NOT NULL DEFAULT '',
-    content_hash TEXT NOT NULL DEFAULT ''
+    content_hash TEXT NOT NULL DEFAULT '',
+    anchors TEXT NOT NULL DEFAULT '',
+    applies_to TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
--- Covers the session start's pass over the global learnings (fitting, recall/relevance.py):
--- read in the index alone, strongest first, without touching a row.
-CREATE INDEX IF NOT EXISTS notes_fit ON notes
-    (scope, strength DESC, id, applies_to, proof_count, confidence, updated_ts);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     title, rule, key_insight, tokenize='porter unicode61 remove_diacritics 2'
 );
@@ -118,18 +115,36 @@ def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.executescript(_SCHEMA)
-    found = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-    if found is not None and found[0] != SCHEMA_VERSION:
-        # Derived data of another shape: start again (the next reindex refills it).
-        conn.executescript(
-            "DROP TABLE IF EXISTS notes; DROP TABLE IF EXISTS notes_fts;"
-            " DELETE FROM meta;" + _SCHEMA
-        )
+    _upgrade(conn)
     with conn:
         conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )
     return conn
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Bring an older store to this schema and have it refilled.
+
+    Schema 1 lacks ``anchors``, schema 2 ``applies_to``: each missing column is added empty
+    and the store marked unfilled, so the pass that opened it refills every row from the
+    notes — a store is derived data. The covering index of the fitting pass is made here
+    (after the columns it covers exist).
+    """
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    missing = [c for c in ("anchors", "applies_to") if c not in columns]
+    with conn:
+        for column in missing:
+            conn.execute(f"ALTER TABLE notes ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        if missing:
+            conn.execute("DELETE FROM meta WHERE key = 'populated'")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        # Covers the session start's pass over the global learnings (recall/relevance.py):
+        # read in the index alone, strongest first, without touching a row.
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS notes_fit ON notes"
+            " (scope, strength DESC, id, applies_to, proof_count, confidence, updated_ts)"
+        )
 
 
 def is_populated(conn: sqlite3.Connection) -> bool:
@@ -162,7 +177,8 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
         conn: A writer connection.
         rows: Mappings with the keys of :data:`_COLUMNS` (``id``, ``scope``, ``repo_key``,
             ``title``, ``rule``, ``key_insight``, ``category``, ``path``, ``proof_count``,
-            ``confidence``, ``updated_ts``, ``content_hash``).
+            ``confidence``, ``updated_ts``, ``content_hash``, ``anchors``: the note's
+            anchors as compact JSON, ``""`` for none).
 
     Returns:
         How many rows were written.
@@ -171,7 +187,9 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
     with conn:
         for row in rows:
             _delete(conn, str(row["id"]))
-            values = [row.get(c) if c != "applies_to" else row.get(c) or "" for c in _COLUMNS]
+            values = [row.get(c) for c in _COLUMNS]
+            values[-2] = values[-2] or ""  # anchors: a row without them (older callers)
+            values[-1] = values[-1] or ""  # applies_to: likewise
             cur = conn.execute(
                 f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
                 f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",
@@ -258,18 +276,16 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
 _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
 
 
-#: A store written before ``applies_to`` (version 1) until the worker's next reindex
-#: rebuilds it: read with an empty value, so an upgrade never silences the block.
 def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
-    """The reader's column list; a store from before ``applies_to`` (version 1, until the
-    worker's next reindex rebuilds it) reads an empty value, so an upgrade never silences
-    the block."""
+    """The reader's column list; a store the worker has not upgraded yet (no ``anchors``,
+    no ``applies_to``) reads them empty, so an upgrade never silences the block."""
     have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
     return ", ".join(f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS)
 
 
-def _select(conn: sqlite3.Connection) -> str:
-    return f"SELECT {_columns(conn)} FROM notes"
+def _execute(conn: sqlite3.Connection, tail: str, params: tuple) -> sqlite3.Cursor:
+    """``SELECT <reader columns> FROM notes`` + ``tail``, on an older store too."""
+    return conn.execute(f"SELECT {_columns(conn)} FROM notes" + tail, params)
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
@@ -288,9 +304,9 @@ def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[
         Row mappings (the keys of the ``notes`` table but ``strength``/``content_hash``).
     """
     return _rows(
-        conn.execute(
-            _select(conn)
-            + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
+        _execute(
+            conn,
+            " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
             (repo_key, int(limit)),
         )
     )
@@ -307,11 +323,26 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
         Row mappings, as :func:`repo_rows`.
     """
     return _rows(
-        conn.execute(
-            _select(conn) + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
-            (int(limit),),
-        )
+        _execute(conn, " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),))
     )
+
+
+def count_rows(conn: sqlite3.Connection, repo_key: str | None) -> int:
+    """How many learnings a session in a repository could be told (its own and the global).
+
+    Args:
+        conn: A connection.
+        repo_key: The repository's key; ``None`` for the global learnings only.
+
+    Returns:
+        The count (two indexed counts, no row read).
+    """
+    total = conn.execute("SELECT count(*) FROM notes WHERE scope = 'global'").fetchone()[0]
+    if repo_key is not None:
+        total += conn.execute(
+            "SELECT count(*) FROM notes WHERE scope = 'repo' AND repo_key = ?", (repo_key,)
+        ).fetchone()[0]
+    return int(total)
 
 
 def recent_rows(
@@ -331,17 +362,18 @@ def recent_rows(
     """
     order = " ORDER BY updated_ts DESC, id LIMIT ?"
     if repo_key is None and not with_global:
-        cur = conn.execute(_select(conn) + order, (int(limit),))
+        cur = _execute(conn, order, (int(limit),))
     elif repo_key is None:
-        cur = conn.execute(_select(conn) + " WHERE scope = 'global'" + order, (int(limit),))
+        cur = _execute(conn, " WHERE scope = 'global'" + order, (int(limit),))
     elif with_global:
-        cur = conn.execute(
-            _select(conn) + " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
+        cur = _execute(
+            conn,
+            " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
             (repo_key, int(limit)),
         )
     else:
-        cur = conn.execute(
-            _select(conn) + " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
+        cur = _execute(
+            conn, " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
         )
     return _rows(cur)
 
@@ -356,7 +388,7 @@ def get_row(conn: sqlite3.Connection, note_id: str) -> dict | None:
     Returns:
         Its row mapping, or ``None``.
     """
-    rows = _rows(conn.execute(_select(conn) + " WHERE id = ?", (note_id,)))
+    rows = _rows(_execute(conn, " WHERE id = ?", (note_id,)))
     return rows[0] if rows else None
 
 
@@ -372,14 +404,17 @@ def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> lis
         Row mappings, as :func:`repo_rows`, each with ``bm25`` added (lower is better).
     """
     cur = conn.execute(
-        f"SELECT {_columns(conn, 'n.')}, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
+        "SELECT n.id, n.scope, n.repo_key, n.title, n.rule, n.key_insight, n.category, n.path,"
+        " n.proof_count, n.confidence, n.updated_ts, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
         " FROM notes_fts JOIN notes n ON n.rid = notes_fts.rowid"
         " WHERE notes_fts MATCH ? ORDER BY r, n.id LIMIT ?",
         (fts_query, int(limit)),
     )
     out = []
     for r in cur.fetchall():
-        row = dict(zip(_KEYS, r[:-1], strict=True))
+        row = dict(zip(_KEYS[:11], r[:-1], strict=True))
+        row["anchors"] = ""  # per-prompt recall tells a few strong matches unverified
+        row["applies_to"] = ""
         row["bm25"] = float(r[-1])
         out.append(row)
     return out
@@ -418,12 +453,15 @@ def global_stack_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
         limit: At most this many.
 
     Returns:
-        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts"}`` mappings.
+        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts"}`` mappings;
+        none from a store written before ``applies_to`` (which globals fit is unknown
+        until the worker refills it: none rather than unrelated ones).
     """
     have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
-    applies = "applies_to" if "applies_to" in have else "''"
+    if "applies_to" not in have:
+        return []  # a store from before applies_to: no general rule until the refill
     cur = conn.execute(
-        f"SELECT rid, id, {applies}, proof_count, confidence, updated_ts FROM notes"
+        "SELECT rid, id, applies_to, proof_count, confidence, updated_ts FROM notes"
         " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
         (int(limit),),
     )
