@@ -452,7 +452,7 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
     from reflect_jobs.envpaths import home_dir_str
 
     from . import block
-    from .relevance import SessionTold
+    from .session_told import SessionTold
 
     sid = payload.get("session_id") or payload.get("sessionId")
     said = SessionTold(home_dir_str(), harness, sid)
