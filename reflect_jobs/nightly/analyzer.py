@@ -248,7 +248,15 @@ def ended_how(path: str) -> tuple[str, ...]:
 
 def unfinished_uid(key: str, session_id: str) -> str:
     """The action item's uid for a session's unfinished thread: derived, so a re-run (or a
-    run killed after writing it) finds the same item instead of adding another."""
+    run killed after writing it) finds the same item instead of adding another.
+
+    Args:
+        key: The repository key.
+        session_id: The session.
+
+    Returns:
+        16 hex digits.
+    """
     return hashlib.sha256(f"nightly\x1f{key}\x1f{session_id}".encode()).hexdigest()[:16]
 
 

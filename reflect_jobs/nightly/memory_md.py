@@ -52,7 +52,14 @@ __all__ = [
 
 
 def project_name(root: str) -> str:
-    """Claude Code's directory name for a project path (``/a/b.c`` → ``-a-b-c``)."""
+    """Claude Code's directory name for a project path (``/a/b.c`` → ``-a-b-c``).
+
+    Args:
+        root: The canonical git root.
+
+    Returns:
+        Every character outside ``[A-Za-z0-9]`` replaced by ``-``.
+    """
     return re.sub(r"[^A-Za-z0-9]", "-", root)
 
 
@@ -109,7 +116,15 @@ def memory_file(claude_home: str, root: str) -> Path | None:
 
 
 def bullet(text: str, learning_id: str) -> str:
-    """One managed line: the learning's rule and its id (which marks the line as ours)."""
+    """One managed line: the learning's rule and its id (which marks the line as ours).
+
+    Args:
+        text: The rule (already one inert line).
+        learning_id: The learning's id.
+
+    Returns:
+        ``- <text> (<id>)``.
+    """
     return f"- {text} ({learning_id})"
 
 

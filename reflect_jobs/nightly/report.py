@@ -87,7 +87,15 @@ class RepoSection:
 
 
 def render(date: str, sections: list[RepoSection]) -> str:
-    """The whole report for ``date`` (repositories sorted by key)."""
+    """The whole report for ``date`` (repositories sorted by key).
+
+    Args:
+        date: ``yyyy-mm-dd``.
+        sections: One per repository.
+
+    Returns:
+        The markdown.
+    """
     head = f"# Nightly report {date}\n\n"
     if not sections:
         return head + "No repository had sessions in the window.\n"
@@ -95,7 +103,16 @@ def render(date: str, sections: list[RepoSection]) -> str:
 
 
 def write_report(kb_path: Path, date: str, text: str) -> Path:
-    """Write ``reports/<date>.md`` (0600, in a 0700 directory) and index its sections."""
+    """Write ``reports/<date>.md`` (0600, in a 0700 directory) and index its sections.
+
+    Args:
+        kb_path: The KB.
+        date: ``yyyy-mm-dd``.
+        text: The report.
+
+    Returns:
+        The report's path.
+    """
     reports = kb_path / "reports"
     reports.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = reports / f"{date}.md"
@@ -119,7 +136,13 @@ def _db(kb_path: Path) -> sqlite3.Connection:
 
 
 def index_report(kb_path: Path, date: str, text: str) -> None:
-    """Replace ``date``'s rows in ``index/reports.db`` with the report's sections."""
+    """Replace ``date``'s rows in ``index/reports.db`` with the report's sections.
+
+    Args:
+        kb_path: The KB.
+        date: The report's day.
+        text: The report.
+    """
     parts = re.split(r"(?m)^## ", text)
     rows = [(date, p.split("\n", 1)[0].strip(), "## " + p) for p in parts[1:]]
     for attempt in (1, 2):
@@ -140,6 +163,11 @@ def index_report(kb_path: Path, date: str, text: str) -> None:
 
 def search_reports(kb_path: Path, query: str, k: int = 5) -> list[dict[str, str]]:
     """Report sections matching ``query`` (every word a quoted phrase, OR-ed), best first.
+
+    Args:
+        kb_path: The KB.
+        query: Free text.
+        k: At most this many.
 
     Returns:
         ``[{"date", "repo", "path", "snippet"}]``; empty without an index.

@@ -63,14 +63,28 @@ def _load(raw: str | None) -> dict[str, Any] | None:
 
 
 def read(db_url: str, key: str) -> dict[str, Any] | None:
-    """A flag's JSON value (``None`` when unset or not a JSON object)."""
+    """A flag's JSON value.
+
+    Args:
+        db_url: The ledger.
+        key: The flag.
+
+    Returns:
+        The object, ``None`` when unset or not a JSON object.
+    """
     with session_scope(db_url, readonly=True) as session:
         row = session.get(Control, key)
         return _load(row.value if row else None)
 
 
 def write(db_url: str, key: str, value: dict[str, Any]) -> None:
-    """Set a flag (insert or overwrite) in its own commit."""
+    """Set a flag (insert or overwrite) in its own commit.
+
+    Args:
+        db_url: The ledger.
+        key: The flag.
+        value: Its JSON object.
+    """
     raw = json.dumps(value, sort_keys=True)
     with session_scope(db_url) as session:
         row = session.get(Control, key)
@@ -116,7 +130,14 @@ def _at(value: dict[str, Any] | None, field: str) -> datetime | None:
 
 
 def last_run(db_url: str) -> datetime | None:
-    """When the last nightly run completed (``None``: never)."""
+    """When the last nightly run completed.
+
+    Args:
+        db_url: The ledger.
+
+    Returns:
+        An aware datetime, ``None`` when it never completed.
+    """
     value = read(db_url, RUN_KEY)
     return _at(value, "done_at")
 

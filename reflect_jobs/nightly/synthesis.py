@@ -27,7 +27,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import func, select
 
@@ -41,10 +40,10 @@ from reflect_jobs.limits import Caps, CapsGate, CounterStorage
 from reflect_jobs.markers import CHILD_MARKER
 from reflect_jobs.recall.block import inert
 from reflect_jobs.redaction import redact
-from reflect_jobs.repo import Repo
 from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate, WriteLease
 
 from . import state
+from .observations import _dir, observations
 
 NIGHTLY_PREFIX = "caps:nightly:"
 WEEK = timedelta(days=7)
@@ -54,8 +53,6 @@ MAX_OFFERED = 60
 MAX_LISTING_CHARS = 12_000
 MAX_OBSERVATIONS = 5
 MAX_TEXT = 300
-BLOCK_MAX = 10
-BLOCK_MARKER = "\n\n## Consolidated observations (already known)\n"
 
 _INSTRUCTIONS = f"""{CHILD_MARKER}
 You are a consolidation function, not an agent. You have NO tools.
@@ -79,14 +76,20 @@ __all__ = [
     "Synthesis",
     "maybe_synthesize",
     "nightly_caps",
-    "observations",
-    "observations_block",
     "parse_observations",
 ]
 
 
 def nightly_caps(settings: Settings, storage: CounterStorage) -> Caps:
-    """The nightly layer's own daily budget (``caps:nightly:<utc-day>``), no window cap."""
+    """The nightly layer's own daily budget (``caps:nightly:<utc-day>``), no window cap.
+
+    Args:
+        settings: Supplies ``nightly_daily_max``.
+        storage: Huey's storage (one budget for every consumer).
+
+    Returns:
+        The :class:`~reflect_jobs.limits.Caps`.
+    """
     return Caps(
         storage,
         daily_max=settings.nightly_daily_max,
@@ -105,71 +108,12 @@ class Synthesis:
     note: str = ""
 
 
-def _dir(kb_path: Path, key: str) -> Path:
-    return kb_path / "observations" / Repo(key).name
-
-
-def observations(kb_path: Path, key: str, limit: int = BLOCK_MAX) -> list[dict[str, Any]]:
-    """The scope's observation notes, newest first.
-
-    Returns:
-        ``[{"id", "text", "learnings", "created"}]``; unreadable files are skipped.
-    """
-    d = _dir(kb_path, key)
-    out: list[dict[str, Any]] = []
-    if not d.is_dir() or d.is_symlink():
-        return out
-    for path in d.glob("obs-*.md"):
-        try:
-            if path.is_symlink() or path.stat().st_size > 64 * 1024:
-                continue
-            head, _, body = (
-                path.read_text(encoding="utf-8").removeprefix("---\n").partition("\n---\n")
-            )
-            meta = {}
-            for line in head.splitlines():
-                k, _, v = line.partition(": ")
-                meta[k] = json.loads(v)
-            out.append(
-                {
-                    "id": str(meta["id"]),
-                    "text": inert(body.strip().split("\n\n", 1)[0], MAX_TEXT),
-                    "learnings": [str(x) for x in meta.get("learnings", [])],
-                    "created": str(meta.get("created", "")),
-                }
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    out.sort(key=lambda o: (o["created"], o["id"]), reverse=True)
-    return out[:limit]
-
-
-def observations_block(kb_path: Path, key: str | None, limit: int = BLOCK_MAX) -> str:
-    """The write prompt's block: up to ``limit`` observations of the scope (seed 000).
-
-    Args:
-        kb_path: The KB.
-        key: The job's repository key (``None``: no block).
-        limit: At most this many.
-
-    Returns:
-        The block (starting with :data:`BLOCK_MARKER`), or ``""`` when there are none.
-    """
-    if not key:
-        return ""
-    found = observations(kb_path, key, limit)
-    if not found:
-        return ""
-    lines = [
-        "Patterns already consolidated from earlier sessions of this repository. Do not",
-        "restate them as new learnings; UPDATE a listed learning instead when it applies.",
-    ]
-    lines += [f"- {o['text']} (consolidates {', '.join(o['learnings'][:8])})" for o in found]
-    return BLOCK_MARKER + "\n".join(lines) + "\n"
-
-
 def parse_observations(text: str | None, offered: set[str]) -> list[tuple[str, list[str]]] | None:
     """The answer's observations (hostile input); ``None`` when it is not the object asked for.
+
+    Args:
+        text: The model's answer.
+        offered: The ids the prompt listed.
 
     Returns:
         ``[(text, ids)]``: one inert line of at most :data:`MAX_TEXT` characters each, only
@@ -270,6 +214,14 @@ def maybe_synthesize(
     lease: WriteLease | None,
 ) -> Synthesis:
     """The scope's synthesis if it is due; its observations either way.
+
+    Args:
+        settings: The settings (backend, model, units, ledger, KB).
+        storage: Huey's storage (the nightly units).
+        key: The repository key (the scope).
+        now: The run's time.
+        dry_run: Say it is due, make no call.
+        lease: The write lease (held until the answer is recorded); ``None`` takes none.
 
     Returns:
         The scope's observations after tonight, ``deferred`` when a gate held the call
