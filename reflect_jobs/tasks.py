@@ -324,7 +324,8 @@ def nightly() -> dict[str, Any] | None:
     """Every minute, a cheap check: the nightly layer runs once per ``REFLECT_NIGHTLY_AT`` slot.
 
     Due when no run completed since the latest slot (a ledger flag), so a worker that was
-    down at 03:30 catches up once when it starts, and not again until the next slot.
+    down at 03:30 catches up once when it starts, and not again until the next slot. A
+    ledger that never saw a run records now as its baseline (nothing was missed yet).
 
     Returns:
         The run's result when it ran, else ``None``.
@@ -335,7 +336,12 @@ def nightly() -> dict[str, Any] | None:
     from .nightly.run import run_nightly
 
     now = datetime.now(UTC)
-    if not schedule.due(now, settings.nightly_at, state.last_run(settings.db_url)):
+    last = state.last_run(settings.db_url)
+    if last is None:
+        # A new installation missed no night: the first run is the next slot, not now.
+        state.finish_run(settings.db_url, now, completed=True)
+        return None
+    if not schedule.due(now, settings.nightly_at, last):
         return None
     rt = runtime()
     result = run_nightly(
