@@ -6,17 +6,15 @@ the next write prompt."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import select
 from support import STUB_CLAUDE, Env, write_claude_transcript
 
 from reflect_jobs import kb
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.models import Learning, LearningHistory
+from reflect_jobs.ledger.models import Learning
 from reflect_jobs.nightly.memory_md import BEGIN, END, memory_file
 
 CORRECTION = (
