@@ -10,11 +10,12 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy import select
 from support import STUB_CLAUDE, Env, write_claude_transcript
 
 from reflect_jobs import kb
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.models import Learning
+from reflect_jobs.ledger.models import Learning, LearningHistory
 from reflect_jobs.nightly.memory_md import BEGIN, END, memory_file
 
 CORRECTION = (
@@ -186,3 +187,164 @@ def test_repeated_correction_is_reported_and_promoted_into_memory_md_by_the_prom
     _nightly(env)
     memory = target.read_text()
     assert PNPM_ID not in memory and memory.startswith(PERSON)
+
+
+def _tool_result(text: str) -> dict:
+    return {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}],
+        },
+    }
+
+
+def test_a_revert_of_a_sessions_commit_demotes_its_learning(env, tmp_path):
+    _env(env, tmp_path)
+    repo = _repo(tmp_path / "shop")
+    (repo / "pkg.json").write_text("{}\n")
+    _git(repo, "add", "pkg.json")
+    _git(repo, "commit", "-qm", "Use pnpm for installs")
+    short = _git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    commit_output = _tool_result(f"[main {short}] Use pnpm for installs\n 1 file changed")
+    _session(
+        env,
+        tmp_path,
+        repo,
+        "sess-a",
+        [CORRECTION],
+        [{"action": "CREATE", "learning": PNPM}],
+        extra=[commit_output],
+    )
+    update = {"action": "UPDATE", "target_id": PNPM_ID, "reason": "again",
+              "evidence": "run pnpm install from the repository root again"}  # fmt: skip
+    _session(env, tmp_path, repo, "sess-b", [AGAIN], [update])
+    assert _row(env, PNPM_ID).status == "active"
+    first = _nightly(env)
+    target = memory_file(str(tmp_path / "claude"), str(repo))
+    assert first["repos"][0]["demoted"] == [] and PNPM_ID in target.read_text()
+
+    _git(repo, "revert", "--no-edit", "HEAD")
+    reverting = _git(repo, "rev-parse", "HEAD").strip()
+    result = _nightly(env)
+    assert result["repos"][0]["demoted"] == [PNPM_ID]
+    row = _row(env, PNPM_ID)
+    assert row.status == "reverted" and reverting[:12] in row.retired_reason
+    with session_scope(env.settings().db_url) as s:
+        history = list(
+            s.scalars(select(LearningHistory).where(LearningHistory.learning_id == PNPM_ID))
+        )
+        assert any(h.change_type == "status_change" and reverting[:12] in h.reason for h in history)
+    note = kb.parse_note(Path(row.note_path))
+    assert note.frontmatter["status"] == "reverted"
+    # no longer told: it left MEMORY.md in the same run, and the session-start block
+    assert PNPM_ID not in target.read_text() and target.read_text().count(BEGIN) == 0
+    env.cli("drain", "--until-idle", "--max-seconds", "60")  # the reindex it asked for
+    assert PNPM["title"] not in env.cli("context", "--cwd", str(repo)).stdout
+    report = Path(result["report"]).read_text()
+    assert f"commit {short} (session sess-a) reverted by {reverting[:12]}" in report
+
+
+def test_observations_from_the_weekly_synthesis_appear_in_the_next_write_prompt(env, tmp_path):
+    _env(env, tmp_path)
+    repo = _repo(tmp_path / "shop")
+    corrections = [
+        "No: the checkout tests use stale fixtures, regenerate them first.",
+        "Wrong again, the cart fixture is stale too; regenerate fixtures before the run.",
+        "No, that is wrong: the payment fixture is also stale, regenerate it from the schema.",
+    ]
+    made = [
+        _learning(f"Regenerate the {w} fixture before the checkout tests", f"Regenerate {w}.", q)
+        for w, q in (
+            ("checkout", "the checkout tests use stale fixtures"),
+            ("cart", "the cart fixture is stale too"),
+            ("payment schema", "the payment fixture is also stale"),
+        )
+    ]
+    ids = [kb.learning_id(x["title"], x["rule"]) for x in made]
+    _session(
+        env, tmp_path, repo, "s1", corrections, [{"action": "CREATE", "learning": x} for x in made]
+    )
+    with session_scope(env.settings().db_url) as s:
+        rows = [(r.id, r.repo_key, r.status) for r in s.scalars(select(Learning))]
+    assert sorted(r[0] for r in rows) == sorted(ids), rows
+    text = "Three learnings this week are about stale fixtures in the checkout tests."
+    env.update(
+        STUB_CLAUDE_MODE="echo_actions",
+        STUB_CLAUDE_ACTIONS=json.dumps({"observations": [{"text": text, "learnings": ids}]}),
+        REFLECT_NIGHTLY_DAILY_MAX="0",
+    )
+    calls = len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines())
+    held = _nightly(env)
+    assert held["deferred"] and "daily cap" in held["deferred"][0]  # its own units: none
+    assert len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()) == calls
+    env.update(REFLECT_NIGHTLY_DAILY_MAX="1")
+    result = _nightly(env)
+    assert not result["deferred"] and result["repos"][0]["observations"] == 1
+    notes = list((env.kb / "observations").rglob("obs-*.md"))
+    assert len(notes) == 1 and all(i in notes[0].read_text() for i in ids)
+    assert "Three learnings this week" in Path(result["report"]).read_text()
+    cost = json.loads(env.cli("cost", "--by", "outcome", "--json").stdout)
+    assert cost["rows"]["nightly_ok"]["runs"] == 1
+    again = _nightly(env)  # synthesised this week: no second call
+    assert len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()) == calls + 1
+    assert again["repos"][0]["observations"] == 1
+
+    prompts = tmp_path / "prompts"
+    env["STUB_CLAUDE_PROMPTS"] = str(prompts)
+    _session(env, tmp_path, repo, "s2", ["No, never mock the payment gateway in e2e tests."], [])
+    sent = (prompts / "1.txt").read_text()
+    assert text in sent and "Consolidated observations" in sent
+
+
+def test_unfinished_sessions_get_one_item_and_a_killed_run_resumes_to_the_same_end(env, tmp_path):
+    _env(env, tmp_path)
+    repo = _repo(tmp_path / "shop")
+    interrupted = {"type": "user", "message": {"role": "user",
+                   "content": "[Request interrupted by user for tool use]"}}  # fmt: skip
+    failing = _tool_result("===== 2 failed, 40 passed in 3.1s =====")
+    _session(env, tmp_path, repo, "sess-x", [CORRECTION], [], extra=[failing, interrupted])
+    target = memory_file(str(tmp_path / "claude"), str(repo))
+    target.parent.mkdir(parents=True)
+    target.write_text(PERSON)
+
+    killed = env.cli("nightly", "--now", "--json", check=False, **{})
+    assert killed.returncode == 0  # not armed yet: sanity of the command itself
+    items = json.loads(env.run("reflections", "list", "--repo", str(repo), "--json").stdout)
+    assert len(items) == 1 and items[0]["kind"] == "action"
+    assert "interrupted" in items[0]["title"] and "tests failing" in items[0]["title"]
+    report = Path(json.loads(killed.stdout)["report"]).read_text()
+    assert "session sess-x (claude): interrupted, tests failing" in report
+    whole = target.read_bytes()
+
+    # The same night again, killed after the repository's parts (its window not recorded).
+    env["REFLECT_FAILPOINTS"] = "nightly:after_repo=kill"
+    died = env.cli("nightly", "--now", "--json", check=False)
+    assert died.returncode == -9
+    del env["REFLECT_FAILPOINTS"]
+    resumed = _nightly(env)
+    assert resumed["status"] == "done"
+    items = json.loads(env.run("reflections", "list", "--repo", str(repo), "--json").stdout)
+    assert len(items) == 1, "no duplicate item"
+    assert target.read_bytes() == whole
+    assert Path(resumed["report"]).read_text() == report
+    diary = next((env.kb / "reports" / "diary").glob("*.md")).read_text()
+    assert diary.count(f"## {datetime.now().astimezone():%Y-%m-%d}") == 1
+
+
+def test_a_directory_without_git_and_a_memory_md_over_the_limit(env, tmp_path):
+    _env(env, tmp_path)
+    plain = tmp_path / "notes-dir"
+    plain.mkdir()
+    target = memory_file(str(tmp_path / "claude"), str(plain))
+    target.parent.mkdir(parents=True)
+    big = "".join(f"- my line {i}\n" for i in range(240))
+    target.write_text(big)
+    result = _nightly(env, "--repo", str(plain))
+    assert result["status"] == "done" and result["repos"][0]["memory"] == "refused"
+    assert target.read_text() == big
+    report = Path(result["report"]).read_text()
+    assert "over Claude Code's limit already (240 lines" in report
+    assert "no git repository here: the revert check was skipped" in report
+    bad = env.cli("nightly", "--now", "--repo", str(tmp_path / "nope"), check=False)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not a directory" in bad.stderr

@@ -30,8 +30,8 @@ TAIL_BYTES = 64 * 1024
 #: At most this many jobs are looked at per run (newest first): a bounded scan.
 MAX_JOBS = 20_000
 _INTERRUPTED = (b"[Request interrupted by user", b"<turn_aborted>", b"turn_aborted")
-_FAILING = re.compile(rb"\b\d+ failed\b|\bFAILED\b|\bTests? failed\b|npm ERR! Test failed")
-_PASSING = re.compile(rb"\b\d+ passed\b(?![^\n\\]{0,40}\bfailed)|\bAll tests passed\b")
+_FAILING = re.compile(rb"(?<!\d)\d+ failed\b|\bFAILED\b|\bTests? failed\b|npm ERR! Test failed")
+_SUMMARY = re.compile(_FAILING.pattern + rb"|(?<!\d)\d+ passed\b|All tests passed\b")
 
 __all__ = [
     "RepoScan",
@@ -239,10 +239,14 @@ def ended_how(path: str) -> tuple[str, ...]:
     last_lines = tail.rstrip().rsplit(b"\n", 3)[-3:]
     if any(m in line for line in last_lines for m in _INTERRUPTED):
         reasons.append("interrupted")
-    fails = [m.end() for m in _FAILING.finditer(tail)]
-    passes = [m.end() for m in _PASSING.finditer(tail)]
-    if fails and (not passes or fails[-1] > passes[-1]):
-        reasons.append("tests failing")
+    last = max(_SUMMARY.finditer(tail), key=lambda m: m.start(), default=None)
+    if last is not None:
+        # the line of the last test summary: "2 failed, 40 passed" is a failing run
+        start = max(tail.rfind(b"\n", 0, last.start()), tail.rfind(b"\\n", 0, last.start()))
+        ends = [i for i in (tail.find(b"\n", last.end()), tail.find(b"\\n", last.end())) if i != -1]
+        line = tail[start + 1 : min(ends) if ends else len(tail)]
+        if _FAILING.search(line):
+            reasons.append("tests failing")
     return tuple(reasons)
 
 

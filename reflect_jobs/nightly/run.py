@@ -115,7 +115,8 @@ def _unfinished(
         store.refresh()
         open_items = store.items("open")
         for info in sorted(recent, key=lambda s: s.session_id):
-            own = [i for i in open_items if i.session == info.session_id]
+            uid = analyzer.unfinished_uid(scan.key, info.session_id)
+            own = [i for i in open_items if i.session == info.session_id and i.uid != uid]
             reasons = list(analyzer.ended_how(info.transcript_path))
             if own:
                 reasons.append(f"{len(own)} open item(s) of its own")
@@ -128,7 +129,7 @@ def _unfinished(
                 "items": [i.id for i in own],
             }
             if not own and not dry_run:
-                uid = analyzer.unfinished_uid(scan.key, info.session_id)
+                # derived ids: a re-run (or one resumed after a kill) writes nothing twice
                 store.record(
                     "add",
                     uid,
@@ -290,7 +291,7 @@ def run_nightly(
     if not force and not schedule.due(now, settings.nightly_at, state.last_run(settings.db_url)):
         return NightlyResult("not_due", f"next at {settings.nightly_at} local", date)
     host = host_name(env)
-    if not dry_run and not state.claim_run(settings.db_url, now, f"{host}:{os.getpid()}"):
+    if not dry_run and not state.claim_run(settings.db_url, now):
         return NightlyResult("running", "another nightly run is in progress", date)
     completed = False
     try:

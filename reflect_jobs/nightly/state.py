@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
+from reflect_jobs.ledger import owners
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Control, utcnow
 
@@ -142,13 +143,25 @@ def last_run(db_url: str) -> datetime | None:
     return _at(value, "done_at")
 
 
-def claim_run(db_url: str, now: datetime, owner: str) -> bool:
-    """Claim the run: False when another run started less than :data:`RUN_STALE` ago.
+def _holder_alive(value: dict[str, Any]) -> bool | None:
+    """Whether the recorded run's process still runs (``ledger/owners.alive``)."""
+    try:
+        holder = owners.Owner(str(value["host"]), int(value["pid"]), str(value.get("start", "")))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return owners.alive(holder)
+
+
+def claim_run(db_url: str, now: datetime) -> bool:
+    """Claim the run: False while another run holds it.
+
+    A run is held while its process provably runs, or — when that cannot be told (another
+    machine) — until :data:`RUN_STALE` after it started. A run whose process is gone (a kill)
+    is taken over at once and resumes.
 
     Args:
         db_url: The ledger.
         now: This run's start.
-        owner: Who runs it (``host:pid``), for the log.
 
     Returns:
         True when this process runs the pass now.
@@ -156,9 +169,19 @@ def claim_run(db_url: str, now: datetime, owner: str) -> bool:
     old = _raw(db_url, RUN_KEY)
     value = _load(old) or {}
     started = _at(value, "started_at")
-    if value.get("state") == "running" and started and now - started < RUN_STALE:
-        return False
-    new = {**value, "state": "running", "started_at": now.isoformat(), "owner": owner}
+    if value.get("state") == "running" and started is not None:
+        live = _holder_alive(value)
+        if live or (live is None and now - started < RUN_STALE):
+            return False
+    me = owners.me()
+    new = {
+        **value,
+        "state": "running",
+        "started_at": now.isoformat(),
+        "host": me.host,
+        "pid": me.pid,
+        "start": me.start,
+    }
     return _cas(db_url, RUN_KEY, old, new)
 
 
