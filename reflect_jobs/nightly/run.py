@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from reflect_jobs import harnesses
+from reflect_jobs import harnesses, kb
 from reflect_jobs.config import Settings
 from reflect_jobs.faults import failpoint
 from reflect_jobs.gates import dry_run as dry_run_gate
@@ -330,6 +330,7 @@ def _run(
         section.sessions = sorted(
             s.session_id for s in scan.sessions.values() if s.last_at and s.last_at >= since
         )
+        promo = dreaming.Promotion()
         try:
             section.repeated = [
                 {
@@ -352,7 +353,15 @@ def _run(
                 result.deferred.append(f"{key}: {syn.deferred}")
             if syn.note:
                 section.notes.append(syn.note)
-        except (OSError, sqlite3.Error, SQLAlchemyError, RepoError) as exc:
+        except (
+            OSError,
+            ValueError,
+            RuntimeError,
+            kb.NoteError,
+            sqlite3.Error,
+            SQLAlchemyError,
+        ) as exc:
+            # one repository's failure (a store, a file, the ledger) leaves the others to run
             log.warning("nightly repository failed", repo=key, error=f"{type(exc).__name__}: {exc}")
             section.notes.append(f"failed: {type(exc).__name__}: {exc}")
             result.deferred.append(f"{key}: {type(exc).__name__}")
