@@ -127,6 +127,41 @@ def _fill(settings, kb_path: Path, root: Path, learnings: int, sessions: int, sh
                 )  # fmt: skip
 
 
+def _history(path: Path, commits: int) -> Path:
+    """A repository of ``commits`` empty commits (git fast-import), a revert among the newest."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    lines = []
+    t = 1_700_000_000
+    for i in range(commits):
+        msg = (
+            f"commit {i}\n"
+            if i != commits - 10
+            else "Revert x\n\nThis reverts commit " + "ab" * 20 + ".\n"
+        )
+        data = msg.encode()
+        lines.append(f"commit refs/heads/main\ncommitter a <a@b> {t + i} +0000\ndata {len(data)}\n")
+        lines.append(msg + "\n")
+    subprocess.run(
+        ["git", "-C", str(path), "fast-import", "--quiet"],
+        input="".join(lines).encode(),
+        check=True,
+    )
+    return path
+
+
+def _scan_seconds(root: Path, reps: int = 5) -> float:
+    from reflect_jobs.nightly.commits import reverts
+
+    since = datetime(2000, 1, 1, tzinfo=UTC)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        found = reverts(str(root), since)
+        best = min(best, time.perf_counter() - t0)
+    assert len(found) == 1
+    return best
+
+
 def _run(settings, storage, root: Path | None) -> tuple[float, dict]:  # type: ignore[no-untyped-def]
     from reflect_jobs.nightly.run import run_nightly
 
@@ -147,6 +182,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--learnings", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--history", type=int, default=100_000, help="commits of the big history")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -199,6 +235,13 @@ def main() -> int:
         ]
         for name, (calls, chars), secs in rows:
             print(f"{name:<14}{calls:>11}{chars:>14,}{secs:>9.2f}{secs / t_base:>12.1f}")
+        small = _scan_seconds(_history(base / "h-small", 2000))
+        large = _scan_seconds(_history(base / "h-large", args.history))
+        print(
+            f"revert scan (best of 5): 2,000-commit history {small * 1000:.0f} ms, "
+            f"{args.history:,}-commit history {large * 1000:.0f} ms "
+            f"({large / small:.2f}x: bounded by git log -n2000)"
+        )
         print(
             f"first night: {repo1['sessions']} sessions, {repo1['repeated']} repeated, "
             f"MEMORY.md {repo1['memory']}, {len(repo1['demoted'])} demoted; "
