@@ -296,7 +296,10 @@ def run_nightly(
     completed = False
     try:
         result = _run(settings, storage, env, host, now, date, repo_dir, dry_run, lease, kb_changed)
-        completed = not result.deferred
+        # Done for this slot even when a repository failed or the synthesis was deferred
+        # (the report says so; its flags are not advanced, so the next night tries again):
+        # a periodic check must not redo every $0 part each minute until a cap resets.
+        completed = True
         return result
     finally:
         if not dry_run:
