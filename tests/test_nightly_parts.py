@@ -169,3 +169,33 @@ def test_a_hostile_synthesis_answer_keeps_only_what_it_may():
     assert ids == ["lrn-a-000001", "lrn-b-000002"] and "<" not in text and "\n" not in text
     assert parse_observations("not json", offered) is None
     assert parse_observations('{"groups": []}', offered) is None
+
+
+def test_one_promoter_wins_the_lease_and_another_takes_it_only_after_it_lapsed(tmp_path):
+    from reflect_jobs.nightly import state
+
+    db = f"sqlite:///{tmp_path / 'reflect.db'}"
+    now = datetime.now(UTC)
+    assert state.claim_promoter(db, "laptop-a", now) == (True, "")
+    won, why = state.claim_promoter(db, "laptop-b", now)
+    assert not won and "laptop-a holds the promoter lease" in why
+    assert state.claim_promoter(db, "laptop-a", now + timedelta(hours=1))[0]  # renewed
+    later = now + state.PROMOTER_LEASE + timedelta(hours=2)
+    assert state.claim_promoter(db, "laptop-b", later) == (True, "")  # a lapsed lease moves
+    assert not state.claim_promoter(db, "laptop-a", later)[0]
+
+
+def test_a_run_is_claimed_once_and_a_dead_runs_claim_is_taken_over(tmp_path):
+    from reflect_jobs.nightly import state
+
+    db = f"sqlite:///{tmp_path / 'reflect.db'}"
+    now = datetime.now(UTC)
+    assert state.claim_run(db, now)
+    assert not state.claim_run(db, now)  # this process still runs it
+    value = state.read(db, state.RUN_KEY)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    state.write(db, state.RUN_KEY, {**value, "pid": dead.pid})  # its owner is gone
+    assert state.claim_run(db, now)
+    state.finish_run(db, now, completed=True)
+    assert state.last_run(db) == now
