@@ -181,6 +181,15 @@ def test_repeated_correction_is_reported_and_promoted_into_memory_md_by_the_prom
     assert json.loads(out_c.stdout)["repos"][0]["memory"] == "not_promoter"
     assert target_b.read_text() == PERSON
 
+    # A person deletes the end marker by hand and writes below: the section is restored
+    # once, nothing of theirs goes.
+    target.write_text(target.read_text().replace(END + "\n", "") + "- my line after\n")
+    repaired = _nightly(env)
+    memory = target.read_text()
+    assert memory.count(BEGIN) == 1 and memory.count(END) == 1 and memory.count(PNPM_ID) == 1
+    assert memory.startswith(PERSON) and memory.endswith("- my line after\n")
+    assert "repaired: markers found: begin" in Path(repaired["report"]).read_text()
+
     # A learning forgotten leaves the section at the next run; the person's lines stay.
     note = Path(_row(env, PNPM_ID).note_path)
     note.rename(note.with_suffix(".gone"))

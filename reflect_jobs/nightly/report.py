@@ -39,7 +39,11 @@ class RepoSection:
     observations: list[str] = field(default_factory=list)
 
     def markdown(self) -> str:
-        """The section as markdown (every value from a session made inert: one line, no tags)."""
+        """The section as markdown (every value from a session made inert: one line, no tags).
+
+        Returns:
+            The section, starting with ``## <repository key>``.
+        """
         out = [f"## {inert(self.key, 300)}", ""]
         out.append(f"Sessions since {self.since}: {len(self.sessions)}")
         out += ["", "### Repeated corrections"]

@@ -68,7 +68,11 @@ class NightlyResult:
     deferred: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """Every field as plain data."""
+        """Every field as plain data.
+
+        Returns:
+            ``{"status", "detail", "date", "report", "repos", "deferred"}``.
+        """
         return asdict(self)
 
 
