@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from reflect_jobs import kb
 from reflect_jobs.fsio import TooLarge, atomic_write, read_regular
+from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import is_told
@@ -96,7 +97,8 @@ def eligible(db_url: str, key: str, limit: int) -> list[tuple[str, str]]:
         rule = ""
         with contextlib.suppress(OSError, kb.NoteError):
             rule = str(kb.parse_note(Path(note_path)).frontmatter.get("rule") or "")
-        out.append((lid, inert(rule or title, MAX_BULLET_CHARS)))
+        # MEMORY.md is read as instructions: one visible line, no tag, no hidden characters
+        out.append((lid, inert(strip_invisible(rule or title), MAX_BULLET_CHARS)))
     return out
 
 

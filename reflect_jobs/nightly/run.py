@@ -39,6 +39,7 @@ from reflect_jobs.gates import first_defer, kill_switch
 from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.limits import CounterStorage
+from reflect_jobs.recall.block import inert
 from reflect_jobs.repo import Repo, RepoError, repo_for
 from reflect_jobs.write_lease import WriteLease
 
@@ -221,7 +222,7 @@ def _diary(section: report.RepoSection, promo: dreaming.Promotion) -> str:
     parts = [f"{len(section.sessions)} session(s) since {section.since}."]
     if section.repeated:
         titles = "; ".join(
-            f"“{r['title']}” ({len(r['sessions'])} sessions)" for r in section.repeated
+            f"“{inert(r['title'], 120)}” ({len(r['sessions'])} sessions)" for r in section.repeated
         )
         parts.append(f"The same correction came back: {titles}.")
     if section.unfinished:
