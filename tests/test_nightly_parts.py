@@ -199,3 +199,33 @@ def test_a_run_is_claimed_once_and_a_dead_runs_claim_is_taken_over(tmp_path):
     assert state.claim_run(db, now)
     state.finish_run(db, now, completed=True)
     assert state.last_run(db) == now
+
+
+def test_the_synthesis_is_due_weekly_or_after_thirty_new_learnings(tmp_path):
+    from reflect_jobs.ledger import learnings
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.nightly import state
+    from reflect_jobs.nightly.synthesis import _due
+
+    db = f"sqlite:///{tmp_path / 'reflect.db'}"
+    key = "github.com/acme/shop"
+
+    def add(n: int, start: int = 0) -> None:
+        with session_scope(db) as s:
+            for i in range(start, start + n):
+                learnings.upsert_learning(
+                    s, learning_id=f"lrn-x-{i:06x}", title=f"t{i}", category="Tools",
+                    learning_type="pattern", confidence_num=0.8, note_path="", content_hash="",
+                    source=f"/t{i}", session_id=f"s{i}", signal_hash=None, job_id=None,
+                    scope="repo", repo_key=key,
+                )  # fmt: skip
+
+    now = datetime.now(UTC)
+    assert not _due(db, key, now)[0]  # nothing to consolidate
+    add(3)
+    assert _due(db, key, now)[0]  # never synthesised, 3 learnings this week
+    state.write(db, state.flag_key("synthesis", key), {"at": now.isoformat()})
+    later = now + timedelta(days=2)
+    assert not _due(db, key, later)[0]  # synthesised two days ago: not weekly yet
+    add(30, start=100)
+    assert _due(db, key, later)[0]  # 30 new learnings since: the auto-trigger
