@@ -162,3 +162,26 @@ def test_jobs_list_filters_by_state_and_stage(stored) -> None:
     assert client.get("/api/jobs?stage=no-such-stage").json()["jobs"] == []
     page = client.get("/fragment?state=done").text
     assert '<option value="done" selected>done</option>' in page
+
+
+def test_forget_and_restore_from_the_page_take_it_out_of_circulation_and_back(stored, env) -> None:
+    client, settings, repo, ids = stored
+    lid = ids[TRUSTED["title"]]
+    headers = {"X-Reflect-Token": TOKEN}
+    assert client.post(f"/api/learnings/{lid}/forget").status_code == 403
+    page = client.get("/fragment/memory").text
+    assert f'data-forget="{lid}"' in page
+    r = client.post(f"/api/learnings/{lid}/forget", headers=headers)
+    assert r.status_code == 200 and r.json()["status"] == "forgotten", r.text
+    body = client.get("/api/memory").json()
+    assert body["learnings"]["repositories"] == []
+    (gone,) = body["withheld"]["repositories"][0]["learnings"]
+    assert (gone["id"], gone["status"], gone["rule"]) == (lid, "archived", TRUSTED["rule"])
+    assert TRUSTED["title"] not in env.cli("context", "--cwd", str(repo)).stdout
+    assert f'data-restore="{lid}"' in client.get("/fragment/memory").text
+    r = client.post(f"/api/learnings/{lid}/restore", headers=headers)
+    assert r.status_code == 200 and "restored" in r.json()["status"], r.text
+    (group,) = client.get("/api/memory").json()["learnings"]["repositories"]
+    assert [x["id"] for x in group["learnings"]] == [lid]
+    assert TRUSTED["rule"] in env.cli("context", "--cwd", str(repo)).stdout
+    assert client.post("/api/learnings/lrn-nope-000000/forget", headers=headers).status_code == 409

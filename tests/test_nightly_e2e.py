@@ -239,6 +239,7 @@ def test_a_revert_of_a_sessions_commit_demotes_its_learning(env, tmp_path):
     assert result["repos"][0]["demoted"] == [PNPM_ID]
     row = _row(env, PNPM_ID)
     assert row.status == "reverted" and reverting[:12] in row.retired_reason
+    assert row.is_latest is False
     with session_scope(env.settings().db_url) as s:
         history = list(
             s.scalars(select(LearningHistory).where(LearningHistory.learning_id == PNPM_ID))

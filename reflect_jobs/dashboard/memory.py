@@ -26,14 +26,19 @@ from ..config import Settings
 from ..ledger import admin
 from ..ledger.db import session_scope
 from ..ledger.models import Job, Learning, utcnow
-from ..lifecycle import ACTIVE, JOB_STATES, PROPOSED
+from ..lifecycle import ACTIVE, JOB_STATES, LEARNING_STATUSES, PROPOSED
 
 #: Learnings listed per repository (the count says how many more there are).
 PER_REPOSITORY = 25
+#: Statuses of learnings out of circulation that ``restore`` brings back (forgotten,
+#: superseded, withheld as stale…): every status but the told and the waiting one.
+WITHHELD_STATUSES = tuple(sorted(LEARNING_STATUSES - {ACTIVE, PROPOSED}))
 #: Characters of a rule, evidence or item body shown (the file keeps all of it).
 TEXT_MAX = 600
 #: The label of learnings that hold in every repository.
 GLOBAL = "global"
+#: Where ``forget`` moves a note (``pipeline/curation.py``).
+FORGOTTEN = ".forgotten"
 #: A note larger than this is not read for its rule (a note is a few kilobytes).
 NOTE_MAX_BYTES = 1 << 20
 #: path → (mtime_ns, size, rule) so a refresh does not parse every note's YAML again.
@@ -69,6 +74,8 @@ def note_rule(kb_path: Path, note_path: str | None) -> str:
         return ""
     path = Path(note_path)
     path = path if path.is_absolute() else kb_path / path
+    if not os.path.lexists(path):  # a forgotten note waits in documents/.forgotten/
+        path = path.parent / FORGOTTEN / path.name
     try:
         parts = path.relative_to(kb_path).parts
         st = os.stat(path, follow_symlinks=False)
@@ -351,12 +358,13 @@ def memory(settings: Settings) -> dict[str, Any]:
         settings: The settings.
 
     Returns:
-        ``learnings`` (:func:`learnings_by_repository`), ``review``
+        ``learnings`` (:func:`learnings_by_repository`), ``withheld`` (the same over
+        :data:`WITHHELD_STATUSES`: what Restore brings back), ``review``
         (:func:`review_queue`) and ``items`` (:func:`items_by_repository`).
     """
     return {
         "learnings": learnings_by_repository(settings),
+        "withheld": learnings_by_repository(settings, statuses=WITHHELD_STATUSES),
         "review": review_queue(settings),
         "items": items_by_repository(settings),
-        "proposed": PROPOSED,
     }

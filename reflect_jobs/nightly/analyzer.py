@@ -281,7 +281,9 @@ def memory_candidates(
     with session_scope(db_url, readonly=True) as session:
         rows = session.execute(
             select(Learning.id, Learning.title, Learning.proof_count, Learning.status)
-            .where(Learning.repo_key == key, Learning.status == "active")
+            .where(
+                Learning.repo_key == key, Learning.status == "active", Learning.is_latest.is_(True)
+            )
             .order_by(Learning.proof_count.desc(), Learning.updated_at.desc(), Learning.id)
             .limit(limit + len(promoted))
         ).all()

@@ -76,6 +76,7 @@ def eligible(db_url: str, key: str, limit: int) -> list[tuple[str, str]]:
             .where(
                 Learning.repo_key == key,
                 Learning.status == "active",
+                Learning.is_latest.is_(True),
                 Learning.proof_count >= MIN_PROOF,
                 Learning.evidence.is_not(None),
                 Learning.evidence != "",

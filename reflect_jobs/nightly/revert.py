@@ -5,8 +5,9 @@
 history is read once, bounded (:func:`.commits.reverts`), for ``This reverts commit <id>``;
 a reverted id that starts with (or is) one a session recorded demotes that session's
 learnings of the repository: status ``reverted`` (a retired status: never told, out of search
-and of MEMORY.md), the reverting commit in the reason and a history snapshot
-(``ledger/learnings.retire``), then the note's frontmatter says so too. Both steps are
+and of MEMORY.md) with ``is_latest = 0``, the reverting commit in the reason and a history
+snapshot (``ledger/learnings.retire``, as ``ledger/contradiction.demote`` does), then the
+note's frontmatter says so too. Both steps are
 idempotent and re-run every night over the window, so a run killed between them is healed by
 the next.
 """
@@ -95,6 +96,9 @@ def demote(db_url: str, key: str, demotions: list[Demotion], *, dry_run: bool) -
                 if dry_run:
                     continue
                 if learnings.retire(session, row.id, reason=reason, status="reverted"):
+                    row.is_latest = (
+                        False  # no longer the latest word (seed 003), as a contradiction
+                    )
                     changed += 1
                 if row.status == "reverted" and row.note_path:
                     notes.append((row.note_path, row.retired_reason or reason))
