@@ -356,5 +356,7 @@ def test_a_directory_without_git_and_a_memory_md_over_the_limit(env, tmp_path):
     report = Path(result["report"]).read_text()
     assert "over Claude Code's limit already (240 lines" in report
     assert "no git repository here: the revert check was skipped" in report
+    env.cli("ignore", str(plain))  # an ignored repository: nothing promoted nor reported
+    assert _nightly(env, "--repo", str(plain))["repos"] == []
     bad = env.cli("nightly", "--now", "--repo", str(tmp_path / "nope"), check=False)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not a directory" in bad.stderr

@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
-from reflect_jobs import harnesses, kb
+from reflect_jobs import harnesses, kb, userconfig
 from reflect_jobs.config import Settings
 from reflect_jobs.faults import failpoint
 from reflect_jobs.gates import dry_run as dry_run_gate
@@ -40,7 +40,7 @@ from reflect_jobs.ledger import control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.limits import CounterStorage
 from reflect_jobs.recall.block import inert
-from reflect_jobs.repo import Repo, RepoError, repo_for
+from reflect_jobs.repo import Repo, RepoError, listed, repo_for
 from reflect_jobs.write_lease import WriteLease
 
 from . import analyzer, commits, dreaming, memory_md, report, revert, schedule, state
@@ -331,8 +331,12 @@ def _run(
     result = NightlyResult("dry_run" if dry_run else "done", date=date)
     sections: list[report.RepoSection] = []
     demoted = 0
+    ignore = userconfig.ignored(env)
     for key in sorted(scans):
         scan = scans[key]
+        if ignore and listed(Repo(key, scan.root), ignore):
+            log.info("nightly skips an ignored repository", repo=key)
+            continue  # `reflect-jobs ignore`: told nothing, promoted nothing, reported nothing
         since, _flag = _window(settings.db_url, key, date, now)
         section = report.RepoSection(key, f"{since:%Y-%m-%d %H:%M} UTC")
         section.sessions = sorted(
