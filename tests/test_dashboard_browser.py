@@ -191,7 +191,7 @@ def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_
             assert "confidence 0.90" in told.locator(".meta").inner_text()
             waiting = page.locator(f"#review article[data-learning='{weak}']")
             assert waiting.locator("h4").inner_text() == WEAK["title"], "hostile title as text"
-            for section in ("review", "items", "learnings"):
+            for section in ("review", "items", "learnings", "recall-log"):
                 path = tmp_path / f"memory-{section}.png"
                 page.locator(f"#{section}").screenshot(path=str(path))
                 shots.append(path)
