@@ -20,7 +20,10 @@ recall event actually arrives.
 from __future__ import annotations
 
 import json
-from io import TextIOBase  # not typing: the hook path never imports it (startup cost)
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the hook path never imports typing
+if TYPE_CHECKING:
+    from typing import TextIO
 
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
 #: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
@@ -164,7 +167,7 @@ def prompt_context(
     )
 
 
-def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> bool:
+def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
     """Answer a recall event; tell the caller whether the payload was one.
 
     Args:
