@@ -66,7 +66,7 @@ class SQLiteGraphStorage(NetworkXStorage):
     def graph(self) -> nx.Graph:
         """The whole graph in networkx (loaded once, O(graph); then kept in sync on writes)."""
         if self._nx is None:
-            g = nx.Graph()
+            g: nx.Graph[str] = nx.Graph()
             with self._db.snapshot():
                 nodes = self._db.execute("SELECT name, data FROM nodes ORDER BY rowid").fetchall()
                 edges = self._db.execute("SELECT a, b, data FROM edges ORDER BY rowid").fetchall()
