@@ -326,7 +326,7 @@ class SQLiteKVStorage(BaseKVStorage):
     any write or :meth:`IndexDB.invalidate`): for small namespaces read on every query
     (community reports)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._db = config_db(self.global_config)
         self._data = JsonTableView(self._db, "kv", "id", "value", ns=self.namespace)
         self._cache: dict | None = None
