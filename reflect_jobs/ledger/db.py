@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import CursorResult, Engine, Executable, create_engine, event, inspect
+from sqlalchemy import Connection, CursorResult, Engine, Executable, create_engine, event, inspect
 from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _make_engine(url: str) -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        def _pragmas(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             # Let SQLAlchemy own BEGIN so that BEGIN IMMEDIATE (see write_session) works.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
@@ -119,7 +120,7 @@ def _make_engine(url: str) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn):  # type: ignore[no-untyped-def]
+        def _begin(conn: Connection) -> None:
             # IMMEDIATE takes the write lock up front: no deadlock-prone lock upgrade
             # between two workers that both read then write. Read-only sessions (status,
             # jobs, show…) use a plain deferred BEGIN: under WAL they never wait for a writer.
