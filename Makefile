@@ -87,6 +87,8 @@ bench: install
 	$(BIN)/python bench/bench_anchors.py --files 50000 --reps 5
 	$(BIN)/python bench/bench_mcp_redteam.py
 	$(BIN)/python bench/bench_recall_eval.py --split test --scale both
+	$(BIN)/python bench/bench_verify.py --runs 15 --files 50000
+	$(BIN)/python bench/bench_staleness.py
 
 # The whole tree (pyproject's [tool.ruff] excludes .venv and alembic/versions); both halves
 # run and either failing fails the target, so one run reports lint and format together.

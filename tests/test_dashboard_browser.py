@@ -191,7 +191,7 @@ def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_
             assert "confidence 0.90" in told.locator(".meta").inner_text()
             waiting = page.locator(f"#review article[data-learning='{weak}']")
             assert waiting.locator("h4").inner_text() == WEAK["title"], "hostile title as text"
-            for section in ("review", "items", "learnings"):
+            for section in ("review", "items", "learnings", "recall-log"):
                 path = tmp_path / f"memory-{section}.png"
                 page.locator(f"#{section}").screenshot(path=str(path))
                 shots.append(path)
@@ -209,6 +209,17 @@ def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_
             page.locator("#items article.item").wait_for(state="detached")
             page.locator("#memory[aria-busy='false']").wait_for()
             assert "done" in page.locator("#flash").inner_text()
+            trusted = ids[TRUSTED["title"]]
+            page.locator(f"#learnings button[data-forget='{trusted}']").click()
+            page.locator(f"#withheld button[data-restore='{trusted}']").wait_for()
+            page.locator("#memory[aria-busy='false']").wait_for()
+            path = tmp_path / "memory-withheld.png"
+            page.locator("#withheld").screenshot(path=str(path))
+            shots.append(path)
+            page.locator(f"#withheld button[data-restore='{trusted}']").click()
+            page.locator(f"#learnings button[data-forget='{trusted}']").wait_for()
+            page.locator("#memory[aria-busy='false']").wait_for()
+            assert "restored" in page.locator("#flash").inner_text()
             path = tmp_path / "memory-after.png"
             page.screenshot(path=str(path), full_page=True)
             shots.append(path)

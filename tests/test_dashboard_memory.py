@@ -162,3 +162,58 @@ def test_jobs_list_filters_by_state_and_stage(stored) -> None:
     assert client.get("/api/jobs?stage=no-such-stage").json()["jobs"] == []
     page = client.get("/fragment?state=done").text
     assert '<option value="done" selected>done</option>' in page
+
+
+def test_forget_and_restore_from_the_page_take_it_out_of_circulation_and_back(stored, env) -> None:
+    client, settings, repo, ids = stored
+    lid = ids[TRUSTED["title"]]
+    headers = {"X-Reflect-Token": TOKEN}
+    assert client.post(f"/api/learnings/{lid}/forget").status_code == 403
+    page = client.get("/fragment/memory").text
+    assert f'data-forget="{lid}"' in page
+    r = client.post(f"/api/learnings/{lid}/forget", headers=headers)
+    assert r.status_code == 200 and r.json()["status"] == "forgotten", r.text
+    body = client.get("/api/memory").json()
+    assert body["learnings"]["repositories"] == []
+    (gone,) = body["withheld"]["repositories"][0]["learnings"]
+    assert (gone["id"], gone["status"], gone["rule"]) == (lid, "archived", TRUSTED["rule"])
+    assert TRUSTED["title"] not in env.cli("context", "--cwd", str(repo)).stdout
+    assert f'data-restore="{lid}"' in client.get("/fragment/memory").text
+    r = client.post(f"/api/learnings/{lid}/restore", headers=headers)
+    assert r.status_code == 200 and "restored" in r.json()["status"], r.text
+    (group,) = client.get("/api/memory").json()["learnings"]["repositories"]
+    assert [x["id"] for x in group["learnings"]] == [lid]
+    assert TRUSTED["rule"] in env.cli("context", "--cwd", str(repo)).stdout
+    assert client.post("/api/learnings/lrn-nope-000000/forget", headers=headers).status_code == 409
+
+
+def test_memory_view_shows_what_each_session_was_told_and_the_verdicts(stored, env) -> None:
+    import subprocess
+
+    from support import BIN
+
+    client, settings, repo, ids = stored
+    lid = ids[TRUSTED["title"]]
+    payload = {
+        "session_id": "sess-<b>told</b>",
+        "hook_event_name": "SessionStart",
+        "cwd": str(repo),
+    }
+    proc = subprocess.run(
+        [str(BIN / "reflect-jobs-hook"), "claude"],
+        input=json.dumps(payload).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    told = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    body = client.get("/api/memory").json()
+    (rec,) = body["recall_log"]
+    assert rec["session"] == "sess-<b>told</b>" and rec["learnings"] == [lid]
+    assert rec["chars"] == len(told) and rec["at"].startswith(rec["at"][:4])
+    (learning,) = body["learnings"]["repositories"][0]["learnings"]
+    assert learning["verdict"] == "unanchored"  # its rule names no file of the repository
+    page = client.get("/fragment/memory").text
+    assert "sess-&lt;b&gt;told&lt;/b&gt;" in page and "<b>told</b>" not in page
+    assert f"<td>{lid}</td>" in page

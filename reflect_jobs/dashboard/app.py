@@ -4,7 +4,7 @@ Only ``reflect-jobs ui`` imports this module (it needs the ``ui`` extra). Securi
 order a request meets it (:class:`LocalOnly`): the peer must be ``127.0.0.1`` (the server
 binds only there; this also holds behind an unexpected proxy), and the ``Host`` header must
 name ``127.0.0.1`` or ``localhost`` so a DNS-rebinding page cannot talk to it under its own
-name. Every POST (retry, resume, review accept/reject, item done/drop) also needs this
+name. Every POST (retry, resume, review accept/reject, forget/restore, item done/drop) needs this
 run's token in the ``X-Reflect-Token`` header (else 403): the page carries it, other sites cannot read it. Every
 response forbids framing and caching, and the Content-Security-Policy allows scripts and
 styles from this origin only.
@@ -259,6 +259,22 @@ def create_app(
             }
         )
 
+    def api_learning(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        from ..pipeline import curation
+
+        learning_id, verb = request.path_params["learning_id"], request.path_params["verb"]
+        if verb not in ("forget", "restore"):
+            return js({"error": "verb must be forget or restore"}, status_code=404)
+        act = curation.forget if verb == "forget" else curation.restore
+        try:
+            state = act(settings.kb_path, settings.db_url, learning_id, by="dashboard")
+        except curation.CurationError as exc:
+            return js({"error": str(exc).splitlines()[0]}, status_code=409)
+        kb_changed()
+        return js({"id": learning_id, "status": state, "message": f"{learning_id}: {state}"})
+
     async def api_item_change(request: Request) -> Response:
         if not authorized(request):
             return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
@@ -303,6 +319,7 @@ def create_app(
         Route("/api/memory", api_memory),
         Route("/api/jobs", api_jobs),
         Route("/api/review/{learning_id}/{verb}", api_review, methods=["POST"]),
+        Route("/api/learnings/{learning_id}/{verb}", api_learning, methods=["POST"]),
         Route("/api/items/change", api_item_change, methods=["POST"]),
         Route("/static/{name}", static),
         Route("/api/status", api_status),

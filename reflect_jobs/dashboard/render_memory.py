@@ -59,19 +59,39 @@ def _forget_button(item: dict[str, Any]) -> str:
     )
 
 
-def learnings_section(learnings: dict[str, Any], *, can_forget: bool = False) -> str:
+def _restore_button(item: dict[str, Any]) -> str:
+    return (
+        f'<p class="actions"><button type="button" data-restore="{_e(item["id"])}">'
+        "Restore</button></p>"
+    )
+
+
+def learnings_section(
+    learnings: dict[str, Any],
+    *,
+    withheld: bool = False,
+) -> str:
     """Learnings per repository (global last), each with its rule and its proof.
 
     Args:
         learnings: :func:`reflect_jobs.dashboard.memory.learnings_by_repository` output.
-        can_forget: Offer a Forget button per learning.
+        withheld: These are out of circulation (``#withheld``, each with Restore) rather
+            than told (``#learnings``, each with Forget).
 
     Returns:
-        The ``#learnings`` section.
+        The ``#learnings`` or ``#withheld`` section.
     """
     groups = learnings.get("repositories") or []
+    section, title = (
+        ("withheld", "Forgotten and withheld (not told)")
+        if withheld
+        else ("learnings", "Learnings per repository")
+    )
+    button = _restore_button if withheld else _forget_button
     if not groups:
-        body = '<p class="empty">No learnings yet.</p>'
+        body = (
+            '<p class="empty">None.</p>' if withheld else '<p class="empty">No learnings yet.</p>'
+        )
     else:
         body = "".join(
             f'<details class="repository" data-repository="{_e(g["repository"])}" open>'
@@ -82,14 +102,11 @@ def learnings_section(learnings: dict[str, Any], *, can_forget: bool = False) ->
                 else ""
             )
             + "</summary>"
-            + "".join(
-                _learning(x, actions=_forget_button(x) if can_forget else "")
-                for x in g["learnings"]
-            )
+            + "".join(_learning(x, actions=button(x)) for x in g["learnings"])
             + "</details>"
             for g in groups
         )
-    return f'<section id="learnings"><h2>Learnings per repository</h2>{body}</section>'
+    return f'<section id="{section}"><h2>{title}</h2>{body}</section>'
 
 
 def review_section(review: list[dict[str, Any]]) -> str:
@@ -218,6 +235,7 @@ def render_memory(data: dict[str, Any]) -> str:
         review_section(data["review"])
         + items_section(data["items"])
         + learnings_section(data["learnings"])
+        + learnings_section(data.get("withheld") or {}, withheld=True)
         + (recall_log_section(data["recall_log"]) if "recall_log" in data else "")
     )
 
@@ -226,8 +244,8 @@ def recall_log_section(entries: list[dict[str, Any]]) -> str:
     """What recent sessions were told (the recall log), newest first.
 
     Args:
-        entries: Recall-log records (``session``, ``harness``, ``cwd``, ``at``,
-            ``learnings``, ``items``, ``chars``).
+        entries: :func:`reflect_jobs.dashboard.memory.recall_log` records (``session``,
+            ``harness``, ``cwd``, ``at``, ``learnings``, ``items``, ``withheld``, ``chars``).
 
     Returns:
         The ``#recall-log`` section.
@@ -237,12 +255,15 @@ def recall_log_section(entries: list[dict[str, Any]]) -> str:
     else:
         body = (
             "<table><thead><tr><th>when</th><th>session</th><th>harness</th><th>directory</th>"
-            "<th>learnings</th><th>items</th><th>characters</th></tr></thead><tbody>"
+            "<th>learnings told</th><th>items</th><th>withheld</th><th>characters</th></tr>"
+            "</thead><tbody>"
             + "".join(
-                f"<tr><td>{_e(x.get('at'))}</td><td><code>{_e(x.get('session'))}</code></td>"
+                f'<tr data-session="{_e(x.get("session"))}"><td>{_e(x.get("at"))}</td>'
+                f"<td><code>{_e(x.get('session'))}</code></td>"
                 f"<td>{_e(x.get('harness'))}</td><td>{_e(x.get('cwd'))}</td>"
                 f"<td>{_e(', '.join(map(str, x.get('learnings') or [])))}</td>"
                 f"<td>{_e(', '.join(map(str, x.get('items') or [])))}</td>"
+                f"<td>{_e(', '.join(map(str, x.get('withheld') or [])))}</td>"
                 f"<td>{int(x.get('chars') or 0)}</td></tr>"
                 for x in entries
             )
