@@ -315,7 +315,7 @@ def communities() -> bool | None:
     return kb_jobs.communities(huey, settings)
 
 
-def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
+def _in_child(service: supervisor.ModelService, op: str, **args: Any) -> Any:
     """Run a KB-wide task's body in the model child; its failure fails this task as before."""
     answer = service.call(op, **args)
     if not answer.get("ok"):

@@ -23,7 +23,7 @@ from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go
 from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.control import HaltGate
 from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, utcnow
+from reflect_jobs.ledger.models import CostRow, Job, utcnow
 from reflect_jobs.limits import CapsGate
 from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate
 from reflect_jobs.writer.actions import (
@@ -318,7 +318,7 @@ def _record_outcome(
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        row = session.get(costs.CostRow, ticket.cost_row_id) if ticket.cost_row_id else None
+        row = session.get(CostRow, ticket.cost_row_id) if ticket.cost_row_id else None
         if row is not None:
             row.outcome = outcome.outcome
             row.entries = outcome.entries

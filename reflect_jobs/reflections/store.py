@@ -343,7 +343,8 @@ class Store:
         if not items:
             return "", [], 0
         head = f"Open reflection items for {self.repo.display} (close with `reflections done ID --note EVIDENCE`):"
-        lines, shown, used = [head], [], len(head) + 1
+        lines, used = [head], len(head) + 1
+        shown: list[Item] = []
         for item in items:
             excerpt = " ".join(item.body.split())
             excerpt = excerpt[:_EXCERPT] + ("…" if len(excerpt) > _EXCERPT else "")
