@@ -36,6 +36,7 @@ from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from reflect_jobs.transcripts.usage import context_tokens
 
 from .middleware import Held, Stage, StageRun, run_stage
+from .reflect_pass import joined, plan_reflection
 from .runtime import Runtime, defer, finish, log, log_transition, owned
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
@@ -358,15 +359,26 @@ def _prepare(run: StageRun) -> None:
     slice_path: Path | None = None
     repo = transcript_repo(path) if prepared is not None else None
     offered = Offer()
+    # Every working session is reflected at its passes, signal or not (reflect_pass.py).
+    reflection = plan_reflection(
+        rt.settings, path=path, harness=harness, prepared=prepared, planned=planned, repo=repo
+    )
+    skipped = outcome
+    if outcome is not None and reflection.makes_pass:
+        outcome = None  # a reflection-only pass: the learning cascade had nothing new
+    elif outcome is not None and reflection.why and prepared is not None:
+        detail += f"; {reflection.why}"
+    slice_text, slice_codes = "", ""
     if outcome is None and prepared is not None:
+        slice_text, slice_codes = joined(prepared, reflection)
         # The reflection items the one paid call may close or add to ($0, ARCHITECTURE §14).
-        offered, why = offer_for_job(repo, session_id, prepared.slice_text)
+        offered, why = offer_for_job(repo, session_id, slice_text)
         if why:
             log.warning("reflection store not offered", job_id=job_id, error=why)
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
         # Slices hold user dialogue: a private directory and file, written atomically.
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        kb.atomic_write(slice_path, prepared.slice_text + offered.block, mode=0o600)
+        kb.atomic_write(slice_path, slice_text + offered.block, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -386,7 +398,7 @@ def _prepare(run: StageRun) -> None:
             job.prepare_stats = {
                 "signal_count": prepared.signal_count,
                 "orig_chars": prepared.orig_chars,
-                "slice_chars": len(prepared.slice_text),
+                "slice_chars": len(slice_text or prepared.slice_text),
                 "chunks_total": prepared.chunks_total,
                 "chunks_skipped": prepared.chunks_skipped,
                 "related": len(prepared.related_ids),
@@ -400,21 +412,23 @@ def _prepare(run: StageRun) -> None:
                 "repo": repo,
                 # Who wrote each slice line, run-length encoded: the write stage locates
                 # each learning's evidence in it (ARCHITECTURE §6, evidence_origin).
-                "origins": origins.encode(prepared.slice_origins),
+                "origins": origins.encode(slice_codes or prepared.slice_origins),
+                # The condensed transcript the reflection items were read from (§14.1).
+                "reflection": reflection.stats(),
                 # The add stage changes only these items (the ids the prompt offered).
                 "items_offered": offered.uids,
                 # Which pass this is and its model (read by the write stage; §14.1).
                 "pass": pass_plan.stats() if pass_plan is not None else None,
             }
-        if outcome is not None:
-            if outcome == "skip_dup_signal_hash" and prepared is not None:
-                bumped = sum(
-                    learnings.add_proof(
-                        session, lid, path, reason="same signal set seen again", job_id=job_id
-                    )
-                    for lid in prepared.dup_learning_ids
+        if skipped == "skip_dup_signal_hash" and prepared is not None:
+            bumped = sum(
+                learnings.add_proof(
+                    session, lid, path, reason="same signal set seen again", job_id=job_id
                 )
-                detail += f" proof_bumped={bumped}"
+                for lid in prepared.dup_learning_ids
+            )
+            detail += f" proof_bumped={bumped}"
+        if outcome is not None:
             costs.record_free(session, job, outcome)
             finish(session, job, outcome=outcome, detail=detail, worker=worker)
             return
@@ -422,12 +436,17 @@ def _prepare(run: StageRun) -> None:
         job.slice_path = str(slice_path)
         job.chunk_hashes = list(prepared.new_chunk_hashes)
         job.related_ids = list(prepared.related_ids)
+        what = (
+            f"slice {len(slice_text)} chars, {prepared.signal_count} signals"
+            + (f"; {reflection.why}" if reflection.why else "")
+            + (f" (learning cascade: {skipped})" if skipped else "")
+        )
         transition(
             session,
             job,
             to_state="queued",
             to_stage="write",
-            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals"
+            detail=what
             + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
             worker=worker,
         )
