@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from reflect_jobs import harnesses
-from reflect_jobs.cascade.origins import ASSISTANT, PERSON, TOOL, turn_line_origins
+from reflect_jobs.cascade.origins import ASSISTANT, TOOL, turn_line_origins
 from reflect_jobs.cascade.privacy import strip_private
 from reflect_jobs.cascade.secrets import redact_secrets
 from reflect_jobs.fsio import open_regular
@@ -224,7 +224,6 @@ def _add_record(record: object, fmt: str, parse, budget: _Budget, out: Condensed
         budget.add(_tool_entry(event))
         out.tool_calls += event.kind == "call"
         out.errors += event.kind == "error"
-
 
 
 #: The heading of the condensed transcript inside a prompt's slice (docs/REFLECTIONS.md).

@@ -361,7 +361,13 @@ def _prepare(run: StageRun) -> None:
     offered = Offer()
     # Every working session is reflected at its passes, signal or not (reflect_pass.py).
     reflection = plan_reflection(
-        rt.settings, path=path, harness=harness, prepared=prepared, planned=planned, repo=repo
+        rt.settings,
+        path=path,
+        harness=harness,
+        prepared=prepared,
+        planned=planned,
+        repo=repo,
+        pass_kind=pass_plan.kind if pass_plan is not None else "none",
     )
     skipped = outcome
     if outcome is not None and reflection.makes_pass:
@@ -446,8 +452,7 @@ def _prepare(run: StageRun) -> None:
             job,
             to_state="queued",
             to_stage="write",
-            detail=what
-            + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
+            detail=what + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
             worker=worker,
         )
         log_transition(job)

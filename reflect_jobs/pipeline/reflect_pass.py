@@ -31,6 +31,9 @@ from reflect_jobs.cascade.condense import REFLECTABLE_SKIPS, Condensed, condense
 from reflect_jobs.cascade.origins import NONE
 from reflect_jobs.config import Settings
 
+#: The checkpoint plans' kinds that may make a reflection-only pass (``checkpoints.py``).
+REFLECTION_PASSES = frozenset({"checkpoint", "deep"})
+
 
 @dataclass
 class Reflection:
@@ -90,6 +93,7 @@ def plan_reflection(
     prepared: Prepared | None,
     planned: dict[str, Any],
     repo: dict[str, Any] | None,
+    pass_kind: str = "deep",
 ) -> Reflection:
     """The reflection part of a pass the checkpoints allowed.
 
@@ -101,6 +105,10 @@ def plan_reflection(
         planned: The watermark plan (``since``: the last committed pass; ``offset``: the
             end of what the reader saw).
         repo: The transcript's repository.
+        pass_kind: The checkpoint plan's kind: only a ``checkpoint`` or ``deep`` pass may
+            be reflection-only (with ``REFLECT_CHECKPOINTS=off`` every capture is a
+            ``capture`` pass, and paying for each one's reflection would break the cost
+            promise); any pass made for a signal carries the section.
 
     Returns:
         The :class:`Reflection`; an empty one (no section) when the session gets none.
@@ -122,6 +130,8 @@ def plan_reflection(
     alone = prepared.action == "skip"
     if not condensed.lines:
         return Reflection(condensed=condensed, why="nothing said since the last pass")
+    if alone and pass_kind not in REFLECTION_PASSES:
+        return Reflection(condensed=condensed, why=f"no reflection pass at a {pass_kind} pass")
     if alone and condensed.person_turns < settings.reflect_min_turns:
         why = (
             f"reflection: {condensed.person_turns} person turns since the last pass"
