@@ -191,7 +191,8 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
 @_repo_option
 @_json_option
 def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
-    """Search this repository's items (any status), plus the knowledge base's learnings.
+    """Search this repository's items (any status), the knowledge base's learnings, and
+    Claude Code's and Codex's memory files.
 
     \f
     Args:
@@ -203,6 +204,8 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
     now = now_utc()
     with _store(repo) as store:
         found = store.search(query, k)
+        # Claude Code's memory for this project and Codex's memories (read-only, by stat).
+        remembered = store.memory_search(query, 5)
     learnings, warnings = learnings_search(query, 5)
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
@@ -211,6 +214,7 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
             {
                 "items": [{**i.to_json(now), "score": s} for i, s in found],
                 "learnings": learnings,
+                "memories": remembered,
             }
         )
         return
@@ -220,6 +224,10 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
         click.echo("learnings:")
         for hit in learnings:
             click.echo(f"  {hit['id']}  {hit['title']}")
+    if remembered:
+        click.echo("memories:")
+        for mem in remembered:
+            click.echo(f"  {mem['file']}  {mem['title']}")
 
 
 @main.command()
