@@ -54,7 +54,12 @@ class Reflection:
     why: str = ""
 
     def stats(self) -> dict[str, Any]:
-        """The reflection's counts as ``prepare_stats["reflection"]``."""
+        """The reflection's counts as ``prepare_stats["reflection"]``.
+
+        Returns:
+            ``{"chars", "person_turns", "tool_calls", "errors", "dropped_chars", "alone",
+            "why"}`` (``{"chars": 0, "why"}`` when the transcript was not condensed).
+        """
         c = self.condensed
         if c is None:
             return {"chars": 0, "why": self.why}

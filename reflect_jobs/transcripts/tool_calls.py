@@ -82,6 +82,8 @@ def short_args(value: object) -> str:
     parts = []
     for key in keys[:4]:
         item = value[key]
+        if isinstance(item, list) and all(isinstance(x, str) for x in item[:50]):
+            item = " ".join(item[:50])  # Codex's shell command: ["bash", "-lc", "pytest -q"]
         text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)[:200]
         parts.append(f'{key}="{_one_line(text)[:ARG_CHARS]}"')
     return _cut(", ".join(parts), ARG_CHARS)
@@ -143,7 +145,14 @@ def _block_text(content: object) -> str:
 
 
 def claude_events(record: dict) -> list[ToolEvent]:
-    """Tool traffic of a Claude Code record: ``tool_use`` and ``tool_result`` blocks."""
+    """Tool traffic of a Claude Code record: ``tool_use`` and ``tool_result`` blocks.
+
+    Args:
+        record: One decoded JSON line (a subagent's sidechain record gives nothing).
+
+    Returns:
+        The events, in the record's order.
+    """
     if record.get("isSidechain") is True or isinstance(record.get("agentId"), str):
         return []
     message = record.get("message")
@@ -188,7 +197,14 @@ def _codex_output(raw: object) -> tuple[str, bool]:
 
 def codex_events(record: dict) -> list[ToolEvent]:
     """Tool traffic of a Codex rollout record: ``function_call``/``custom_tool_call`` items
-    and their outputs (the ``exec_command_end`` events repeat them and are not read)."""
+    and their outputs (the ``exec_command_end`` events repeat them and are not read).
+
+    Args:
+        record: One decoded JSON line.
+
+    Returns:
+        The events (at most one).
+    """
     payload = record.get("payload")
     if record.get("type") != "response_item" or not isinstance(payload, dict):
         return []
@@ -206,7 +222,14 @@ def codex_events(record: dict) -> list[ToolEvent]:
 
 
 def copilot_events(record: dict) -> list[ToolEvent]:
-    """Tool traffic of a Copilot CLI event: ``tool.execution_start``/``_complete``."""
+    """Tool traffic of a Copilot CLI event: ``tool.execution_start``/``_complete``.
+
+    Args:
+        record: One decoded JSON line (a subagent's event gives nothing).
+
+    Returns:
+        The events (at most one).
+    """
     data = record.get("data")
     if not isinstance(data, dict) or isinstance(record.get("agentId"), str):
         return []
