@@ -99,3 +99,21 @@ def test_the_handoff_skills_command_records_an_item_shown_first(env, tmp_path):
     ident = added.stdout.strip()
     ctx = json.loads(env.run("reflections", "context", "--json", "--repo", str(repo)).stdout)
     assert ctx["items"][0]["id"] == ident and ctx["items"][0]["by"] == "skill"
+
+
+def test_uninstall_takes_the_skills_and_the_statusline_back(tmp_path, monkeypatch):
+    claude = tmp_path / "claude-config"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / ".codex"))
+    monkeypatch.setenv("REFLECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GLOBAL_LEARNINGS_PATH", str(tmp_path / "kb"))
+    _install("--statusline")
+    assert (claude / "skills" / "reflect" / "SKILL.md").exists()
+    assert "statusLine" in json.loads((claude / "settings.json").read_text())
+    out = CliRunner().invoke(main, ["uninstall", "--harness", "claude", "--yes"])
+    assert out.exit_code == 0, out.output
+    assert "skill /reflect removed" in out.output and "statusLine removed" in out.output
+    assert not (claude / "skills").exists()
+    settings = claude / "settings.json"
+    assert not settings.exists() or "statusLine" not in json.loads(settings.read_text())
