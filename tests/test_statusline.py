@@ -134,3 +134,17 @@ def test_install_sets_a_statusline_only_when_none_is_set(tmp_path, monkeypatch):
     runner.invoke(main, [*args, "--uninstall"])
     assert json.loads(settings.read_text())["statusLine"] == mine
     assert os.path.exists(settings) and before != ""
+
+
+def test_the_worker_keeps_the_cached_counts_current(env, tmp_path):
+    from reflect_jobs.statusline import refresh_cache
+
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    _add(env, repo, "action", "Wire the retry budget")
+    assert _line(env, {"cwd": str(repo)})[0] == "1 open\n"
+    _add(env, repo, "handoff", "Finish the pnpm migration")  # the log moved
+    assert refresh_cache(dict(env)) == 1  # what tasks.refresh_reflections runs each minute
+    cache = json.loads((Path(env["REFLECT_HOME"]) / "statusline.json").read_text())
+    (entry,) = cache["repos"].values()
+    assert (entry["open"], entry["handoffs"]) == (2, 1)
+    assert refresh_cache(dict(env)) == 0  # fresh now: nothing retaken
