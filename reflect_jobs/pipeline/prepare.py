@@ -480,19 +480,29 @@ def _preview(run: StageRun) -> None:
         return
     assert checkpoint.plan is not None
     try:
-        prepared, _ = _cascade(rt, t.path, t.harness, t.base)
+        prepared, planned = _cascade(rt, t.path, t.harness, t.base)
     except (UnreadableTranscript, OSError) as exc:
         log.info(
             "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
         )
         return
+    reflection = plan_reflection(
+        rt.settings,
+        path=t.path,
+        harness=t.harness,
+        prepared=prepared,
+        planned=planned,
+        repo=transcript_repo(t.path),
+        pass_kind=checkpoint.plan.kind,
+    )
     log.info(
         "dry run: prepare",
         job_id=job_id,
         action=prepared.action,
         reason=prepared.reason,
-        slice_chars=len(prepared.slice_text),
-        would_call=prepared.action == "reflect",
+        slice_chars=len(prepared.slice_text) + len(reflection.section),
+        would_call=prepared.action == "reflect" or reflection.makes_pass,
+        reflection=reflection.why,
         model=checkpoint.plan.model,
     )
 
