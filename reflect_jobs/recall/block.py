@@ -237,8 +237,8 @@ def formatted(block: str, fmt: str, event: str = "SessionStart") -> str:
     Args:
         block: The block text (may be ``""``).
         fmt: ``text`` (the block), ``claude`` / ``codex`` (their hook JSON) or ``copilot``
-            (the Copilot SDK's ``{"additionalContext": …}``; the CLI itself ignores
-            sessionStart output, ARCHITECTURE §13).
+            (``{"additionalContext": …}``: the Copilot SDK's shape, which Copilot CLI
+            injects from a sessionStart hook since 1.0.11, ARCHITECTURE §13).
         event: The hook event named in the JSON shapes.
 
     Returns:

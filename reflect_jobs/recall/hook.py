@@ -6,9 +6,13 @@ the payload's ``cwd``, and enqueues nothing (no transcript is needed, and at sta
 not exist yet). With ``REFLECT_RECALL_ON_PROMPT=1`` a UserPromptSubmit payload gets at most
 three strongly matching learnings the same way; without it the event is ignored.
 
-Copilot CLI runs ``sessionStart`` hooks fire-and-forget and discards their output
-(ARCHITECTURE §13), so for ``copilot`` this does nothing and the payload takes the capture
-path as before. Any problem raises to
+``reflect-jobs-hook copilot --event sessionStart`` prints ``{"additionalContext": …}``, the
+shape Copilot CLI injects since 1.0.11 (ARCHITECTURE §13; before, it discarded sessionStart
+output). Copilot's prompt event is not answered (the CLI reads no context from it).
+
+A repository the user ignores (``reflect-jobs ignore``: the config file's ``ignore`` list,
+read at the cost of one ``stat``) is told nothing, and nothing is read from or written into
+it. Any problem raises to
 :func:`reflect_jobs.hook.main`, which logs it: since the answer is built completely before
 anything is written, a failure prints nothing, never half a JSON document.
 
@@ -25,6 +29,8 @@ from io import TextIOBase  # not typing: the hook path never imports it (startup
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
 #: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
 JSON_HARNESSES = ("claude", "codex")
+#: Harnesses told at session start only, in the Copilot SDK's ``{"additionalContext"}``.
+START_ONLY_HARNESSES = ("copilot",)
 _PROMPT_EVENTS = ("userpromptsubmit", "userpromptsubmitted")
 
 
@@ -73,6 +79,8 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     from . import block, store
 
     ref = repo_for(cwd if isinstance(cwd, str) else None)
+    if is_ignored(ref):
+        return ""  # `reflect-jobs ignore`: told nothing, nothing read from the repository
     open_now, open_total = _open_items(cwd, kb_root)
     conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
@@ -91,6 +99,24 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
         items=open_now,
         items_total=open_total,
     )
+
+
+def is_ignored(ref: object) -> bool:
+    """Whether the user asked never to tell (nor capture) this repository.
+
+    Args:
+        ref: A :class:`reflect_jobs.repo.Repo`, or ``None``.
+
+    Returns:
+        True when the config file's ``ignore`` list names it (``reflect_jobs.repo.listed``).
+    """
+    if ref is None:
+        return False
+    from reflect_jobs.repo import listed
+    from reflect_jobs.userconfig import ignored
+
+    entries = ignored()
+    return bool(entries) and listed(ref, entries)  # type: ignore[arg-type]
 
 
 def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
@@ -152,6 +178,8 @@ def prompt_context(
     finally:
         conn.close()
     ref = repo_for(cwd if isinstance(cwd, str) else None)
+    if is_ignored(ref):
+        return ""
     hits = block.strong_matches(terms, rows, ref.key if ref else None)
     if not hits:
         return ""
@@ -174,9 +202,9 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
 
     Returns:
         True when the payload was a SessionStart or UserPromptSubmit event of Claude Code or
-        Codex (answered, or deliberately ignored): the caller then enqueues nothing. False
-        for every other payload — another event, any Copilot payload (its CLI discards the
-        output), one that is not JSON (the capture path reports that).
+        Codex, or Copilot's sessionStart (answered, or deliberately ignored): the caller
+        then enqueues nothing. False for every other payload — another event, Copilot's
+        prompt event, one that is not JSON (the capture path reports that).
 
     Raises:
         sqlite3.Error: The context store is locked or damaged (nothing was printed).
@@ -193,8 +221,9 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
     if not kind:
         return False
     harness = argv[0] if argv else ""
-    if harness not in JSON_HARNESSES:
-        return False  # Copilot discards the output (ARCHITECTURE §13): its path is unchanged
+    start_only = harness in START_ONLY_HARNESSES
+    if harness not in JSON_HARNESSES and not (start_only and kind == "session_start"):
+        return False  # not a recall event of this harness: the capture path decides
     from . import block
 
     if kind == "session_start":
@@ -210,7 +239,8 @@ def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> b
         )
         name = "UserPromptSubmit"
     if text:
-        answer = block.hook_json(name, text) + "\n"
+        answer = block.formatted(text, harness) if start_only else block.hook_json(name, text)
+        answer += "\n"
         if out is None:
             import sys
 
