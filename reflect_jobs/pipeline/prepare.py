@@ -388,7 +388,6 @@ def _prepare(run: StageRun) -> None:
         harness=harness,
         prepared=prepared,
         planned=planned,
-        repo=repo,
         pass_kind=pass_plan.kind if pass_plan is not None else "none",
     )
     skipped = outcome
@@ -514,7 +513,6 @@ def _preview(run: StageRun) -> None:
         harness=t.harness,
         prepared=prepared,
         planned=planned,
-        repo=transcript_repo(t.path),
         pass_kind=checkpoint.plan.kind,
     )
     log.info(

@@ -16,8 +16,9 @@ the session's last committed pass (``cascade/condense.py``) and:
   since that pass; below that the job keeps its free skip, with the count in its detail.
 
 Sessions no person took part in (headless runs, subagents, compaction agents), our own
-writer's sessions, restricted sessions (the boundary gate runs before any of this) and
-repositories in the config file's ``ignore`` list never get a reflection pass: $0.
+writer's sessions, restricted sessions and ignored repositories (prepare's free gates,
+``skip_restricted``/``skip_ignored``, stop them before any of this) never get a reflection
+pass: $0.
 """
 
 from __future__ import annotations
@@ -74,22 +75,6 @@ class Reflection:
         }
 
 
-def ignored(settings: Settings, repo: dict[str, Any] | None) -> bool:
-    """Whether the transcript's repository is in the config file's ``ignore`` list.
-
-    Args:
-        settings: The settings (``ignore``: repository keys or root paths).
-        repo: ``{"key", "root", "cwd"}`` of the transcript, or None.
-
-    Returns:
-        True when its key or root is listed.
-    """
-    if not repo or not settings.ignore:
-        return False
-    listed = {str(x).rstrip("/") for x in settings.ignore}
-    return str(repo.get("key") or "") in listed or str(repo.get("root") or "") in listed
-
-
 def plan_reflection(
     settings: Settings,
     *,
@@ -97,19 +82,17 @@ def plan_reflection(
     harness: str,
     prepared: Prepared | None,
     planned: dict[str, Any],
-    repo: dict[str, Any] | None,
     pass_kind: str = "deep",
 ) -> Reflection:
     """The reflection part of a pass the checkpoints allowed.
 
     Args:
-        settings: ``reflect_min_turns``, ``reflect_max_chars``, ``ignore``.
+        settings: ``reflect_min_turns``, ``reflect_max_chars``.
         path: The transcript.
         harness: The job's harness.
         prepared: The cascade's verdict (None: it did not run).
         planned: The watermark plan (``since``: the last committed pass; ``offset``: the
             end of what the reader saw).
-        repo: The transcript's repository.
         pass_kind: The checkpoint plan's kind: only a ``checkpoint`` or ``deep`` pass may
             be reflection-only (with ``REFLECT_CHECKPOINTS=off`` every capture is a
             ``capture`` pass, and paying for each one's reflection would break the cost
@@ -122,8 +105,6 @@ def plan_reflection(
         return Reflection(why="")
     if prepared.action == "skip" and prepared.reason not in REFLECTABLE_SKIPS:
         return Reflection()  # no person, our own writer's run: the skip says it
-    if ignored(settings, repo):
-        return Reflection(why="no reflection (repository ignored)")
     since = int(planned.get("since") or 0)
     until = int(planned.get("offset") or 0) or None
     try:
