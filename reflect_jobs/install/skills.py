@@ -169,7 +169,8 @@ def apply_skills(
     Raises:
         OSError: A file could not be read, backed up or written.
     """
-    base = base or skills_dir(harness, environ)
+    default = skills_dir(harness, environ)
+    base = base or default
     if base is None:
         return []
     out = []
@@ -202,4 +203,10 @@ def apply_skills(
             if not dry_run:
                 atomic_write(path, ours, mode=0o600)
             out.append(SkillChange(name, path, "replaced", backup))
+    if uninstall and not dry_run:
+        # The directories we made and left empty: skills/ (and Codex's ~/.agents).
+        dirs = [base] + ([base.parent] if harness == "codex" and base == default else [])
+        for d in dirs:
+            if d.is_dir() and not d.is_symlink() and not any(d.iterdir()):
+                d.rmdir()
     return out

@@ -152,10 +152,6 @@ def _remove_extras(harness: str, report: Report, keep: int, dry_run: bool, env: 
         if change.action == "removed":
             backup = f" (your edits kept in {change.backup})" if change.backup else ""
             report.lines.append(f"{spec.label}: skill /{change.name} removed{backup}")
-            if not dry_run:
-                parent = change.path.parent.parent
-                if parent.is_dir() and not any(parent.iterdir()):
-                    parent.rmdir()  # the skills/ directory that held only ours
     if harness != "claude":
         return
     path = default_settings_path(harness, env)
