@@ -81,6 +81,8 @@ bench: install
 	$(BIN)/python bench/bench_warm.py --repeat 2
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
+	$(BIN)/python bench/bench_statusline.py --runs 40
+	$(BIN)/python bench/bench_memory_search.py --runs 20
 	$(BIN)/python bench/bench_heuristic_writer.py
 	$(BIN)/python bench/bench_hostile_store.py --runs 9
 	$(BIN)/python bench/bench_evidence.py

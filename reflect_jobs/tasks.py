@@ -399,6 +399,9 @@ def refresh_reflections() -> dict[str, Any]:
 
     runtime()  # logging configured, modes repaired
     report = refresh_known(settings.home, settings.kb_path, host_name())
+    from .statusline import refresh_cache
+
+    refresh_cache(budget_sec=5.0)  # the status line's counts kept current (statusline.py)
     if report.refreshed or report.errors:
         log.info("reflections refreshed", **asdict(report))
     return asdict(report)

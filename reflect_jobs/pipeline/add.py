@@ -402,10 +402,12 @@ def _reflect(
         OSError: A log could not be written.
         sqlite3.Error: The store's index could not be read (e.g. locked too long).
     """
-    if not isinstance(items, dict) or not (
-        items.get("update") or items.get("new") or items.get("summary")
-    ):
+    if not isinstance(items, dict):
         return ""
+    unproven = int(items.get("unevidenced") or 0)
+    tail = f" unevidenced={unproven}" if unproven else ""  # closes/adds without a quote
+    if not (items.get("update") or items.get("new") or items.get("summary")):
+        return f"items:{tail}" if tail else ""
     try:
         store = reflector.job_store(repo)
     except RepoError as exc:
@@ -418,7 +420,7 @@ def _reflect(
         done = reflector.apply(store, items, offered=offered, session=session_id, job_id=job_id)
     finally:
         store.close()
-    return done.detail()
+    return done.detail() + tail
 
 
 def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:

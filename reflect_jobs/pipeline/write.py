@@ -34,7 +34,7 @@ from reflect_jobs.writer.actions import (
     strip_fence,
 )
 from reflect_jobs.writer.evidence import sent_slice
-from reflect_jobs.writer.items import answer_object, plan_items
+from reflect_jobs.writer.items import answer_object, evidenced, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
     AttemptOutcome,
@@ -295,7 +295,8 @@ def decide(
             plan = plan_actions(
                 parse_actions(result.text), allowed_ids=set(ticket.related), sent=sent
             )
-            plan.items = plan_items(answer_object(_unfenced(result.text)))
+            # Items too: a close or a new item must quote the session (ARCHITECTURE §14).
+            plan.items = evidenced(plan_items(answer_object(_unfenced(result.text))), sent)
             plan.writer = result.backend
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")

@@ -207,7 +207,9 @@ def build_server(
         or command name, or the topic). Each hit has id, title, rule (what to do), a snippet
         of the note and its scope, usually enough without `get`. A hit with "status":
         "proposed" waits for review: no one vouched for it yet, so do not follow it as a
-        rule. Covers this repository and global learnings; k ≤ 20."""
+        rule. Covers this repository and global learnings, then this repository's items
+        ({"item": "#id", …}) and Claude Code's and Codex's memory files ({"memory": <the
+        file it came from>, …}); k ≤ 20."""
         return run(
             tools.search_tool,
             kb_path,
