@@ -182,7 +182,7 @@ def counts_for(cwd: str, environ: dict[str, str] | None = None) -> dict[str, Any
     repos = _load(path)
     now = time.time()
     entry = repos.get(root)
-    if not _fresh(entry, now):
+    if entry is None or not _fresh(entry, now):
         entry = _count(root, env)
         if entry is None:
             return None

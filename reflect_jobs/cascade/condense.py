@@ -24,7 +24,9 @@ from __future__ import annotations
 import json
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from reflect_jobs import harnesses
 from reflect_jobs.cascade.origins import ASSISTANT, TOOL, turn_line_origins
@@ -212,7 +214,13 @@ def condense(
     return out
 
 
-def _add_record(record: object, fmt: str, parse, budget: _Budget, out: Condensed) -> None:  # type: ignore[no-untyped-def]
+def _add_record(
+    record: object,
+    fmt: str,
+    parse: Callable[[object], Any] | None,
+    budget: _Budget,
+    out: Condensed,
+) -> None:
     """Add one record's dialogue turns and tool events to the budget, counting them."""
     parsed = parse(record) if parse is not None else None
     if parsed is not None and not parsed.sidechain:
