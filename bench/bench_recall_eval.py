@@ -131,7 +131,12 @@ class Judge:
 
 
 def measure(
-    ds: Dataset, scale: str, situations: list[dict], modes: list[str], vectors: bool
+    ds: Dataset,
+    scale: str,
+    situations: list[dict],
+    modes: list[str],
+    vectors: bool,
+    sections: tuple[str, ...] = ("block", "prompt", "search"),
 ) -> dict:
     """Build one scale's KB and ask every question; per-situation rows and timings."""
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
@@ -157,13 +162,16 @@ def measure(
 
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
-                after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
-                alone = timed(
-                    "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
-                )
+                block = after = alone = ""
+                if "block" in sections:
+                    block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
+                if "prompt" in sections:
+                    after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
+                    alone = timed(
+                        "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
+                    )
                 found = {}
-                for mode in modes:
+                for mode in modes if "search" in sections else ():
                     for scope, rd in (("repo", cwd), ("all", None)):
                         found[f"{mode}/{scope}"] = judge.ranked(
                             timed(f"search {mode}/{scope}", search, s["query"], mode, rd, runner)
@@ -196,7 +204,9 @@ def _mean(xs: list[float]) -> float | None:
     return round(statistics.mean(xs), 3) if xs else None
 
 
-def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
+def summarise(
+    ds: Dataset, rows: list[dict], modes: list[str], sections: tuple[str, ...] = ("search",)
+) -> dict:
     """The figures of one split at one scale (see the module docstring)."""
     by_id = ds.by_id()
 
@@ -252,7 +262,7 @@ def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
         "leak_lines": _mean([r["prompt"]["leak_repo"] + r["prompt"]["leak_stack"] for r in rows]),
     }
     srch: dict = {}
-    for mode in modes:
+    for mode in modes if "search" in sections else ():
         for scope in ("repo", "all"):
             key = f"{mode}/{scope}"
             m: dict = {}
@@ -288,6 +298,8 @@ def print_tables(report: dict, splits: list[str]) -> None:
             "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
         )
         for section in ("block", "prompt"):
+            if section not in report.get("sections", (section,)):
+                continue
             keys = list(res["splits"][splits[0]][section])
             print(f"  {section:<28}" + "".join(f"{s:>8}" for s in splits))
             for k in keys:
@@ -305,7 +317,7 @@ def print_tables(report: dict, splits: list[str]) -> None:
         ]
         heads = ["repo@1", "repo@5", "glob@1", "glob@5", "none-rel", "empty-irr"]
         print("  search (k=5)          split" + "".join(f"{h:>10}" for h in heads))
-        for key in res["splits"][splits[0]]["search"]:
+        for key in res["splits"][splits[0]]["search"] if "search" in report["sections"] else ():
             for s in splits:
                 m = res["splits"][s]["search"][key]
                 print(f"    {key:<20}{s:>7}" + "".join(f"{_fmt(m[c]):>10}" for c in cols))
@@ -320,6 +332,11 @@ def main() -> None:
         "--no-vectors", action="store_true", help="REFLECT_INDEX_VECTORS=0 (lexical only)"
     )
     ap.add_argument(
+        "--sections",
+        default="block,prompt,search",
+        help="what to measure, comma-separated (search alone: a fast tuning loop)",
+    )
+    ap.add_argument(
         "--json", dest="json_out", metavar="PATH", help="write the report and rows here"
     )
     args = ap.parse_args()
@@ -329,13 +346,17 @@ def main() -> None:
     situations = [s for s in ds.situations if s["split"] in splits]
     scales = ["200", "2000"] if args.scale == "both" else [args.scale]
     started = time.perf_counter()
-    report: dict = {"scales": {}, "splits": splits, "modes": modes}
+    sections = tuple(x for x in args.sections.split(",") if x)
+    report: dict = {"scales": {}, "splits": splits, "modes": modes, "sections": sections}
     rows_out: dict = {}
     for scale in scales:
-        res = measure(ds, scale, situations, modes, vectors=not args.no_vectors)
-        per = {s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes) for s in splits}
+        res = measure(ds, scale, situations, modes, not args.no_vectors, sections)
+        per = {
+            s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes, sections)
+            for s in splits
+        }
         if len(splits) > 1:
-            per["all"] = summarise(ds, res["rows"], modes)
+            per["all"] = summarise(ds, res["rows"], modes, sections)
         report["scales"][scale] = {"info": res["info"], "splits": per}
         rows_out[scale] = res["rows"]
     report["wall_s"] = round(time.perf_counter() - started, 1)
