@@ -49,6 +49,9 @@ MAX_PHRASE_CHARS = 400
 #: BM25 column weights (title, rule, body, idents): tuned on the recall benchmark's dev split.
 WEIGHTS = (4.0, 3.0, 1.0, 6.0)
 _LEGACY_WEIGHTS = (4.0, 1.0, 10.0)
+#: Added to every term's IDF in the coverage: in a small or one-topic KB every term is common
+#: (IDF near 0) and the share of matched terms, not noise in tiny IDFs, must decide.
+COVERAGE_SMOOTHING = 0.5
 #: ``PRAGMA user_version`` of the current layout; an older file is rebuilt by the next reindex.
 SCHEMA_VERSION = 2
 _COMPOUND = re.compile(r"\w+(?:[./-]\w+)*")
@@ -433,7 +436,7 @@ class LexicalIndex:
                 )
             ]
             df = len(matched)
-            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) + COVERAGE_SMOOTHING
             denominator += idf
             for rid in wanted.intersection(matched):
                 got[where[rid]] += idf
