@@ -117,7 +117,7 @@ def test_drain_scopes_notes_ledger_and_context_to_the_transcripts_repository(env
 
     def titles(*args):
         out = env.cli("search", "pnpm workspace except", "--mode", "lexical", "--json", *args)
-        return {h["title"] for h in json.loads(out.stdout)}
+        return {h["title"] for h in json.loads(out.stdout)["results"]}
 
     assert titles("--repo", str(repo)) == {"Shop is a pnpm workspace", "Never use a bare except"}
     assert titles("--repo", str(tmp_path)) == {"Never use a bare except"}

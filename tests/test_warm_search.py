@@ -106,7 +106,7 @@ def test_with_vectors_the_model_lives_in_the_child_never_in_the_consumer(env):
     with worker(env) as proc:
         warm = env.cli("search", "floating tags", "--json")
         assert vias(env) == ["worker"]
-        assert json.loads(warm.stdout)[0]["title"] == "Pin the docker digest"
+        assert json.loads(warm.stdout)["results"][0]["title"] == "Pin the docker digest"
         assert "vector index unavailable" not in warm.stderr, "it answered without vectors"
         (child,) = wait_for(lambda: children(proc.pid), what="the model child")
         assert _maps_torch(child), "the check below would not see torch"

@@ -329,8 +329,14 @@ def _search(
                 ranked = [(d, raw[d]) for d, _ in ranked]
         elif mode == "hybrid":
             ranked = fuse(lexical, vector, own, fusion)
-        else:  # naive / local / global: the graph's own ranking, floored by coverage/cosine
-            ranked = [(d, s) for d, s in vector]
+        else:  # naive / local / global: the graph's own ranking, floored like hybrid
+            cover = {h.doc_id: h.coverage for h in lexical}
+            ranked = [
+                (d, s)
+                for d, s in vector
+                if cover.get(d, 0.0) >= fusion.floor_coverage
+                or (mode == "naive" and s >= fusion.floor_cosine)
+            ]
         hits = []
         for doc_id, score in ranked:
             meta = lex.lookup(doc_id)
