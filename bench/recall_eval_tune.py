@@ -35,9 +35,14 @@ from reflect_jobs.index.search import Fusion, fuse, scope_filter  # noqa: E402
 from reflect_jobs.index.semantic import graph_index  # noqa: E402
 from reflect_jobs.repo import repo_for  # noqa: E402
 
+_VECTORS: dict[tuple[str, int], list] = {}
+
 
 def collect(kb_root: Path, dirs: dict, situations: list[dict], weights: tuple) -> list[dict]:
-    """Per situation and scope: lexical hits (id, score, coverage) and vector cosines."""
+    """Per situation and scope: lexical hits (id, score, coverage) and vector cosines.
+
+    The vector ranking does not depend on the lexical weights: it is memoised across them.
+    """
     lexmod.WEIGHTS = weights
     lex = LexicalIndex(kb_root / "index" / "lexical.db")
     graph = graph_index(kb_root, vectors=True)
@@ -49,11 +54,10 @@ def collect(kb_root: Path, dirs: dict, situations: list[dict], weights: tuple) -
             exclude = scope.exclude if scope else frozenset()
             own = scope.own if scope else frozenset()
             hits = lex.scored(s["query"], 50, exclude=exclude, coverage=True)
-            vec = [
-                (d, c)
-                for d, c in graph.query(s["query"], mode="naive", k=50 + len(exclude))
-                if d not in exclude
-            ][:50]
+            memo = (s["query"], len(exclude))
+            if memo not in _VECTORS:
+                _VECTORS[memo] = graph.query(s["query"], mode="naive", k=50 + len(exclude))
+            vec = [(d, c) for d, c in _VECTORS[memo] if d not in exclude][:50]
             out.append(
                 {
                     "id": s["id"],
@@ -106,8 +110,13 @@ def main() -> None:
     ap.add_argument(
         "--weights", default="4,3,1,6", help="lexical column weights to try; ';' separates"
     )
-    ap.add_argument("--dump", type=Path, help="write the candidate records here")
+    ap.add_argument("--dump", type=Path, help="write the candidate records here (per weights)")
+    ap.add_argument("--records", type=Path, help="tune on records --dump wrote (no KB, no model)")
     args = ap.parse_args()
+    if args.records:
+        data = json.loads(args.records.read_text())
+        tune(data["records"], {k: tuple(v) for k, v in data["kinds"].items()})
+        return
     ds = load()
     situations = [s for s in ds.situations if s["split"] == args.split]
     root = args.kb
@@ -129,7 +138,8 @@ def main() -> None:
             recs = collect(root / "kb", dirs, situations, weights)
             recs = [{**r, "expected": [e for e in r["expected"] if e in kinds]} for r in recs]
             if args.dump:
-                args.dump.write_text(json.dumps(recs))
+                name = args.dump.with_name(f"{args.dump.stem}-{wtext.replace(',', '_')}.json")
+                name.write_text(json.dumps({"kinds": kinds, "records": recs}))
             print(f"\n== weights {weights}: {len(recs)} records")
             tune(recs, kinds)
     finally:
@@ -149,7 +159,7 @@ def tune(recs: list[dict], kinds: dict) -> None:
     grid_lex.sort(key=lambda x: -x[0])
     for obj, f, m in grid_lex[:5]:
         print(f"lexical {obj:.3f} {f}\n    {m}")
-    best_lex = grid_lex[0][1]
+    best_lex, lex_m = grid_lex[0][1], grid_lex[0][2]
     grid = []
     for vw, cz, fc in itertools.product(
         (0.0, 0.2, 0.35, 0.5, 0.75, 1.0), (0.1, 0.2, 0.3), (0.45, 0.5, 0.55, 0.6, 0.7, 2.0)
@@ -163,8 +173,11 @@ def tune(recs: list[dict], kinds: dict) -> None:
             floor_cosine=fc,
         )
         m = evaluate(recs, f, True, kinds)
-        grid.append((objective(m), f, m))
+        # Hybrid must never be worse than lexical: only settings at or above it everywhere.
+        if all(m[key] >= lex_m[key] for key in lex_m):
+            grid.append((objective(m), f, m))
     grid.sort(key=lambda x: -x[0])
+    print(f"hybrid settings at or above lexical on every figure: {len(grid)}")
     for obj, f, m in grid[:5]:
         print(f"hybrid {obj:.3f} {f}\n    {m}")
 
