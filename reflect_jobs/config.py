@@ -88,7 +88,8 @@ class Settings:
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.
     mcp_all_repos: bool = _d("mcp_all_repos")
-    #: Repositories never captured (config file ``ignore``; reserved for ``reflect-jobs ignore``).
+    #: Repositories never captured nor told anything (config file ``ignore``; ``reflect-jobs
+    #: ignore``). The hook and prepare read the file itself, so a change needs no restart.
     ignore: tuple[str, ...] = ()
     #: ``REFLECT_HOST``: this machine's name in the reflection logs; empty = the hostname.
     host: str = _d("host")

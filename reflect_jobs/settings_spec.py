@@ -58,7 +58,7 @@ SPECS: tuple[tuple, ...] = (
     ("queue_url", "REFLECT_QUEUE_URL", USER, "special", None,
      "sqlite:///$REFLECT_HOME/queue.db", {}, "The queue: a sqlite:/// or redis:// URL."),
     ("ignore", None, USER, "list", (), "[]", {},
-     "Repositories never captured (reserved for `reflect-jobs ignore`; config file only)."),
+     "Repositories never captured nor told anything (`reflect-jobs ignore`; config file only)."),
     # --- advanced: caps and leases (ARCHITECTURE §4) ----------------------------------------
     ("run_max", "REFLECT_DRAIN_MAX", ADVANCED, "int", 3, "3", {"min": 0},
      "Model calls per debounce window (0 = no per-window cap)."),

@@ -238,6 +238,31 @@ def add(job_id: str) -> None:
 
 
 @huey.task()
+def stale_anchors(reached: list) -> list[str]:
+    """Take learnings whose anchors were gone at STALE_AFTER session starts out of circulation.
+
+    Sent by the SessionStart hook (``recall/hook.py``, ARCHITECTURE §13.2); the ledger and
+    the note become ``stale_anchors`` and the coalesced reindex drops them from the context
+    store and search.
+
+    Args:
+        reached: ``[[id, [missing anchors]], …]``.
+
+    Returns:
+        The ids moved.
+    """
+    from .pipeline.stale import apply_stale
+
+    rt = runtime()
+    moved = apply_stale(rt.db, reached)
+    if moved:
+        log.info("stale anchors", learnings=moved)
+        if not rt.settings.skip_reindex:
+            rt.dispatcher.kb_changed()
+    return moved
+
+
+@huey.task()
 def reindex_task(force: bool = False) -> dict | None:
     """Repair the graph, then reindex — one graph writer at a time, coalesced.
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from reflect_jobs import boundary, kb
+from reflect_jobs import boundary, kb, userconfig
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal, origins
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
@@ -32,6 +32,7 @@ from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections.candidates import Offer
 from reflect_jobs.reflections.reflector import offer_for_job
+from reflect_jobs.repo import Repo, listed, repo_for
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from reflect_jobs.transcripts.usage import context_tokens
 
@@ -290,6 +291,10 @@ class CheckpointGate(FreeGate):
         return Go(self.name, self.plan)
 
 
+#: A session in a repository the user ignores (``reflect-jobs ignore``): $0, nothing read.
+IGNORED_OUTCOME = "skip_ignored"
+
+
 def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
     """Prepare's free gates before the cascade, in the order they are asked.
 
@@ -298,7 +303,8 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
         t: What prepare read.
 
     Returns:
-        Transcript gone (``stale``), unchanged since its last job (``skip_unchanged``),
+        Transcript gone (``stale``), its repository ignored (``skip_ignored``, ``reflect-jobs
+        ignore``), unchanged since its last job (``skip_unchanged``),
         the data boundary (``skip_restricted``, decided before one byte is read) and the
         checkpoints (:class:`CheckpointGate`); each ``Defer`` carries the job's outcome.
     """
@@ -307,6 +313,21 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
         if os.path.exists(t.path):
             return None
         return Defer("stale", f"transcript no longer exists: {t.path}", outcome="stale")
+
+    def ignored() -> Defer | None:
+        # `reflect-jobs ignore` (the config file's list, read now: a running worker sees a
+        # change at once). The hook's cwd first; else the transcript's own ($0, local).
+        entries = userconfig.ignored()
+        if not entries:
+            return None
+        ref = repo_for(t.cwd) if t.cwd else None
+        if ref is None:
+            found = transcript_repo(t.path)
+            ref = Repo(str(found["key"]), found["root"]) if found else None
+        if ref is None or not listed(ref, entries):
+            return None
+        why = f"repository {ref.key} is ignored (`reflect-jobs unignore` to capture it again)"
+        return Defer("ignored", why, outcome=IGNORED_OUTCOME)
 
     def unchanged() -> Defer | None:
         if not t.unchanged:
@@ -322,6 +343,7 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
 
     return [
         Check("stale", gone),
+        Check("ignored", ignored),
         Check("unchanged", unchanged),
         Check("boundary", boundary_says),
         CheckpointGate(rt, t),
