@@ -89,6 +89,7 @@ bench: install
 	$(BIN)/python bench/bench_recall_eval.py --split test --scale both
 	$(BIN)/python bench/bench_verify.py --runs 15 --files 50000
 	$(BIN)/python bench/bench_staleness.py
+	$(BIN)/python bench/bench_search_worker.py --notes 300 --repeat 5
 
 lint: install
 	$(BIN)/ruff check reflect_jobs workers tests bench alembic
