@@ -137,13 +137,31 @@ def measure(
     modes: list[str],
     vectors: bool,
     sections: tuple[str, ...] = ("block", "prompt", "search"),
+    reuse: str | None = None,
 ) -> dict:
     """Build one scale's KB and ask every question; per-situation rows and timings."""
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
-        root = Path(tmp)
+        root = Path(f"{reuse}{scale}") if reuse else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         old = kbuild.apply_env(kbuild.env_for(root, vectors=vectors))
         try:
-            ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+            marker = root / "ids.json"
+            if reuse and marker.exists():  # the same KB, built before: bring its index in line
+                t0 = time.perf_counter()
+                ids = json.loads(marker.read_text())
+                kbuild.reindex(root / "kb", vectors=vectors)
+                dirs = {key: kbuild.fake_repo(root, key, repo) for key, repo in ds.repos.items()}
+                info = {
+                    "notes": len(ids),
+                    "repos_with_learnings": len({x.repo for x in ds.learnings(scale) if x.repo}),
+                    "write_s": 0.0,
+                    "reindex_s": round(time.perf_counter() - t0, 1),
+                    "reused": str(root),
+                }
+            else:
+                ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+                if reuse:
+                    marker.write_text(json.dumps(ids))
             judge = Judge(ds, ids)
             sizes: dict[str, int] = {}
             for learning in ds.learnings(scale):
@@ -332,6 +350,11 @@ def main() -> None:
         "--no-vectors", action="store_true", help="REFLECT_INDEX_VECTORS=0 (lexical only)"
     )
     ap.add_argument(
+        "--reuse",
+        metavar="PREFIX",
+        help="keep each scale's KB in PREFIX<scale> and reuse it when it is there (tuning)",
+    )
+    ap.add_argument(
         "--sections",
         default="block,prompt,search",
         help="what to measure, comma-separated (search alone: a fast tuning loop)",
@@ -350,7 +373,7 @@ def main() -> None:
     report: dict = {"scales": {}, "splits": splits, "modes": modes, "sections": sections}
     rows_out: dict = {}
     for scale in scales:
-        res = measure(ds, scale, situations, modes, not args.no_vectors, sections)
+        res = measure(ds, scale, situations, modes, not args.no_vectors, sections, args.reuse)
         per = {
             s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes, sections)
             for s in splits
