@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 @click.argument("query")
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "naive", "local", "global", "lexical"]),
+    type=click.Choice(["hybrid", "lexical", "naive", "local", "global"]),
     default="hybrid",
     show_default=True,
+    help="hybrid (words + meaning), lexical (exact words), naive (meaning only); local and"
+    " global (the graph) are explicit only: they find less (docs/BENCHMARKS.md).",
 )
 @click.option("-k", "k", type=int, default=5, show_default=True)
 @click.option(
