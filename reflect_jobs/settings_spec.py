@@ -117,7 +117,7 @@ SPECS: tuple[tuple, ...] = (
      "A local model directory or a hub id owner/name."),
     ("model_idle_sec", "REFLECT_MODEL_IDLE_SEC", ADVANCED, "int", 600, "600", {"min": 1},
      "The worker's model child exits after this long idle."),
-    ("search_worker_sec", "REFLECT_SEARCH_WORKER_SEC", ADVANCED, "float", 20.0, "20",
+    ("search_worker_sec", "REFLECT_SEARCH_WORKER_SEC", ADVANCED, "float", 30.0, "30",
      {"min": 0.1}, "A CLI search waits this long for the worker, then answers lexically."),
     ("log_max_bytes", "REFLECT_DRAIN_LOG_MAX_BYTES", ADVANCED, "int", 10 * 1024 * 1024,
      "10485760", {"min": 1024}, "drain.log and consumer.log rotate at this size."),
