@@ -191,19 +191,26 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
 @_repo_option
 @_json_option
 def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
-    """Search this repository's items (any status), plus the knowledge base's learnings.
+    """Search this repository's items (any status), the knowledge base's learnings, the
+    nightly reports, and Claude Code's and Codex's memory files.
 
     \f
     Args:
         query: Free text.
         k: At most this many items (and at most 5 learnings).
         repo: ``--repo``.
-        as_json: Print ``{"items": [...], "learnings": [...]}``.
+        as_json: Print ``{"items": [...], "learnings": [...], "reports": [...]}`` (the
+            nightly reports' matching sections, docs/NIGHTLY.md).
     """
     now = now_utc()
     with _store(repo) as store:
         found = store.search(query, k)
+        # Claude Code's memory for this project and Codex's memories (read-only, by stat).
+        remembered = store.memory_search(query, 5)
     learnings, warnings = learnings_search(query, 5)
+    from reflect_jobs.nightly.report import search_reports
+
+    reports = search_reports(Path(kb_root_str(merged_environ())), query, 5)
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -211,6 +218,8 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
             {
                 "items": [{**i.to_json(now), "score": s} for i, s in found],
                 "learnings": learnings,
+                "reports": reports,
+                "memories": remembered,
             }
         )
         return
@@ -220,6 +229,14 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
         click.echo("learnings:")
         for hit in learnings:
             click.echo(f"  {hit['id']}  {hit['title']}")
+    if reports:
+        click.echo("nightly reports:")
+        for hit in reports:
+            click.echo(f"  {hit['date']}  {hit['repo']}  {hit['snippet']}")
+    if remembered:
+        click.echo("memories:")
+        for mem in remembered:
+            click.echo(f"  {mem['file']}  {mem['title']}")
 
 
 @main.command()
