@@ -140,9 +140,9 @@ def _search(
         result = do_search(
             s.kb_path,
             query,
-            mode="lexical" if fallback else mode,
+            mode=mode,
             k=k,
-            vectors=s.index_vectors,
+            vectors=s.index_vectors and not fallback,  # no vectors: lexical, no model load
             embed_model=s.embed_model,
             repo_key=repo_key,
             only_global=only_global,
