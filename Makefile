@@ -92,6 +92,7 @@ bench: install
 	$(BIN)/python bench/bench_recall_prompt.py --runs 11
 	$(BIN)/python bench/bench_verify.py --runs 15 --files 50000
 	$(BIN)/python bench/bench_staleness.py
+	$(BIN)/python bench/bench_search_worker.py --notes 300 --repeat 5
 	$(BIN)/python bench/bench_nightly.py --learnings 1000 --sessions 200
 
 # The whole tree (pyproject's [tool.ruff] excludes .venv and alembic/versions); both halves

@@ -159,18 +159,37 @@ def measure(
     situations: list[dict],
     modes: list[str],
     vectors: bool,
+    sections: tuple[str, ...] = ("block", "prompt", "search"),
+    reuse: str | None = None,
     worker_ms: int | None = None,
 ) -> dict:
     """Build one scale's KB and ask every question; per-situation rows and timings."""
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
-        root = Path(tmp)
+        root = Path(f"{reuse}{scale}") if reuse else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         env = kbuild.env_for(root, vectors=vectors)
         if worker_ms is not None:
             env["REFLECT_RECALL_WORKER_MS"] = str(worker_ms)
         old = kbuild.apply_env(env)
         worker = None
         try:
-            ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+            marker = root / "ids.json"
+            if reuse and marker.exists():  # the same KB, built before: bring its index in line
+                t0 = time.perf_counter()
+                ids = json.loads(marker.read_text())
+                kbuild.reindex(root / "kb", vectors=vectors)
+                dirs = {key: kbuild.fake_repo(root, key, repo) for key, repo in ds.repos.items()}
+                info = {
+                    "notes": len(ids),
+                    "repos_with_learnings": len({x.repo for x in ds.learnings(scale) if x.repo}),
+                    "write_s": 0.0,
+                    "reindex_s": round(time.perf_counter() - t0, 1),
+                    "reused": str(root),
+                }
+            else:
+                ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+                if reuse:
+                    marker.write_text(json.dumps(ids))
             if worker_ms is not None:
                 worker = start_worker()
             judge = Judge(ds, ids)
@@ -191,13 +210,16 @@ def measure(
 
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
-                after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
-                alone = timed(
-                    "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
-                )
+                block = after = alone = ""
+                if "block" in sections:
+                    block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
+                if "prompt" in sections:
+                    after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
+                    alone = timed(
+                        "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
+                    )
                 found = {}
-                for mode in modes:
+                for mode in modes if "search" in sections else ():
                     for scope, rd in (("repo", cwd), ("all", None)):
                         found[f"{mode}/{scope}"] = judge.ranked(
                             timed(f"search {mode}/{scope}", search, s["query"], mode, rd, runner)
@@ -233,7 +255,9 @@ def _mean(xs: list[float]) -> float | None:
     return round(statistics.mean(xs), 3) if xs else None
 
 
-def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
+def summarise(
+    ds: Dataset, rows: list[dict], modes: list[str], sections: tuple[str, ...] = ("search",)
+) -> dict:
     """The figures of one split at one scale (see the module docstring)."""
     by_id = ds.by_id()
 
@@ -289,7 +313,7 @@ def summarise(ds: Dataset, rows: list[dict], modes: list[str]) -> dict:
         "leak_lines": _mean([r["prompt"]["leak_repo"] + r["prompt"]["leak_stack"] for r in rows]),
     }
     srch: dict = {}
-    for mode in modes:
+    for mode in modes if "search" in sections else ():
         for scope in ("repo", "all"):
             key = f"{mode}/{scope}"
             m: dict = {}
@@ -325,6 +349,8 @@ def print_tables(report: dict, splits: list[str]) -> None:
             "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
         )
         for section in ("block", "prompt"):
+            if section not in report.get("sections", (section,)):
+                continue
             keys = list(res["splits"][splits[0]][section])
             print(f"  {section:<28}" + "".join(f"{s:>8}" for s in splits))
             for k in keys:
@@ -342,7 +368,7 @@ def print_tables(report: dict, splits: list[str]) -> None:
         ]
         heads = ["repo@1", "repo@5", "glob@1", "glob@5", "none-rel", "empty-irr"]
         print("  search (k=5)          split" + "".join(f"{h:>10}" for h in heads))
-        for key in res["splits"][splits[0]]["search"]:
+        for key in res["splits"][splits[0]]["search"] if "search" in report["sections"] else ():
             for s in splits:
                 m = res["splits"][s]["search"][key]
                 print(f"    {key:<20}{s:>7}" + "".join(f"{_fmt(m[c]):>10}" for c in cols))
@@ -364,6 +390,16 @@ def main() -> None:
         "recall this budget (REFLECT_RECALL_WORKER_MS); default: no worker (lexical)",
     )
     ap.add_argument(
+        "--reuse",
+        metavar="PREFIX",
+        help="keep each scale's KB in PREFIX<scale> and reuse it when it is there (tuning)",
+    )
+    ap.add_argument(
+        "--sections",
+        default="block,prompt,search",
+        help="what to measure, comma-separated (search alone: a fast tuning loop)",
+    )
+    ap.add_argument(
         "--json", dest="json_out", metavar="PATH", help="write the report and rows here"
     )
     args = ap.parse_args()
@@ -373,15 +409,26 @@ def main() -> None:
     situations = [s for s in ds.situations if s["split"] in splits]
     scales = ["200", "2000"] if args.scale == "both" else [args.scale]
     started = time.perf_counter()
-    report: dict = {"scales": {}, "splits": splits, "modes": modes}
+    sections = tuple(x for x in args.sections.split(",") if x)
+    report: dict = {"scales": {}, "splits": splits, "modes": modes, "sections": sections}
     rows_out: dict = {}
     for scale in scales:
         res = measure(
-            ds, scale, situations, modes, vectors=not args.no_vectors, worker_ms=args.worker_ms
+            ds,
+            scale,
+            situations,
+            modes,
+            not args.no_vectors,
+            sections,
+            args.reuse,
+            worker_ms=args.worker_ms,
         )
-        per = {s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes) for s in splits}
+        per = {
+            s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes, sections)
+            for s in splits
+        }
         if len(splits) > 1:
-            per["all"] = summarise(ds, res["rows"], modes)
+            per["all"] = summarise(ds, res["rows"], modes, sections)
         report["scales"][scale] = {"info": res["info"], "splits": per}
         rows_out[scale] = res["rows"]
     report["wall_s"] = round(time.perf_counter() - started, 1)

@@ -144,6 +144,8 @@ class Settings:
     log_max_bytes: int = _d("log_max_bytes")
     # the warm model service (ARCHITECTURE §8.1): seconds without search/reindex before it exits
     model_idle_sec: int = _d("model_idle_sec")
+    #: ``REFLECT_SEARCH_WORKER_SEC``: a CLI search's budget for the worker's answer (then lexical).
+    search_worker_sec: float = _d("search_worker_sec")
     # checkpoints (ARCHITECTURE §14.1): when a session's capture makes a paid pass
     #: ``REFLECT_CONTEXT_WINDOW``: the tokens a full context holds (the fill's denominator).
     context_window: int = _d("context_window")

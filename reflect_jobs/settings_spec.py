@@ -119,6 +119,8 @@ SPECS: tuple[tuple, ...] = (
      "Per-prompt recall waits this long for the worker's model, then ranks lexically."),
     ("model_idle_sec", "REFLECT_MODEL_IDLE_SEC", ADVANCED, "int", 600, "600", {"min": 1},
      "The worker's model child exits after this long idle."),
+    ("search_worker_sec", "REFLECT_SEARCH_WORKER_SEC", ADVANCED, "float", 30.0, "30",
+     {"min": 0.1}, "A CLI search waits this long for the worker, then answers lexically."),
     ("log_max_bytes", "REFLECT_DRAIN_LOG_MAX_BYTES", ADVANCED, "int", 10 * 1024 * 1024,
      "10485760", {"min": 1024}, "drain.log and consumer.log rotate at this size."),
     # --- advanced: checkpoints (ARCHITECTURE §14.1) ------------------------------------------

@@ -64,7 +64,7 @@ def test_jobs_show_and_cost_json_shapes(env):
         "cost_usd",
     }
     assert cost["total"]["tokens"] == 14210 + 412 + 3120
-    hits = json.loads(env.cli("search", "pnpm", "--json", "--mode", "lexical").stdout)
+    hits = json.loads(env.cli("search", "pnpm", "--json", "--mode", "lexical").stdout)["results"]
     assert set(hits[0]) == {"id", "title", "score", "path"}
     assert "running" in env.cli("show", job_id).stdout
 

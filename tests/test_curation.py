@@ -101,13 +101,14 @@ def test_forget_takes_it_out_everywhere_at_once_and_restore_brings_it_back(env, 
     scope = ServerScope.here(str(shop))
     assert learning_id in get_tool(env.kb, learning_id, scope=scope)
     assert learning_id in search_tool(env.kb, "pnpm install", mode="lexical", scope=scope)
-    hits = json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout)
+    hits = json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout)["results"]
     assert [h["id"] for h in hits] == [learning_id]
 
     out = _cli(env, "forget", learning_id)
     assert out.exit_code == 0 and out.stdout.strip() == f"{learning_id}: forgotten"
     assert _told(env, shop) == ""
-    assert json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout) == []
+    gone = json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout)
+    assert gone["results"] == [] and gone["reason"]
     assert "no matches" in search_tool(env.kb, "pnpm install", mode="lexical", scope=scope)
     with pytest.raises(ToolError, match=f"no learning {learning_id}"):
         get_tool(env.kb, learning_id, scope=scope)
@@ -130,7 +131,7 @@ def test_forget_takes_it_out_everywhere_at_once_and_restore_brings_it_back(env, 
     told = _told(env, shop)
     assert f"[{learning_id}]" in told and RULE in told
     assert learning_id in get_tool(env.kb, learning_id, scope=scope)
-    hits = json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout)
+    hits = json.loads(_cli(env, "search", "pnpm", "--mode", "lexical", "--json").stdout)["results"]
     assert [h["id"] for h in hits] == [learning_id]
     assert _row(env, learning_id).status == "active"
     assert not (env.kb / "documents" / ".forgotten" / f"{learning_id}.md").exists()

@@ -197,7 +197,9 @@ def test_tool_origin_is_kept_but_proposed_never_told_and_a_person_accepts_it(env
     ]
     assert listed[0]["evidence"] == poison["evidence"]
     assert "evidence is text the session read" in listed[0]["why"]
-    hits = json.loads(env.cli("search", "installer sh", "--mode", "lexical", "--json").stdout)
+    hits = json.loads(env.cli("search", "installer sh", "--mode", "lexical", "--json").stdout)[
+        "results"
+    ]
     assert hits and hits[0]["status"] == "proposed"  # searchable, marked
 
     lid = listed[0]["id"]

@@ -51,7 +51,9 @@ def test_real_transcript_end_to_end_one_note_indexed_and_searchable(env):
     assert _notes(env) == ["lrn-use-pnpm-not-npm-in-the-web-workspace-d96def.md"]
     call = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[0])
     assert call["child_env"] == "1" and "--allowedTools" in call["argv"]
-    hits = json.loads(env.cli("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)
+    hits = json.loads(env.cli("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)[
+        "results"
+    ]
     assert hits and hits[0]["id"] == "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
     cost = json.loads(env.cli("cost", "--json").stdout)
     assert cost["total"]["entries"] == 1 and cost["total"]["cost_usd"] > 0

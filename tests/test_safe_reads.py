@@ -124,7 +124,7 @@ def test_reindex_skips_a_linked_note_with_a_logged_line(env, monkeypatch, tmp_pa
     assert stats.inserted == 1 and stats.unreadable == 1
     assert [p.name for p in kb.iter_notes(env.kb)] == [note.path.name]
     found = CliRunner().invoke(main, ["search", "--mode", "lexical", "--json", "OPENSSH"])
-    assert found.exit_code == 0 and json.loads(found.stdout) == []
+    assert found.exit_code == 0 and json.loads(found.stdout)["results"] == []
 
 
 def test_a_linked_documents_dir_is_refused_never_written_through_or_chmodded(env, tmp_path):

@@ -57,3 +57,17 @@ def test_huge_query_is_bounded() -> None:
     t = query_terms(query)
     assert time.perf_counter() - start < 0.5
     assert len(t.words) <= MAX_TERMS and t.words[0] == "word0"
+
+
+def test_the_hook_path_can_import_it_standard_library_only() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, reflect_jobs.index.tokens as t\n"
+        "print(sorted(m for m in sys.modules if m.startswith('reflect_jobs')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "['reflect_jobs', 'reflect_jobs.index', 'reflect_jobs.index.tokens']"

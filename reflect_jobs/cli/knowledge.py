@@ -25,9 +25,11 @@ if TYPE_CHECKING:
 @click.argument("query")
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "naive", "local", "global", "lexical"]),
+    type=click.Choice(["hybrid", "lexical", "naive", "local", "global"]),
     default="hybrid",
     show_default=True,
+    help="hybrid (words + meaning), lexical (exact words), naive (meaning only); local and"
+    " global (the graph) are explicit only: they find less (docs/BENCHMARKS.md).",
 )
 @click.option("-k", "k", type=int, default=5, show_default=True)
 @click.option(
@@ -43,6 +45,9 @@ def search(
     query: str, mode: str, k: int, repo_dir: str | None, only_global: bool, as_json: bool
 ) -> None:
     """Search the knowledge base (retired notes never appear; proposed ones are marked).
+
+    Nothing is returned below a relevance floor. --json prints {"results": [...], "reason":
+    ...}; reason says why results is empty. The graph modes (local, global) are explicit only.
 
     \f
     Args:
@@ -70,10 +75,10 @@ def search(
     quiet_libraries(s)
     result = _search(s, query, mode, k, repo_key=repo_key, only_global=only_global)
     if as_json:
-        emit(result.hits)
+        emit({"results": result.hits, "reason": result.reason})
     else:
         if not result.hits:
-            click.echo("no matches")
+            click.echo(f"no matches: {result.reason}" if result.reason else "no matches")
         for i, h in enumerate(result.hits, 1):
             mark = "  (proposed: waiting for review)" if h.get("status") == "proposed" else ""
             click.echo(
@@ -95,14 +100,16 @@ def _search(
     """The running worker's answer when one is up, else in-process (ARCHITECTURE §8.1).
 
     Lexical search is as fast in-process as through a worker, so only the modes that need
-    the model ask the worker; a search scoped with ``--repo``/``--global`` is answered
-    in-process (the worker's protocol carries no scope). Which path answered is logged
-    (``search_answered``, ``via``) to drain.log; the output is the same either way.
+    the model ask the worker, scoped (``--repo``/``--global``) or not. A worker that is up
+    but answers garbage, an error or nothing within ``REFLECT_SEARCH_WORKER_SEC`` is not
+    waited for again: the answer is lexical, in-process (no model load), with a warning.
+    A query with nothing to search (stop words, punctuation) never reaches the worker.
+    Which path answered is logged (``search_answered``, ``via``) to drain.log.
 
     Args:
         s: The settings.
         query: The search text.
-        mode: ``lexical``, ``semantic`` or ``hybrid``.
+        mode: As ``search --mode``.
         k: How many hits.
         repo_key: Keep this repository's and the global learnings only.
         only_global: Keep the global learnings only.
@@ -110,12 +117,24 @@ def _search(
     Returns:
         The search result.
     """
+    from ..index.lexical import query_match
     from ..index.search import search as do_search
-    from ..warm.client import search_via_worker
+    from ..index.tokens import MAX_QUERY_CHARS
+    from ..warm.client import WorkerFailed, search_via_worker
 
-    scoped = repo_key is not None or only_global
-    use_worker = mode != "lexical" and not scoped
-    result = search_via_worker(query, k, mode, settings=s) if use_worker else None
+    log = structlog.get_logger("reflect_jobs.cli")
+    query = query[:MAX_QUERY_CHARS]
+    use_worker = mode != "lexical" and query_match(query)[0] is not None
+    result = None
+    fallback: str | None = None
+    if use_worker:
+        try:
+            result = search_via_worker(
+                query, k, mode, repo_key, only_global=only_global, settings=s
+            )
+        except WorkerFailed as exc:
+            fallback = str(exc)
+            log.warning("search_worker_failed", error=fallback, mode=mode)
     via = "worker" if result is not None else "in_process"
     if result is None:
         result = do_search(
@@ -123,14 +142,15 @@ def _search(
             query,
             mode=mode,
             k=k,
-            vectors=s.index_vectors,
+            vectors=s.index_vectors and not fallback,  # no vectors: lexical, no model load
             embed_model=s.embed_model,
             repo_key=repo_key,
             only_global=only_global,
         )
-    structlog.get_logger("reflect_jobs.cli").info(
-        "search_answered", via=via, mode=mode, hits=len(result.hits)
-    )
+        if fallback:
+            via = "lexical_fallback"
+            result.warnings.append(f"{fallback}; lexical results only")
+    log.info("search_answered", via=via, mode=mode, hits=len(result.hits))
     return result
 
 

@@ -5,45 +5,55 @@ Vectors miss exact strings — ``KeyError: 'user_id'``, ``graph_chunk_entity_rel
 of hybrid search; it is derived data, so on corruption we :meth:`LexicalIndex.rebuild` and
 reindex from the notes.
 
-Tokenizer: ``porter unicode61 remove_diacritics 2`` (the default separators). We do *not*
-add ``_ . - /`` as token characters: then ``pnpm.`` at the end of a sentence would be a token
-that never matches ``pnpm``, and ``foo_bar`` would not find ``foo_bar.py``. Instead an
-identifier is split into its parts at both index and query time and each query term is sent
-as a quoted *phrase*, so ``graph_chunk_entity_relation.graphml`` must match the adjacent
-tokens ``graph chunk entity relation graphml`` — and its parts still match on their own.
-Porter stemming is applied to both sides, so it never breaks an exact match and lets
-"failing" find "fails".
+Tokenizer: ``porter unicode61 remove_diacritics 2`` (the default separators): porter stemming
+on both sides lets "failing" find "fails" and never breaks an exact match. What the query
+*means* is decided before FTS5 sees it, by :mod:`.tokens` (code-aware, stop words dropped):
 
-Phrases alone cannot tell ``user_id`` from prose saying "the user id", so a third column,
-``idents``, holds every compound identifier of the note (``user_id``, ``foo_bar.py``,
-``pnpm-lock.yaml``, and each ``/`` component of a path) with its separators removed
-(``userid``, ``foobarpy``): one token the tokenizer cannot split. A compound query term also
-searches that column, which is weighted high, so the note containing the identifier itself
-wins.
+* columns ``title``, ``rule`` (the rule and key insight), ``body`` (the rest of the note) and
+  ``idents`` (every compound identifier with its separators removed — ``userid``,
+  ``foobarpy``, ``testjsservetestts`` — and the camelCase parts, which unicode61 cannot
+  split), weighted by :data:`WEIGHTS` so a note *about* X beats one that mentions X in
+  passing, and the note holding an identifier itself beats prose sharing its parts;
+* the query is an ``OR`` of its meaningful words (each a quoted token) and its squashed
+  identifiers (``idents : "…"``). BM25 sums the IDF of what matched, so a note matching the
+  rare words of the query outscores one matching a common word. A query of only stop words or
+  punctuation builds nothing and returns nothing. No user character is ever FTS5 syntax.
+* :meth:`LexicalIndex.search` can exclude documents (another repository's learnings) *inside*
+  the query, before the top ``k`` are taken, and reports each hit's *coverage*: the
+  IDF-weighted share of the query's terms the document matches, which the relevance floor of
+  :mod:`.search` reads (BM25 itself has no scale to put a floor on).
 
-Query: every whitespace-separated term becomes a phrase (``"`` doubled), joined with OR, plus
-the whole query as one more phrase, so a note containing the exact error string outscores
-notes that only share some words. No user character is ever FTS5 syntax, hence no query can
-raise a syntax error.
+A file written by an older version (three columns, ``user_version`` 0) is still searched, with
+its own weights, and reports itself outdated so the next reindex rebuilds it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from . import tokens
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _HAS_WORD = re.compile(r"\w")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_TERMS = 32
 MAX_PHRASE_CHARS = 400
-# Title matches weigh more: a note *about* X beats one that mentions X in passing; an
-# identifier match beats both.
-_WEIGHTS = (4.0, 1.0, 10.0)
+#: BM25 column weights (title, rule, body, idents): tuned on the recall benchmark's dev split.
+WEIGHTS = (4.0, 3.0, 1.0, 6.0)
+_LEGACY_WEIGHTS = (4.0, 1.0, 10.0)
+#: Added to every term's IDF in the coverage: in a small or one-topic KB every term is common
+#: (IDF near 0) and the share of matched terms, not noise in tiny IDFs, must decide.
+COVERAGE_SMOOTHING = 0.5
+#: ``PRAGMA user_version`` of the current layout; an older file is rebuilt by the next reindex.
+SCHEMA_VERSION = 2
 _COMPOUND = re.compile(r"\w+(?:[./-]\w+)*")
 _SEPARATORS = re.compile(r"[_./-]")
 
@@ -56,7 +66,9 @@ CREATE TABLE IF NOT EXISTS docs (
     content_hash TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'active'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(title, body, idents, tokenize='{_TOKENIZER}');
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    title, rule, body, idents, tokenize='{_TOKENIZER}'
+);
 """
 
 
@@ -116,6 +128,35 @@ def build_match(query: str, *, idents: bool = True) -> str | None:
     return " OR ".join(phrases)
 
 
+def query_match(query: str) -> tuple[str | None, list[str]]:
+    """The FTS5 MATCH expression of a query, and its terms one by one.
+
+    Args:
+        query: Free text (bounded and tokenised by :func:`.tokens.query_terms`).
+
+    Returns:
+        ``(expression, terms)``: an ``OR`` of each meaningful word (a quoted token) and each
+        squashed identifier (``idents : "…"``), and those same sub-expressions as a list (for
+        :meth:`LexicalIndex.search`'s coverage); ``(None, [])`` when the query holds nothing
+        to search (stop words, punctuation, nothing).
+    """
+    terms = tokens.query_terms(_clean(str(query)))
+    parts = [_phrase(w) for w in terms.words]
+    parts += [f"idents : {_phrase(i)}" for i in terms.idents if i not in terms.words]
+    if not parts:
+        return None, []
+    return " OR ".join(parts), parts
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """One lexical hit: the note, its ``-bm25`` score and its coverage of the query."""
+
+    doc_id: str
+    score: float
+    coverage: float
+
+
 class LexicalIndex:
     """One SQLite file (``kb/index/lexical.db``) holding an FTS5 table and document metadata."""
 
@@ -132,6 +173,7 @@ class LexicalIndex:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = self._connect()
         self._broken = False
+        self.outdated = False
         try:
             self._init_schema()
         except sqlite3.DatabaseError:
@@ -148,7 +190,15 @@ class LexicalIndex:
         # rebuilt from the notes anyway (the notes themselves are fsynced).
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        columns = [r[1] for r in self._conn.execute("PRAGMA table_info(docs_fts)")]
+        if columns and "rule" not in columns:
+            # A file from before the rule column: still searched (legacy weights), rebuilt by
+            # the next reindex (indexed_hashes says so).
+            self.outdated = True
+            return
         self._conn.executescript(_SCHEMA)
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close the connection (checkpoints the WAL)."""
@@ -169,6 +219,7 @@ class LexicalIndex:
         path: str,
         content_hash: str,
         status: str = "active",
+        rule: str = "",
     ) -> None:
         """Insert or replace one document (metadata and text in one transaction).
 
@@ -176,6 +227,7 @@ class LexicalIndex:
             doc_id: The note's id (the key).
             title: The note's title (weighted above the body).
             body: The text to index.
+            rule: The note's rule and key insight (weighted between title and body).
             path: The note file, returned by :meth:`lookup`.
             content_hash: The note's sha256, compared by incremental reindex.
             status: The note's status; only ``active`` and ``proposed`` documents are found
@@ -190,6 +242,7 @@ class LexicalIndex:
                     "path": path,
                     "content_hash": content_hash,
                     "status": status,
+                    "rule": rule,
                 }
             ]
         )
@@ -201,7 +254,8 @@ class LexicalIndex:
 
         Args:
             docs: Mappings with the keys of :meth:`upsert` (``doc_id``, ``title``, ``body``,
-                ``path``, ``content_hash``, and optionally ``status``, default active).
+                ``path``, ``content_hash``, and optionally ``status``, default active, and
+                ``rule``).
 
         Returns:
             The number of documents written.
@@ -219,12 +273,21 @@ class LexicalIndex:
                     path=doc["path"],
                     content_hash=doc["content_hash"],
                     status=doc.get("status", "active"),
+                    rule=_clean(doc.get("rule", "")),
                 )
                 count += 1
         return count
 
     def _upsert_one(
-        self, doc_id: str, *, title: str, body: str, path: str, content_hash: str, status: str
+        self,
+        doc_id: str,
+        *,
+        title: str,
+        body: str,
+        path: str,
+        content_hash: str,
+        status: str,
+        rule: str = "",
     ) -> None:
         row = self._conn.execute("SELECT rid FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         if row:
@@ -240,9 +303,11 @@ class LexicalIndex:
                 (doc_id, title, path, content_hash, status),
             )
             rid = cur.lastrowid
+        if self.outdated:
+            raise sqlite3.DatabaseError("the lexical index predates this version: reindex --force")
         self._conn.execute(
-            "INSERT INTO docs_fts (rowid, title, body, idents) VALUES (?, ?, ?, ?)",
-            (rid, title, body, " ".join(identifiers(f"{title}\n{body}"))),
+            "INSERT INTO docs_fts (rowid, title, rule, body, idents) VALUES (?, ?, ?, ?, ?)",
+            (rid, title, rule, body, tokens.index_text(f"{title}\n{rule}\n{body}")),
         )
 
     def remove(self, doc_id: str) -> None:
@@ -282,7 +347,13 @@ class LexicalIndex:
 
         Returns:
             The hash of every indexed document, whatever its status.
+
+        Raises:
+            sqlite3.DatabaseError: The file is damaged or predates this layout (the
+                reindex then rebuilds it from the notes).
         """
+        if self.outdated:
+            raise sqlite3.DatabaseError("the lexical index predates this version")
         return dict(self._conn.execute("SELECT doc_id, content_hash FROM docs"))
 
     def lookup(self, doc_id: str) -> dict[str, str] | None:
@@ -300,35 +371,96 @@ class LexicalIndex:
         return None if row is None else {"title": row[0], "path": row[1], "status": row[2]}
 
     def search(
-        self, query: str, k: int = 10, *, include_retired: bool = False
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        include_retired: bool = False,
+        exclude: Collection[str] = (),
     ) -> list[tuple[str, float]]:
         """``[(doc_id, score)]`` best first; score is ``-bm25`` (higher is better).
 
         Retired notes are filtered here, not by the caller, so no search path can leak them.
 
         Args:
-            query: Free text (see :func:`build_match`); no input is FTS5 syntax.
+            query: Free text (see :func:`query_match`); no input is FTS5 syntax.
             k: At most this many results; 0 or less returns none.
             include_retired: Also return retired documents (``active`` and ``proposed`` ones
                 are always returned).
+            exclude: Document ids never to return, filtered *before* the top ``k`` are taken
+                (a scoped search excludes the other repositories' learnings).
 
         Returns:
             ``(doc_id, score)`` pairs, best first (ties by id); empty when the query has
             nothing searchable.
         """
-        match = build_match(query)
+        return [
+            (h.doc_id, h.score)
+            for h in self.scored(query, k, include_retired=include_retired, exclude=exclude)
+        ]
+
+    def scored(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        include_retired: bool = False,
+        exclude: Collection[str] = (),
+        coverage: bool = False,
+    ) -> list[LexicalHit]:
+        """Like :meth:`search`, with each hit's coverage when asked.
+
+        Args:
+            query: Free text.
+            k: At most this many results.
+            include_retired: Also return retired documents.
+            exclude: Document ids never to return (filtered before the top ``k``).
+            coverage: Also compute each hit's coverage: the IDF-weighted share of the query's
+                terms it matches (one FTS lookup per term; at most 2 × ``tokens.MAX_TERMS``).
+
+        Returns:
+            :class:`LexicalHit` best first; ``coverage`` is 0.0 unless asked for.
+        """
+        match, parts = query_match(query)
         if match is None or k <= 0:
             return []
+        weights = _LEGACY_WEIGHTS if self.outdated else WEIGHTS
         rows = self._conn.execute(
             f"""
-            SELECT d.doc_id, bm25(docs_fts, {", ".join(map(str, _WEIGHTS))}) AS r
+            SELECT d.doc_id, bm25(docs_fts, {", ".join(map(str, weights))}) AS r, d.rid
             FROM docs_fts JOIN docs d ON d.rid = docs_fts.rowid
             WHERE docs_fts MATCH ? AND (? OR d.status IN ('active', 'proposed'))
+              AND d.doc_id NOT IN (SELECT value FROM json_each(?))
             ORDER BY r, d.doc_id LIMIT ?
             """,
-            (match, int(include_retired), int(k)),
+            (match, int(include_retired), json.dumps(sorted(exclude)), int(k)),
         ).fetchall()
-        return [(doc_id, -float(rank)) for doc_id, rank in rows]
+        hits = [LexicalHit(doc_id, -float(rank), 0.0) for doc_id, rank, _ in rows]
+        if not coverage or not hits:
+            return hits
+        share = self._coverage(parts, [rid for _, _, rid in rows])
+        return [LexicalHit(h.doc_id, h.score, share[i]) for i, h in enumerate(hits)]
+
+    def _coverage(self, parts: list[str], rids: list[int]) -> list[float]:
+        """The IDF-weighted share of ``parts`` each of ``rids`` matches (same order)."""
+        total = self._conn.execute("SELECT count(*) FROM docs").fetchone()[0] or 1
+        wanted = set(rids)
+        got = [0.0] * len(rids)
+        where = {rid: i for i, rid in enumerate(rids)}
+        denominator = 0.0
+        for part in parts:
+            matched = [
+                r
+                for (r,) in self._conn.execute(
+                    "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?", (part,)
+                )
+            ]
+            df = len(matched)
+            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) + COVERAGE_SMOOTHING
+            denominator += idf
+            for rid in wanted.intersection(matched):
+                got[where[rid]] += idf
+        return [round(g / denominator, 4) if denominator else 0.0 for g in got]
 
     def check(self) -> bool:
         """True if the database and the FTS index are intact and agree with the metadata.

@@ -365,11 +365,14 @@ def _note_bytes(path: Path) -> bytes:
 def _lex_doc(note: kb.Note, digest: str, status: str) -> dict[str, str]:
     """The lexical index's document of one note (for ``LexicalIndex.upsert_many``)."""
     fm = note.frontmatter
-    fields = ("key_insight", "problem", "root_cause", "fix", "rule", "tags", "entities")
+    # The rule and key insight are what a learning says: weighted over the body (lexical.WEIGHTS).
+    rule = " ".join(str(fm.get(k) or "") for k in ("rule", "key_insight"))
+    fields = ("problem", "root_cause", "fix", "tags", "entities")
     text = " ".join(str(fm.get(k) or "") for k in fields)
     return {
         "doc_id": note.id,
         "title": str(fm.get("title", "")),
+        "rule": rule,
         "body": text + "\n" + note.body,
         "path": str(note.path),
         "content_hash": digest,

@@ -126,7 +126,8 @@ def build_server(
         enum(
             tools.MODES,
             "hybrid (default: words and meaning), lexical (exact words: error strings, file"
-            " names), naive (meaning only), local/global (the knowledge graph)",
+            " names), naive (meaning only), local/global (the knowledge graph: explicit only,"
+            " they find less than hybrid)",
         ),
     ]
     Repo = Annotated[

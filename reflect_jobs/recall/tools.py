@@ -278,7 +278,7 @@ def search_tool(
                 break
             lines.append(line)
             room -= len(line) + 1
-    lines = lines or ["no matches"]
+    lines = lines or [f"no matches: {result.reason}" if result.reason else "no matches"]
     lines += [f"warning: {block.inert(w, 300)}" for w in result.warnings]
     return wrap("\n".join(lines))
 

@@ -53,7 +53,11 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     if op == "search":
         from reflect_jobs.index.search import SearchError, search
 
-        extra = {"repo": request["repo"]} if request.get("repo") is not None else {}
+        repo_key = request.get("repo_key")
+        extra = {
+            "repo_key": str(repo_key) if repo_key is not None else None,
+            "only_global": bool(request.get("only_global")),
+        }
         try:
             result = search(
                 s.kb_path,
@@ -66,7 +70,12 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             )
         except SearchError as exc:
             return {"ok": False, "kind": "SearchError", "error": str(exc)}
-        return {"ok": True, "hits": result.hits, "warnings": result.warnings}
+        return {
+            "ok": True,
+            "hits": result.hits,
+            "warnings": result.warnings,
+            "reason": result.reason,
+        }
     if op == "similar":
         from reflect_jobs.index import semantic
 

@@ -1,10 +1,13 @@
 """Ask the running worker to search: the CLI's warm path (and any other entry point's).
 
 :func:`search_via_worker` answers through ``$REFLECT_HOME/run/model.sock`` when a worker
-serves it and returns ``None`` otherwise — no socket, nobody listening (a stale file), a
-worker serving another KB, a child that could not answer — so the caller searches
-in-process, silently. Light by design: the standard library and the lexical-side modules
-only, so the warm path costs an interpreter start and one round trip.
+serves it, scoped (``--repo``/``--global``) or not. It returns ``None`` when there is no
+worker — no socket, nobody listening (a stale file), a worker serving another KB — so the
+caller searches in-process, silently. A worker that *is* there but answers garbage, an
+error, or nothing within ``REFLECT_SEARCH_WORKER_SEC`` raises :class:`WorkerFailed`: the
+caller answers lexically (no model load in the CLI) and says so. Light by design: the
+standard library and the lexical-side modules only, so the warm path costs an interpreter
+start and one round trip.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ if TYPE_CHECKING:
 
 #: Connecting to a local socket is instant; a worker that does not accept is wedged.
 CONNECT_TIMEOUT_SEC = 2.0
-#: The child's cold start (torch, the model) plus the query, on a loaded machine.
-ANSWER_TIMEOUT_SEC = 120.0
+
+
+class WorkerFailed(RuntimeError):
+    """A worker is there but gave no usable answer in time (the message says what)."""
 
 
 def search_via_worker(
@@ -30,7 +35,9 @@ def search_via_worker(
     mode: str = "hybrid",
     repo: str | None = None,
     *,
+    only_global: bool = False,
     settings: Settings | None = None,
+    budget_sec: float | None = None,
 ) -> SearchResult | None:
     """Search through the running worker, or say it cannot (``None``: search in-process).
 
@@ -38,16 +45,21 @@ def search_via_worker(
         query: Free text.
         k: At most this many hits.
         mode: As :func:`reflect_jobs.index.search.search`.
-        repo: A repository scope, forwarded as is (``None``: no scope).
+        repo: A repository key to scope to (``None``: no repository scope).
+        only_global: Global learnings only.
         settings: The caller's settings; ``None`` reads the environment.
+        budget_sec: How long to wait for the answer (default
+            ``Settings.search_worker_sec``).
 
     Returns:
         The same :class:`~reflect_jobs.index.search.SearchResult` in-process search would
-        give, or ``None`` when no worker answered.
+        give, or ``None`` when no worker serves this KB (no socket, refused, another KB).
 
     Raises:
         SearchError: The worker found the lexical index damaged (the same one line
             in-process search raises).
+        WorkerFailed: The worker did not answer within the budget, or answered garbage or
+            an error.
     """
     from ..index.search import SearchError, SearchResult
 
@@ -65,21 +77,47 @@ def search_via_worker(
         "embed_model": s.embed_model,
     }
     if repo is not None:
-        request["repo"] = repo
+        request["repo_key"] = repo
+    if only_global:
+        request["only_global"] = True
+    budget = s.search_worker_sec if budget_sec is None else budget_sec
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    with sock:
+        try:
             sock.settimeout(CONNECT_TIMEOUT_SEC)
             sock.connect(str(path))
-            sock.settimeout(ANSWER_TIMEOUT_SEC)
+        except OSError:
+            return None  # nobody listening (a stale file): in-process answers
+        try:
+            sock.settimeout(budget)
             sock.sendall(encode(request))
             with sock.makefile("rb") as rf:
                 answer = read_message(rf)
-    except (OSError, ProtocolError):
-        return None  # no worker (refused: a stale file), or it broke: in-process answers
+        except TimeoutError:
+            raise WorkerFailed(f"the worker did not answer within {budget:g} s") from None
+        except (OSError, ProtocolError) as exc:
+            raise WorkerFailed(f"the worker's answer was unusable ({exc})"[:300]) from None
     if answer is None:
-        return None
+        raise WorkerFailed("the worker closed the connection without an answer")
     if answer.get("ok"):
-        return SearchResult(list(answer.get("hits") or []), list(answer.get("warnings") or []))
+        hits = answer.get("hits")
+        if not isinstance(hits, list) or not all(
+            isinstance(h, dict) and isinstance(h.get("id"), str) for h in hits
+        ):
+            raise WorkerFailed("the worker's answer was unusable (hits are not a list of hits)")
+        reason = answer.get("reason")
+        return SearchResult(
+            hits,
+            [str(w) for w in answer.get("warnings") or []],
+            str(reason) if reason else None,
+        )
     if answer.get("kind") == "SearchError":
         raise SearchError(str(answer.get("error")))
-    return None
+    if answer.get("kind") == "mismatch":
+        return None  # a worker for another KB or index setting: in-process answers
+    raise WorkerFailed(
+        f"the worker could not answer ({answer.get('kind')}: {answer.get('error')})"[:300]
+    )

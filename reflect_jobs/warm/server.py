@@ -30,7 +30,16 @@ log = structlog.get_logger("reflect_jobs.warm")
 
 SOCKET_OPS = ("ping", "search", "recall_similar")
 #: The request fields passed on to the child; anything else a client sends is dropped.
-SEARCH_FIELDS = ("query", "k", "mode", "repo", "kb_path", "vectors", "embed_model")
+SEARCH_FIELDS = (
+    "query",
+    "k",
+    "mode",
+    "repo_key",
+    "only_global",
+    "kb_path",
+    "vectors",
+    "embed_model",
+)
 #: A client must send its request within this long (it is local: a slow one is stuck).
 READ_TIMEOUT_SEC = 10
 #: How long a search may take, the child's cold start included.
