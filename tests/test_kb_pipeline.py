@@ -98,6 +98,11 @@ def test_show_slice_prints_the_private_slice_while_the_job_waits(env, tmp_path):
 
 
 def test_signal_set_seen_before_bumps_proof_and_skips(env, tmp_path):
+    # The copy is a four-turn working session: since issue 26 such a session earns a
+    # reflection pass even when its signal set was seen before. This test is about the
+    # learning side (proof bumped, no second learning, $0), so the reflection threshold is
+    # set above the session's turns; test_reflection_pass_e2e covers the pass itself.
+    env["REFLECT_REFLECT_MIN_TURNS"] = "50"
     t = write_claude_transcript(
         tmp_path / "one.jsonl", ["Wrong: always close the cursor before committing."]
     )

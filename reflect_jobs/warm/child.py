@@ -54,10 +54,6 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         from reflect_jobs.index.search import SearchError, search
 
         repo_key = request.get("repo_key")
-        extra = {
-            "repo_key": str(repo_key) if repo_key is not None else None,
-            "only_global": bool(request.get("only_global")),
-        }
         try:
             result = search(
                 s.kb_path,
@@ -66,7 +62,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
                 k=int(request.get("k", 5)),
                 vectors=s.index_vectors,
                 embed_model=s.embed_model,
-                **extra,
+                repo_key=str(repo_key) if repo_key is not None else None,
+                only_global=bool(request.get("only_global")),
             )
         except SearchError as exc:
             return {"ok": False, "kind": "SearchError", "error": str(exc)}
