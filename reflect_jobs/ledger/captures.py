@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from .jobs import new_job_id
-from .models import Job, JobEvent, utcnow
+from .models import Job, JobEvent, Transcript, transcript_key, utcnow
 
 
 @dataclass(frozen=True)
@@ -179,3 +180,52 @@ def capture_recorded(session: Session, *, harness: str, session_id: str, capture
         .limit(1)
     )
     return found is not None
+
+
+def remember_transcript(session: Session, job: Job, now: datetime | None = None) -> None:
+    """Record the transcript's size, mtime and last outcome as of this finished job.
+
+    The next capture of an unchanged transcript is then skipped for free (prepare's
+    ``unchanged`` gate). One upsert on SQLite and PostgreSQL (``INSERT … ON CONFLICT DO
+    UPDATE``): a finishing job does not read the row first — that read flushed the whole
+    verdict early and cost a statement on every $0 job.
+
+    Args:
+        session: The transaction finishing the job.
+        job: The finished job.
+        now: The time to record (default: now, UTC).
+    """
+    key = transcript_key(job.transcript_path)
+    values: dict[str, Any] = {
+        "harness": job.harness,
+        "session_id": job.session_id,
+        "last_job_id": job.id,
+        "last_outcome": job.outcome,
+        "size": job.transcript_size,
+        "mtime": job.transcript_mtime,
+        "updated_at": now or utcnow(),
+    }
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
+    else:  # pragma: no cover - the ledger runs on SQLite or PostgreSQL only
+        row = session.get(Transcript, key)
+        if row is None:
+            row = Transcript(path=key)
+            session.add(row)
+        for name, value in values.items():
+            setattr(row, name, value)
+        return
+    stmt = insert(Transcript).values(path=key, **values)
+    session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[Transcript.path],
+            set_={name: stmt.excluded[name] for name in values},
+        )
+    )
+    # A copy of the row this session loaded before would now be stale.
+    loaded = session.identity_map.get(session.identity_key(Transcript, key))
+    if loaded is not None:
+        session.expire(loaded)

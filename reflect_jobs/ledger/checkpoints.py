@@ -72,14 +72,29 @@ def record(
     key = (harness, session_key(session_id, transcript_path))
     row = session.get(SessionCheckpoint, key, with_for_update=True)
     if row is None:
+        # The session's first verdict: one INSERT of the whole row (not an INSERT then an UPDATE).
         row = SessionCheckpoint(harness=harness, session_key=key[1], passes=0)
+        _apply(row, session_id, transcript_path, plan, idle_sec, now)
         try:
             with session.begin_nested():
                 session.add(row)
+            return
         except IntegrityError:  # recorded meanwhile by another consumer: update that one
             row = session.get(SessionCheckpoint, key, with_for_update=True, populate_existing=True)
             if row is None:
                 return
+    _apply(row, session_id, transcript_path, plan, idle_sec, now)
+
+
+def _apply(
+    row: SessionCheckpoint,
+    session_id: str,
+    transcript_path: str,
+    plan: PassPlan,
+    idle_sec: int,
+    now: datetime,
+) -> None:
+    """Write one verdict into the session's row (see :func:`record`)."""
     row.session_id, row.transcript_path = session_id, transcript_path
     row.level, row.fill_pct = plan.level_after, plan.fill_pct
     row.passes = int(row.passes or 0) + (1 if plan.make_pass else 0)
