@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -18,6 +17,7 @@ from sqlalchemy.orm import Session
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from .jobs import new_job_id
 from .models import Job, JobEvent, Transcript, transcript_key, utcnow
+from .upsert import upsert
 
 
 @dataclass(frozen=True)
@@ -195,37 +195,17 @@ def remember_transcript(session: Session, job: Job, now: datetime | None = None)
         job: The finished job.
         now: The time to record (default: now, UTC).
     """
-    key = transcript_key(job.transcript_path)
-    values: dict[str, Any] = {
-        "harness": job.harness,
-        "session_id": job.session_id,
-        "last_job_id": job.id,
-        "last_outcome": job.outcome,
-        "size": job.transcript_size,
-        "mtime": job.transcript_mtime,
-        "updated_at": now or utcnow(),
-    }
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    elif dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
-    else:  # pragma: no cover - the ledger runs on SQLite or PostgreSQL only
-        row = session.get(Transcript, key)
-        if row is None:
-            row = Transcript(path=key)
-            session.add(row)
-        for name, value in values.items():
-            setattr(row, name, value)
-        return
-    stmt = insert(Transcript).values(path=key, **values)
-    session.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[Transcript.path],
-            set_={name: stmt.excluded[name] for name in values},
-        )
+    upsert(
+        session,
+        Transcript,
+        {"path": transcript_key(job.transcript_path)},
+        {
+            "harness": job.harness,
+            "session_id": job.session_id,
+            "last_job_id": job.id,
+            "last_outcome": job.outcome,
+            "size": job.transcript_size,
+            "mtime": job.transcript_mtime,
+            "updated_at": now or utcnow(),
+        },
     )
-    # A copy of the row this session loaded before would now be stale.
-    loaded = session.identity_map.get(session.identity_key(Transcript, key))
-    if loaded is not None:
-        session.expire(loaded)

@@ -18,11 +18,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Select, or_, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..checkpoints import PassPlan, SessionState
 from .models import Job, SessionCheckpoint, utcnow
+from .upsert import upsert
 from .watermarks import session_key
 
 
@@ -69,37 +69,22 @@ def record(
         now: The time of the verdict (default: now, UTC).
     """
     now = now or utcnow()
-    key = (harness, session_key(session_id, transcript_path))
-    row = session.get(SessionCheckpoint, key, with_for_update=True)
-    if row is None:
-        # The session's first verdict: one INSERT of the whole row (not an INSERT then an UPDATE).
-        row = SessionCheckpoint(harness=harness, session_key=key[1], passes=0)
-        _apply(row, session_id, transcript_path, plan, idle_sec, now)
-        try:
-            with session.begin_nested():
-                session.add(row)
-            return
-        except IntegrityError:  # recorded meanwhile by another consumer: update that one
-            row = session.get(SessionCheckpoint, key, with_for_update=True, populate_existing=True)
-            if row is None:
-                return
-    _apply(row, session_id, transcript_path, plan, idle_sec, now)
-
-
-def _apply(
-    row: SessionCheckpoint,
-    session_id: str,
-    transcript_path: str,
-    plan: PassPlan,
-    idle_sec: int,
-    now: datetime,
-) -> None:
-    """Write one verdict into the session's row (see :func:`record`)."""
-    row.session_id, row.transcript_path = session_id, transcript_path
-    row.level, row.fill_pct = plan.level_after, plan.fill_pct
-    row.passes = int(row.passes or 0) + (1 if plan.make_pass else 0)
-    row.last_capture_at = row.updated_at = now
-    row.idle_due_at = None if plan.kind == "deep" else now + timedelta(seconds=idle_sec)
+    upsert(
+        session,
+        SessionCheckpoint,
+        {"harness": harness, "session_key": session_key(session_id, transcript_path)},
+        {
+            "session_id": session_id,
+            "transcript_path": transcript_path,
+            "level": plan.level_after,
+            "fill_pct": plan.fill_pct,
+            "passes": 1 if plan.make_pass else 0,
+            "last_capture_at": now,
+            "updated_at": now,
+            "idle_due_at": None if plan.kind == "deep" else now + timedelta(seconds=idle_sec),
+        },
+        add=("passes",),
+    )
 
 
 def idle_due(
