@@ -1,6 +1,7 @@
 """What one $0 job costs in process, against a Huey no-op task on the same storage.
 
-Run: .venv/bin/python bench/bench_zero_job.py [--jobs 300] [--reps 5] [--profile]
+Run: .venv/bin/python bench/bench_zero_job.py [--jobs 300] [--reps 5] [--history N]
+     [--event SessionEnd|Stop] [--profile]
 
 A $0 job is a capture of a transcript with no learning signal: the ``capture`` task records
 the job and enqueues ``prepare``, which claims it, asks the free gates, finds no signal and
@@ -19,7 +20,10 @@ two tasks (capture, prepare); the baseline is one no-op task per job.
 
 Ledger transactions and commits are counted with SQLAlchemy event listeners (``begin``,
 ``commit``) on the ledger's engine, statements with ``before_cursor_execute``; they are the
-same in every rep. ``--profile`` prints the top of a cProfile of one more rep.
+same in every rep. ``--history N`` puts N finished jobs of other sessions in the ledger first
+(a ledger in use is not empty: a query that scans ``jobs`` grows with it). ``--event Stop``
+makes each capture a Stop below the first checkpoint (``skip_below_checkpoint``, the
+transcript's end read but no cascade). ``--profile`` prints a cProfile of one more rep.
 """
 
 from __future__ import annotations
@@ -111,6 +115,34 @@ class Ours:
         for name in ("begin", "commit", "rollback"):
             sa_event.listen(engine, name, self._counter(name))
         sa_event.listen(engine, "before_cursor_execute", self._counter("statements"))
+
+    def add_history(self, n: int) -> None:
+        """``n`` finished jobs of other sessions in the ledger first: a ledger in use has a
+        history, and a query that scans ``jobs`` costs more the longer it is."""
+        from reflect_jobs.ledger.db import session_scope
+        from reflect_jobs.ledger.models import Job, JobEvent, utcnow
+
+        now = utcnow()
+        with session_scope(self.tasks.settings.db_url) as s:
+            for i in range(n):
+                jid = f"jhist{i:011d}"
+                s.add(
+                    Job(
+                        id=jid,
+                        harness="claude",
+                        session_id=f"history-{i}",
+                        transcript_path=f"/history/{i}.jsonl",
+                        event="Stop",
+                        stage="done",
+                        state="done",
+                        outcome="skip_below_checkpoint",
+                        accepting=False,
+                        created_at=now,
+                        updated_at=now,
+                        finished_at=now,
+                    )
+                )
+                s.add(JobEvent(job_id=jid, at=now, to_stage="done", to_state="done"))
 
     def _counter(self, name: str) -> Any:
         def count(*_args: object, **_kw: object) -> None:
@@ -225,6 +257,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--event", default="SessionEnd", choices=("SessionEnd", "Stop"))
+    ap.add_argument("--history", type=int, default=0, help="finished jobs in the ledger first")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--sort", default="cumulative")
     ap.add_argument("--top", type=int, default=45)
@@ -233,6 +266,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         setup_env(tmp)
         ours, plain = Ours(tmp, args.event), PlainHuey(tmp)
+        ours.add_history(args.history)
         ours.run(args.warmup)  # runtime built, modules imported, caches warm
         plain.run(args.warmup)
         load0 = loadavg()
@@ -251,8 +285,10 @@ def main() -> None:
         print(
             f"$ .venv/bin/python bench/bench_zero_job.py --jobs {n} --reps {args.reps}"
             + (f" --event {args.event}" if args.event != "SessionEnd" else "")
+            + (f" --history {args.history}" if args.history else "")
             + f"\n\n$0 jobs (capture → prepare → {ours.expect}), {n} per rep, {args.reps} reps"
-            f" alternated, SQLite + SQLite, in process (dequeue/execute loop); load {load0} → {load1}\n"
+            f" alternated, SQLite + SQLite, in process (dequeue/execute loop), {args.history:,}"
+            f" finished jobs in the ledger before the first; load {load0} → {load1}\n"
         )
         print(
             "| | wall ms per job (median) | min–max | jobs/s | CPU ms per job (median)"
