@@ -191,7 +191,7 @@ def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_
             assert "confidence 0.90" in told.locator(".meta").inner_text()
             waiting = page.locator(f"#review article[data-learning='{weak}']")
             assert waiting.locator("h4").inner_text() == WEAK["title"], "hostile title as text"
-            for section in ("review", "items", "learnings"):
+            for section in ("review", "items", "learnings", "recall-log"):
                 path = tmp_path / f"memory-{section}.png"
                 page.locator(f"#{section}").screenshot(path=str(path))
                 shots.append(path)
@@ -231,7 +231,9 @@ def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_
                 == page.locator("#jobs tr[data-state='done']").count()
             )
             path = tmp_path / "queue-jobs.png"
-            page.locator("#jobs").screenshot(path=str(path))
+            # the queue view is re-rendered every few seconds (a node may be replaced while
+            # it is shot): the whole page, the jobs list at its end
+            page.screenshot(path=str(path), full_page=True)
             shots.append(path)
             assert console_errors == [], console_errors
             assert dialogs == [], "a learning's text ran as script"

@@ -185,3 +185,35 @@ def test_forget_and_restore_from_the_page_take_it_out_of_circulation_and_back(st
     assert [x["id"] for x in group["learnings"]] == [lid]
     assert TRUSTED["rule"] in env.cli("context", "--cwd", str(repo)).stdout
     assert client.post("/api/learnings/lrn-nope-000000/forget", headers=headers).status_code == 409
+
+
+def test_memory_view_shows_what_each_session_was_told_and_the_verdicts(stored, env) -> None:
+    import subprocess
+
+    from support import BIN
+
+    client, settings, repo, ids = stored
+    lid = ids[TRUSTED["title"]]
+    payload = {
+        "session_id": "sess-<b>told</b>",
+        "hook_event_name": "SessionStart",
+        "cwd": str(repo),
+    }
+    proc = subprocess.run(
+        [str(BIN / "reflect-jobs-hook"), "claude"],
+        input=json.dumps(payload).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    told = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    body = client.get("/api/memory").json()
+    (rec,) = body["recall_log"]
+    assert rec["session"] == "sess-<b>told</b>" and rec["learnings"] == [lid]
+    assert rec["chars"] == len(told) and rec["at"].startswith(rec["at"][:4])
+    (learning,) = body["learnings"]["repositories"][0]["learnings"]
+    assert learning["verdict"] == "unanchored"  # its rule names no file of the repository
+    page = client.get("/fragment/memory").text
+    assert "sess-&lt;b&gt;told&lt;/b&gt;" in page and "<b>told</b>" not in page
+    assert f"<td>{lid}</td>" in page

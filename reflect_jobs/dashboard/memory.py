@@ -127,8 +127,87 @@ def learning_dict(row: Learning, kb_path: Path, now: datetime) -> dict[str, Any]
             for a in (row.anchors or [])
             if isinstance(a, dict)
         ][:10],
-        "verdict": getattr(row, "verdict", None),
+        "verdict": None,
     }
+
+
+#: Recall-log records the memory view lists (newest first).
+RECALL_SHOWN = 20
+
+
+def recall_log(settings: Settings, *, shown: int = RECALL_SHOWN) -> list[dict[str, Any]]:
+    """What recent sessions were told (``recall-log.jsonl``, the hook's record), newest first.
+
+    Args:
+        settings: The settings (``$REFLECT_HOME``).
+        shown: At most this many records.
+
+    Returns:
+        The records with ``at`` (ISO 8601 UTC) beside ``ts``; ``[]`` when there is no log.
+    """
+    from datetime import UTC
+
+    from ..recall import told_log
+
+    out = []
+    for rec in reversed(told_log.read(str(settings.home))[-shown:]):
+        ts = rec.get("ts")
+        at = (
+            datetime.fromtimestamp(float(ts), UTC).isoformat(timespec="seconds")
+            if isinstance(ts, int | float)
+            else ""
+        )
+        out.append({**rec, "at": at})
+    return out
+
+
+def verdicts(settings: Settings, learnings: list[dict[str, Any]]) -> None:
+    """Fill each learning's ``verdict`` from what session starts found (in place).
+
+    The check itself needs a working tree, which only a session has; the dashboard shows
+    its outcome: the stale streak the hooks counted (``verify.db``) and whether a session
+    start told the learning after checking its anchors (the recall log).
+
+    Args:
+        settings: The settings (``$REFLECT_HOME``).
+        learnings: :func:`learning_dict` entries.
+    """
+    import sqlite3
+
+    from ..lifecycle import STALE_ANCHORS
+    from ..recall import verify_store
+
+    streaks: dict[str, tuple[int, str]] = {}
+    path = verify_store.store_path(str(settings.home))
+    if os.path.exists(path):
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.25)
+            try:
+                streaks = {
+                    r[0]: (int(r[1]), str(r[2]))
+                    for r in conn.execute("SELECT id, stale, missing FROM streaks WHERE stale > 0")
+                }
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            streaks = {}
+    told: set[str] = set()
+    for rec in recall_log(settings, shown=500):
+        told.update(str(i) for i in rec.get("learnings") or [])
+    for item in learnings:
+        stale, missing = streaks.get(item["id"], (0, ""))
+        if item["status"] == STALE_ANCHORS:
+            item["verdict"] = "stale: every anchor gone (out of circulation)"
+        elif stale:
+            item["verdict"] = f"stale at {stale} session start(s)" + (
+                f": {missing[:200]} gone" if missing else ""
+            )
+        elif not item["anchors"]:
+            item["verdict"] = "unanchored"
+        elif item["id"] in told:
+            item["verdict"] = "anchors held when last told"
+        else:
+            item["verdict"] = None
 
 
 def learnings_by_repository(
@@ -359,12 +438,20 @@ def memory(settings: Settings) -> dict[str, Any]:
 
     Returns:
         ``learnings`` (:func:`learnings_by_repository`), ``withheld`` (the same over
-        :data:`WITHHELD_STATUSES`: what Restore brings back), ``review``
+        :data:`WITHHELD_STATUSES`: what Restore brings back), each learning's ``verdict``
+        filled by :func:`verdicts`, ``recall_log`` (:func:`recall_log`), ``review``
         (:func:`review_queue`) and ``items`` (:func:`items_by_repository`).
     """
+    told = learnings_by_repository(settings)
+    withheld = learnings_by_repository(settings, statuses=WITHHELD_STATUSES)
+    verdicts(
+        settings,
+        [x for group in (told, withheld) for g in group["repositories"] for x in g["learnings"]],
+    )
     return {
-        "learnings": learnings_by_repository(settings),
-        "withheld": learnings_by_repository(settings, statuses=WITHHELD_STATUSES),
+        "learnings": told,
+        "withheld": withheld,
+        "recall_log": recall_log(settings),
         "review": review_queue(settings),
         "items": items_by_repository(settings),
     }

@@ -244,8 +244,8 @@ def recall_log_section(entries: list[dict[str, Any]]) -> str:
     """What recent sessions were told (the recall log), newest first.
 
     Args:
-        entries: Recall-log records (``session``, ``harness``, ``cwd``, ``at``,
-            ``learnings``, ``items``, ``chars``).
+        entries: :func:`reflect_jobs.dashboard.memory.recall_log` records (``session``,
+            ``harness``, ``cwd``, ``at``, ``learnings``, ``items``, ``withheld``, ``chars``).
 
     Returns:
         The ``#recall-log`` section.
@@ -255,12 +255,15 @@ def recall_log_section(entries: list[dict[str, Any]]) -> str:
     else:
         body = (
             "<table><thead><tr><th>when</th><th>session</th><th>harness</th><th>directory</th>"
-            "<th>learnings</th><th>items</th><th>characters</th></tr></thead><tbody>"
+            "<th>learnings told</th><th>items</th><th>withheld</th><th>characters</th></tr>"
+            "</thead><tbody>"
             + "".join(
-                f"<tr><td>{_e(x.get('at'))}</td><td><code>{_e(x.get('session'))}</code></td>"
+                f'<tr data-session="{_e(x.get("session"))}"><td>{_e(x.get("at"))}</td>'
+                f"<td><code>{_e(x.get('session'))}</code></td>"
                 f"<td>{_e(x.get('harness'))}</td><td>{_e(x.get('cwd'))}</td>"
                 f"<td>{_e(', '.join(map(str, x.get('learnings') or [])))}</td>"
                 f"<td>{_e(', '.join(map(str, x.get('items') or [])))}</td>"
+                f"<td>{_e(', '.join(map(str, x.get('withheld') or [])))}</td>"
                 f"<td>{int(x.get('chars') or 0)}</td></tr>"
                 for x in entries
             )

@@ -29,6 +29,8 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.ledger.view import LedgerView
+from reflect_jobs.nightly.commits import session_commits
+from reflect_jobs.nightly.observations import observations_block
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections.candidates import Offer
 from reflect_jobs.reflections.reflector import offer_for_job
@@ -388,16 +390,22 @@ def _prepare(run: StageRun) -> None:
 
     slice_path: Path | None = None
     repo = transcript_repo(path) if prepared is not None else None
+    # The commits this pass's part of the transcript shows the session made (revert
+    # demotion, docs/NIGHTLY.md): read from the raw bytes after the watermark, bounded.
+    made = session_commits(path, int(planned.get("since") or 0)) if prepared is not None else []
     offered = Offer()
     if outcome is None and prepared is not None:
         # The reflection items the one paid call may close or add to ($0, ARCHITECTURE §14).
         offered, why = offer_for_job(repo, session_id, prepared.slice_text)
         if why:
             log.warning("reflection store not offered", job_id=job_id, error=why)
+        # The scope's consolidated observations (weekly synthesis, docs/NIGHTLY.md): after
+        # the dialogue, outside the evidence lines, so the model does not restate them.
+        observed = observations_block(rt.settings.kb_path, (repo or {}).get("key"))
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
         # Slices hold user dialogue: a private directory and file, written atomically.
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        kb.atomic_write(slice_path, prepared.slice_text + offered.block, mode=0o600)
+        kb.atomic_write(slice_path, prepared.slice_text + offered.block + observed, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -436,6 +444,8 @@ def _prepare(run: StageRun) -> None:
                 "items_offered": offered.uids,
                 # Which pass this is and its model (read by the write stage; §14.1).
                 "pass": pass_plan.stats() if pass_plan is not None else None,
+                # Commits the session made in this part (the nightly revert check).
+                "commits": made,
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:
