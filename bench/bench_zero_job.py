@@ -217,7 +217,7 @@ class PlainHuey:
         )
         self.done = 0
 
-        @self.huey.task()
+        @self.huey.task()  # type: ignore[untyped-decorator]
         def noop(i: int) -> None:
             self.done += 1
 
@@ -325,7 +325,7 @@ def main() -> None:
 
 def med(timings: list[Timing], field: str) -> float:
     """The median of one field over the reps."""
-    return statistics.median(getattr(t, field) for t in timings)
+    return float(statistics.median(float(getattr(t, field)) for t in timings))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ by the stdlib handler so several worker threads can log safely.
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
@@ -35,7 +36,7 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     line that would reach ``maxBytes``, and never when the path is not a regular file.
     """
 
-    def _open(self):  # type: ignore[no-untyped-def]
+    def _open(self) -> io.TextIOWrapper:
         private_file(self.baseFilename)
         return super()._open()
 

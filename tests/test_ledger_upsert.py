@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -42,7 +43,7 @@ def _pg() -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
-def db(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/reflect.db"
         dispose_all()
@@ -80,12 +81,9 @@ def test_checkpoint_rows_are_inserted_then_overwritten_and_passes_add_up(db: str
             plan=_plan(True, "deep", 70, 72.0),
             idle_sec=600,
         )
-        assert (row.level, row.passes, row.idle_due_at, row.transcript_path) == (
-            70,
-            2,
-            None,
-            "/t/b.jsonl",
-        )
+        after = s.get(SessionCheckpoint, ("claude", "s1"))
+        assert after is row and row.idle_due_at is None
+        assert (row.level, row.passes, row.transcript_path) == (70, 2, "/t/b.jsonl")
     with session_scope(db) as s:
         checkpoints.record(
             s,

@@ -10,9 +10,9 @@ same key at once cannot lose a race (the row lock the read took is the conflict'
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func
+from sqlalchemy import Table, func
 from sqlalchemy.orm import DeclarativeBase, Session
 
 
@@ -44,7 +44,7 @@ def upsert(
         from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
     else:  # pragma: no cover - the ledger runs on SQLite or PostgreSQL only
         raise NotImplementedError(f"upsert on {dialect}")
-    table = model.__table__
+    table = cast(Table, model.__table__)
     stmt = insert(table).values({**key, **values})
     new = {
         name: (func.coalesce(table.c[name], 0) + stmt.excluded[name])
