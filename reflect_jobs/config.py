@@ -156,6 +156,11 @@ class Settings:
     #: ``REFLECT_SESSION_IDLE_SEC``: silence after which a session that never ended gets its
     #: deep pass.
     session_idle_sec: int = _d("session_idle_sec")
+    #: ``REFLECT_REFLECT_MIN_TURNS``: an interactive session with this many person turns since
+    #: its last committed pass gets a reflection pass at a checkpoint even with no signal.
+    reflect_min_turns: int = _d("reflect_min_turns")
+    #: ``REFLECT_REFLECT_MAX_CHARS``: the condensed transcript's budget (head and tail kept).
+    reflect_max_chars: int = _d("reflect_max_chars")
     # the Reflection Store's dedupe pass (ARCHITECTURE §14): a cheap model, its own units
     #: ``REFLECT_DEDUPE_MODEL``: empty = ``REFLECT_CHECKPOINT_CHEAP_MODEL``.
     dedupe_model: str = _d("dedupe_model")

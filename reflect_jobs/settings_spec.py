@@ -131,6 +131,10 @@ SPECS: tuple[tuple, ...] = (
     ("session_idle_sec", "REFLECT_SESSION_IDLE_SEC", ADVANCED, "int", 3600, "3600", {"min": 1},
      "Silence after which a session that never ended gets its deep pass."),
     # --- advanced: the reflection store (ARCHITECTURE §14) -----------------------------------
+    ("reflect_min_turns", "REFLECT_REFLECT_MIN_TURNS", ADVANCED, "int", 3, "3", {"min": 1},
+     "Dialogue turns since a session's last pass that earn a reflection pass without a signal."),
+    ("reflect_max_chars", "REFLECT_REFLECT_MAX_CHARS", ADVANCED, "int", 24_000, "24000",
+     {"min": 1000}, "The condensed transcript a reflection pass reads (head and tail kept)."),
     ("dedupe_model", "REFLECT_DEDUPE_MODEL", ADVANCED, "str", "", "the cheap model", {},
      "The dedupe pass's model."),
     ("dedupe_daily_max", "REFLECT_DEDUPE_DAILY_MAX", ADVANCED, "int", 5, "5", {"min": 0},

@@ -29,6 +29,7 @@ from ..lifecycle import NEEDS_PERSON_STATES as NEEDS_PERSON
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from ..lifecycle import TERMINAL_STATES as TERMINAL
 from . import costs, owners
+from .db import rows_affected
 from .models import Job, JobEvent, utcnow
 from .owners import Owner
 
@@ -209,8 +210,7 @@ def claim(
         if won is None:
             return None
     else:  # SQLite before 3.35 has no RETURNING
-        result = session.execute(cas.execution_options(synchronize_session=False))
-        if result.rowcount != 1:
+        if rows_affected(session, cas.execution_options(synchronize_session=False)) != 1:
             return None
         session.refresh(job)
     session.add(
@@ -242,13 +242,14 @@ def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> 
         ``running`` under ``worker``.
     """
     now = utcnow()
-    result = session.execute(
+    matched = rows_affected(
+        session,
         update(Job)
         .where(Job.id == job_id, Job.state == "running", Job.lease_owner == worker)
         .values(lease_expires_at=now + timedelta(seconds=lease_sec), updated_at=now)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    return result.rowcount == 1
+    return matched == 1
 
 
 @dataclass(frozen=True)
@@ -330,10 +331,10 @@ def recover_expired(
             )
         else:
             still = still.where(Job.lease_expires_at < now)
-        taken = session.execute(
-            still.values(updated_at=now).execution_options(synchronize_session=False)
+        taken = rows_affected(
+            session, still.values(updated_at=now).execution_options(synchronize_session=False)
         )
-        if taken.rowcount != 1:
+        if taken != 1:
             continue
         session.refresh(job)
         job.recoveries += 1
@@ -410,7 +411,8 @@ def hand_back(
     out = []
     for job in held:
         # Compare-and-set, as recovery does: one of our threads may move it meanwhile.
-        still = session.execute(
+        still = rows_affected(
+            session,
             update(Job)
             .where(
                 Job.id == job.id,
@@ -420,9 +422,9 @@ def hand_back(
                 Job.owner_start == owner.start,
             )
             .values(updated_at=now)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False),
         )
-        if still.rowcount != 1:
+        if still != 1:
             continue
         session.refresh(job)
         costs.settle_interrupted(session, [job.id])

@@ -24,7 +24,10 @@ recall event actually arrives.
 from __future__ import annotations
 
 import json
-from io import TextIOBase  # not typing: the hook path never imports it (startup cost)
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the hook path never imports typing
+if TYPE_CHECKING:
+    from typing import TextIO
 
 PROMPT_ENV = "REFLECT_RECALL_ON_PROMPT"
 #: Harnesses whose SessionStart/UserPromptSubmit output is read as hook JSON.
@@ -140,7 +143,7 @@ def session_block(
 
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     if is_ignored(ref):
-        return ""  # `reflect-jobs ignore`: told nothing, nothing read from the repository
+        return Told("", {}, [])  # `reflect-jobs ignore`: told nothing, nothing read from it
     open_now, open_total = _open_items(cwd, kb_root)
     conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
@@ -185,7 +188,7 @@ def _verify(root: str | None, rows: list[dict], session_id: str | None, everythi
 
     from . import block, verify
 
-    cache: object = None
+    cache: VerifyStore | verify.MemoryCache
     try:
         from .verify_store import VerifyStore, store_path
 
@@ -202,15 +205,15 @@ def _verify(root: str | None, rows: list[dict], session_id: str | None, everythi
     if not verdicts.settled:  # a check is stuck (a hung mount): leave its connection alone
         return verdicts
     try:
-        cache.flush()  # type: ignore[attr-defined]
+        cache.flush()
         if session_id is not None:
-            reached = cache.record(session_id, verdicts, stale_after=STALE_AFTER)  # type: ignore[attr-defined]
+            reached = cache.record(session_id, verdicts, stale_after=STALE_AFTER)
             if reached:
                 _hand_over(reached)
     except Exception as exc:  # noqa: BLE001 - the block is still told
         _log(f"verify store: {type(exc).__name__}: {exc}")
     finally:
-        cache.close()  # type: ignore[attr-defined]
+        cache.close()
     return verdicts
 
 
@@ -326,7 +329,7 @@ def prompt_context(
     )
 
 
-def handle(argv: list[str], stdin_text: str, out: TextIOBase | None = None) -> bool:
+def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
     """Answer a recall event; tell the caller whether the payload was one.
 
     Args:

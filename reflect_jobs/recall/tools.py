@@ -269,9 +269,66 @@ def search_tool(
             break
         lines.append(line)
         room -= len(line) + 1
+    if wanted is not None and wanted == bounds.key and not every:
+        # One search over everything remembered here: the store's items and the
+        # harnesses' memory files (docs/REFLECTIONS.md, "One search").
+        for extra in _remembered(str(query)[:2000], bounds, limit):
+            line = json.dumps(extra, ensure_ascii=False)
+            if len(line) + 1 > room:
+                break
+            lines.append(line)
+            room -= len(line) + 1
     lines = lines or ["no matches"]
     lines += [f"warning: {block.inert(w, 300)}" for w in result.warnings]
     return wrap("\n".join(lines))
+
+
+def _remembered(query: str, bounds: ServerScope, k: int) -> list[dict[str, Any]]:
+    """The server's repository's items and memory files matching ``query`` (inert text).
+
+    Returns:
+        Up to ``k`` item hits ``{"item", "kind", "status", "title"}`` then up to ``k``
+        memory hits ``{"memory": <file>, "harness", "title", "snippet"}``; nothing when the
+        store cannot be read (the learnings still answer).
+    """
+    import sqlite3
+
+    from reflect_jobs.reflections.fold import now_utc
+    from reflect_jobs.reflections.store import open_store
+    from reflect_jobs.repo import RepoError
+
+    try:
+        store = open_store(None, bounds.cwd)  # the server's own repository
+    except (RepoError, OSError, sqlite3.Error):
+        return []
+    try:
+        now = now_utc()
+        items = store.search(query, k)
+        files = store.memory_search(query, k)
+    except (OSError, sqlite3.Error):
+        return []
+    finally:
+        store.close()
+    out: list[dict[str, Any]] = [
+        {
+            "item": item.id,
+            "kind": item.kind,
+            "status": item.to_json(now)["status"],
+            "title": block.inert(item.title, 200),
+        }
+        for item, _score in items
+        if item.kind != "summary"
+    ]
+    out += [
+        {
+            "memory": block.inert(hit["file"], 400),
+            "harness": hit["harness"],
+            "title": block.inert(hit["title"], 200),
+            "snippet": block.inert(hit["snippet"], 300),
+        }
+        for hit in files
+    ]
+    return out
 
 
 def _hit(
