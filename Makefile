@@ -90,6 +90,7 @@ bench: install
 	$(BIN)/python bench/bench_anchors.py --files 50000 --reps 5
 	$(BIN)/python bench/bench_mcp_redteam.py
 	$(BIN)/python bench/bench_recall_eval.py --split test --scale both
+	$(BIN)/python bench/bench_recall_prompt.py --runs 11
 	$(BIN)/python bench/bench_verify.py --runs 15 --files 50000
 	$(BIN)/python bench/bench_staleness.py
 	$(BIN)/python bench/bench_nightly.py --learnings 1000 --sessions 200

@@ -84,6 +84,9 @@ class Settings:
     #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads it
     #: through ``envpaths`` (stdlib path); this field is for ``doctor``/``install``.
     recall_on_prompt: bool = _d("recall_on_prompt")
+    #: ``REFLECT_RECALL_WORKER_MS``: how long per-prompt recall waits for the worker's model
+    #: (``recall/warm_rank.py``, read by the hook through ``envpaths``).
+    recall_worker_ms: int = _d("recall_worker_ms")
     #: ``REFLECT_MCP_ALL_REPOS``: let ``reflect-jobs mcp`` read every repository's learnings
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.

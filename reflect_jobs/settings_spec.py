@@ -115,6 +115,8 @@ SPECS: tuple[tuple, ...] = (
      "The vector/graph index (false = lexical only, no model)."),
     ("embed_model", "REFLECT_EMBED_MODEL", ADVANCED, "special", None, "the shipped MiniLM", {},
      "A local model directory or a hub id owner/name."),
+    ("recall_worker_ms", "REFLECT_RECALL_WORKER_MS", ADVANCED, "int", 30, "30", {"min": 0},
+     "Per-prompt recall waits this long for the worker's model, then ranks lexically."),
     ("model_idle_sec", "REFLECT_MODEL_IDLE_SEC", ADVANCED, "int", 600, "600", {"min": 1},
      "The worker's model child exits after this long idle."),
     ("log_max_bytes", "REFLECT_DRAIN_LOG_MAX_BYTES", ADVANCED, "int", 10 * 1024 * 1024,

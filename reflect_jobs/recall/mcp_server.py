@@ -237,12 +237,15 @@ def build_server(
         return run(tools.recent_tool, kb_path, repo=repo, k=k, scope=bounds)
 
     @server.tool()
-    def context(cwd: str | None = None, max_chars: int = 6000) -> str:
+    def context(cwd: str | None = None, max_chars: int = 6000, query: str | None = None) -> str:
         """Use when you did not get the session-start context (or it was cut) or after
         switching to other work in this repository: returns exactly what a new session here
-        is told — open items (handoffs first), the repository's strongest and the top global
-        learnings. cwd: omit for this server's directory."""
-        return run(tools.context_tool, kb_path, cwd, max_chars=max_chars, scope=bounds)
+        is told — open items (handoffs first), the repository's strongest learnings and the
+        global ones that fit its stack. With `query` (the task at hand, in your words):
+        the repository's learnings, fitting global ones and open items that task needs,
+        best first, or nothing when none is relevant — also those the session-start block
+        had no room for. cwd: omit for this server's directory."""
+        return run(tools.context_tool, kb_path, cwd, max_chars=max_chars, scope=bounds, query=query)
 
     @server.tool()
     def list_items(repo: Repo = None, status: ListStatus = "open", k: int = 20) -> str:

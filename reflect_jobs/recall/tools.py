@@ -423,14 +423,19 @@ def recent_tool(
     return wrap("\n".join(lines) or "no learnings for this repository yet")
 
 
+#: Learnings and items ``context`` with a query tells at most.
+CONTEXT_QUERY_MAX = 8
+
+
 def context_tool(
     kb_path: Path,
     cwd: str | None = None,
     *,
     max_chars: int = block.DEFAULT_MAX_CHARS,
     scope: ServerScope | None = None,
+    query: str | None = None,
 ) -> str:
-    """The ``context`` tool: what a new session in ``cwd`` is told.
+    """The ``context`` tool: what a new session in ``cwd`` is told, or what a task needs.
 
     Args:
         kb_path: The KB root.
@@ -438,6 +443,9 @@ def context_tool(
             with ``REFLECT_MCP_ALL_REPOS=1``.
         max_chars: The block's budget (200–12,000).
         scope: The server's boundary (default: this process's directory's).
+        query: The task (bounded like a prompt): rank the repository's learnings, the
+            fitting globals and the open items against it (``recall/relevance.py``), at
+            most :data:`CONTEXT_QUERY_MAX`, only above the relevance floor.
 
     Returns:
         The block, or a wrapped "nothing to tell".
@@ -445,7 +453,7 @@ def context_tool(
     Raises:
         ToolError: ``cwd`` is in another repository and the setting is off.
     """
-    from .hook import session_context
+    from .hook import prompt_recall, session_context
 
     where = _scope(scope).read_dir(cwd)
     try:
@@ -453,5 +461,16 @@ def context_tool(
     except (TypeError, ValueError):
         budget = block.DEFAULT_MAX_CHARS
     budget = min(max(budget, 200), MAX_RESULT_CHARS)
+    if query is not None and str(query).strip():
+        text, _ = prompt_recall(
+            where,
+            str(query),
+            max_chars=budget,
+            kb_root=str(kb_path),
+            limit=CONTEXT_QUERY_MAX,
+            relative=0.4,
+            heading="Learnings and open items for this task (reflect-jobs)",
+        )
+        return text or wrap("nothing stored is relevant to this task (below the relevance floor)")
     text = session_context(where, max_chars=budget, kb_root=str(kb_path))
     return text or wrap("no learnings for this directory yet")

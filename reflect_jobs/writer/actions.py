@@ -22,7 +22,7 @@ MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
 ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
 STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "fix", "rule", "body")
-LIST_FIELDS = ("tags", "entities")
+LIST_FIELDS = ("tags", "entities", "applies_to")
 #: ``scope`` of a CREATE: the repository it was learned in (default) or every repository.
 SCOPES = ("repo", "global")
 DEFAULT_SCOPE = "repo"
@@ -42,7 +42,12 @@ FIELD_MAX_CHARS: dict[str, int] = {
     "body": 20_000,
 }
 #: At most this many items per list field; items beyond it are dropped with a note.
-LIST_MAX_ITEMS: dict[str, int] = {"tags": 20, "entities": 50, "causal_relations": 50}
+LIST_MAX_ITEMS: dict[str, int] = {
+    "tags": 20,
+    "entities": 50,
+    "applies_to": 12,
+    "causal_relations": 50,
+}
 #: Longest single list item (a tag, an entity name, a relation endpoint), in characters.
 ITEM_MAX_CHARS = 200
 #: Longest UPDATE/DELETE reason kept (it lands in the ledger history and the note).
@@ -233,8 +238,8 @@ def normalise_learning(learning: dict[str, Any], scope: Any = None) -> dict[str,
     Returns:
         A new dict: each of ``STRING_FIELDS`` as a string (a container as its JSON, a missing
         one ``""``; ``title`` stripped; an empty ``category`` becomes ``"Unknown"``),
-        ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags`` and
-        ``entities`` as lists of distinct non-empty strings, ``causal_relations`` as
+        ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags``,
+        ``entities`` and ``applies_to`` as lists of distinct non-empty strings, ``causal_relations`` as
         ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
         ``relates_to``), ``scope`` from :func:`normalise_scope`. Other keys are dropped.
     """

@@ -42,6 +42,7 @@ Each action is one of:
     "scope": "repo|global",
     "tags": ["<tag>", ...],
     "entities": ["<proper noun: tool, library, service>", ...],
+    "applies_to": ["<language, framework or tool it is about: python, rust, react, docker>", ...],
     "causal_relations": [{"source": "<x>", "target": "<y>",
                           "type": "caused_by|causes|enables|prevents"}],
     "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>",
@@ -73,6 +74,9 @@ Rules:
 - scope: "global" for a general lesson that holds in any repository ("never use a bare
   except"); "repo" (the default) for one about this repository ("this repo is a pnpm
   workspace").
+- applies_to: the languages, frameworks and tools the learning is about, lower case
+  ("python", "pytest", "typescript", "react", "rust", "tokio", "go", "docker", "git"); [] when
+  it holds in any repository. A global learning is only told in repositories that use them.
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
 - Every learning field must be present; use "" or [] when unknown.
