@@ -71,6 +71,7 @@ bench: install
 	$(BIN)/python bench/bench_redact.py --mb 1
 	$(BIN)/python bench/bench_queue.py --jobs 200
 	$(BIN)/python bench/bench_queue.py --jobs 200 --redis-pg
+	$(BIN)/python bench/bench_zero_job.py --jobs 300 --reps 5
 	$(BIN)/python bench/bench_kb.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_index.py --sizes 241,1000,5000
 	$(BIN)/python bench/bench_cost_model.py --seed 20261101

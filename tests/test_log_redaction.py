@@ -83,3 +83,54 @@ def test_drain_log_lines_and_tracebacks_are_redacted(env, monkeypatch):
     assert GH not in text and PG not in text and AWS not in text
     assert text.count("[REDACTED:") >= 5
     assert stat.S_IMODE(settings.log_path.stat().st_mode) == 0o600
+
+
+def test_drain_log_rotates_below_its_size_formatting_each_line_once(tmp_path):
+    """The handler formats a record once (it was twice: for the size check and the write)
+    and still rolls over before a line would reach ``maxBytes``; every line is whole JSON,
+    redacted, in a 0600 file, and the newest line is in ``drain.log``."""
+    from reflect_jobs.logging import _PrivateRotatingFileHandler
+
+    path = tmp_path / "drain.log"
+    handler = _PrivateRotatingFileHandler(path, maxBytes=1000, backupCount=1, encoding="utf-8")
+    formatted: list[str] = []
+
+    class Counting(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            line = json.dumps({"n": record.getMessage(), "token": GH.replace(GH, "[redacted]")})
+            formatted.append(line)
+            return line
+
+    handler.setFormatter(Counting())
+    logger = logging.Logger("rotation-test")
+    logger.addHandler(handler)
+    for i in range(60):
+        logger.info("line %d", i)
+    handler.close()
+    assert len(formatted) == 60, "one format per record"
+    current, backup = path, tmp_path / "drain.log.1"
+    assert backup.exists() and current.stat().st_size < 1000 and backup.stat().st_size < 1000
+    lines = [json.loads(x) for p in (backup, current) for x in p.read_text().splitlines()]
+    assert lines[-1]["n"] == "line 59" and all(GH not in json.dumps(x) for x in lines)
+    assert stat.S_IMODE(current.stat().st_mode) == 0o600
+
+
+def test_a_log_path_that_is_not_a_regular_file_is_never_rolled_over(tmp_path):
+    """bpo-45401, kept: a FIFO (as /dev/null would be) is written to, never rotated."""
+    from reflect_jobs.logging import _PrivateRotatingFileHandler
+
+    fifo = tmp_path / "drain.log"
+    os.mkfifo(fifo, 0o600)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so the handler's open does not block
+    try:
+        handler = _PrivateRotatingFileHandler(fifo, maxBytes=10, backupCount=1)
+        logger = logging.Logger("fifo-test")
+        logger.addHandler(handler)
+        for i in range(5):
+            logger.info("a line longer than ten bytes %d", i)
+        handler.close()
+        got = os.read(reader, 65536).decode()
+    finally:
+        os.close(reader)
+    assert got.count("a line longer than ten bytes") == 5
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and not (tmp_path / "drain.log.1").exists()

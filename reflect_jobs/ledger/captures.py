@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from .jobs import new_job_id
-from .models import Job, JobEvent, utcnow
+from .models import Job, JobEvent, Transcript, transcript_key, utcnow
+from .upsert import upsert
 
 
 @dataclass(frozen=True)
@@ -179,3 +180,32 @@ def capture_recorded(session: Session, *, harness: str, session_id: str, capture
         .limit(1)
     )
     return found is not None
+
+
+def remember_transcript(session: Session, job: Job, now: datetime | None = None) -> None:
+    """Record the transcript's size, mtime and last outcome as of this finished job.
+
+    The next capture of an unchanged transcript is then skipped for free (prepare's
+    ``unchanged`` gate). One upsert on SQLite and PostgreSQL (``INSERT … ON CONFLICT DO
+    UPDATE``): a finishing job does not read the row first — that read flushed the whole
+    verdict early and cost a statement on every $0 job.
+
+    Args:
+        session: The transaction finishing the job.
+        job: The finished job.
+        now: The time to record (default: now, UTC).
+    """
+    upsert(
+        session,
+        Transcript,
+        {"path": transcript_key(job.transcript_path)},
+        {
+            "harness": job.harness,
+            "session_id": job.session_id,
+            "last_job_id": job.id,
+            "last_outcome": job.outcome,
+            "size": job.transcript_size,
+            "mtime": job.transcript_mtime,
+            "updated_at": now or utcnow(),
+        },
+    )

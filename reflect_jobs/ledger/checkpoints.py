@@ -19,11 +19,11 @@ from datetime import datetime, timedelta
 from typing import TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, or_, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..checkpoints import PassPlan, SessionState
 from .models import Job, SessionCheckpoint, utcnow
+from .upsert import upsert
 from .watermarks import session_key
 
 
@@ -70,22 +70,22 @@ def record(
         now: The time of the verdict (default: now, UTC).
     """
     now = now or utcnow()
-    key = (harness, session_key(session_id, transcript_path))
-    row = session.get(SessionCheckpoint, key, with_for_update=True)
-    if row is None:
-        row = SessionCheckpoint(harness=harness, session_key=key[1], passes=0)
-        try:
-            with session.begin_nested():
-                session.add(row)
-        except IntegrityError:  # recorded meanwhile by another consumer: update that one
-            row = session.get(SessionCheckpoint, key, with_for_update=True, populate_existing=True)
-            if row is None:
-                return
-    row.session_id, row.transcript_path = session_id, transcript_path
-    row.level, row.fill_pct = plan.level_after, plan.fill_pct
-    row.passes = int(row.passes or 0) + (1 if plan.make_pass else 0)
-    row.last_capture_at = row.updated_at = now
-    row.idle_due_at = None if plan.kind == "deep" else now + timedelta(seconds=idle_sec)
+    upsert(
+        session,
+        SessionCheckpoint,
+        {"harness": harness, "session_key": session_key(session_id, transcript_path)},
+        {
+            "session_id": session_id,
+            "transcript_path": transcript_path,
+            "level": plan.level_after,
+            "fill_pct": plan.fill_pct,
+            "passes": 1 if plan.make_pass else 0,
+            "last_capture_at": now,
+            "updated_at": now,
+            "idle_due_at": None if plan.kind == "deep" else now + timedelta(seconds=idle_sec),
+        },
+        add=("passes",),
+    )
 
 
 def idle_due(

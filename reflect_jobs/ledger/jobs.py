@@ -187,8 +187,7 @@ def claim(
     ):
         return None
     observed = job.state
-    matched = rows_affected(
-        session,
+    cas = (
         update(Job)
         .where(Job.id == job_id, Job.stage == stage, Job.state == observed)
         .values(
@@ -200,11 +199,20 @@ def claim(
             owner_start=owner.start[:160],
             updated_at=now,
         )
-        .execution_options(synchronize_session=False),
     )
-    if matched != 1:
-        return None
-    session.refresh(job)
+    if session.get_bind().dialect.update_returning:
+        # The compare-and-set returns the row as it now stands into ``job``: one statement,
+        # not an UPDATE and a refresh (on PostgreSQL a capture coalesced meanwhile is in it).
+        won = session.scalars(
+            cas.returning(Job),
+            execution_options={"synchronize_session": False, "populate_existing": True},
+        ).first()
+        if won is None:
+            return None
+    else:  # SQLite before 3.35 has no RETURNING
+        if rows_affected(session, cas.execution_options(synchronize_session=False)) != 1:
+            return None
+        session.refresh(job)
     session.add(
         JobEvent(
             job_id=job_id,

@@ -157,6 +157,9 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_state_next_run_at", "state", "next_run_at"),
         Index("ix_jobs_transcript_path", "transcript_path"),
+        # A session's jobs (coalescing, the spool's check, its running pass): every capture
+        # and claim asks, so no scan of the ledger's history (migration 0010).
+        Index("ix_jobs_session", "harness", "session_id"),
         # At most one job per session accepts new captures: the coalescing key (ARCHITECTURE §3).
         Index(
             "uq_jobs_accepting_session",

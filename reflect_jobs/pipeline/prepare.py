@@ -218,7 +218,16 @@ class RunningPass(FreeGate):
 
 
 def _claim(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
-    """Inside the claim's transaction: the running-pass gate, then what prepare reads."""
+    """Inside the claim's transaction: the running-pass gate, then what prepare reads.
+
+    Its reads do not depend on the claim's pending event row or on ``accepting``: they are
+    made without autoflush, so the transaction flushes once, at its commit.
+    """
+    with session.no_autoflush:
+        return _claim_reads(run, session, job)
+
+
+def _claim_reads(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
     held = RunningPass(session, job).acquire()
     if isinstance(held, Defer):
         assert held.until is not None

@@ -19,10 +19,10 @@ import structlog
 from sqlalchemy.orm import Session
 
 from reflect_jobs.config import Settings
-from reflect_jobs.ledger import control
+from reflect_jobs.ledger import captures, control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition, worker_id
-from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
+from reflect_jobs.ledger.models import Job, utcnow
 from reflect_jobs.limits import Caps
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.write_lease import WriteLease
@@ -252,18 +252,7 @@ def remember_transcript(session: Session, job: Job) -> None:
         session: The transaction finishing the job.
         job: The finished job.
     """
-    key = transcript_key(job.transcript_path)
-    row = session.get(Transcript, key)
-    if row is None:
-        row = Transcript(path=key)
-        session.add(row)
-    row.harness = job.harness
-    row.session_id = job.session_id
-    row.last_job_id = job.id
-    row.last_outcome = job.outcome
-    row.size = job.transcript_size
-    row.mtime = job.transcript_mtime
-    row.updated_at = utcnow()
+    captures.remember_transcript(session, job)
 
 
 def drop_slice(job: Job) -> None:
