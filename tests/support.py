@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,17 +116,33 @@ def fresh_cli_process() -> Iterator[None]:
     saved = {name: sys.modules.pop(name) for name in _PER_PROCESS_MODULES if name in sys.modules}
     package = sys.modules.get("reflect_jobs")
     saved_attr = package.__dict__.pop("tasks", None) if package is not None else None
+    from huey.storage import BaseSqlStorage
+
     from reflect_jobs import queue
     from reflect_jobs.cli import common
     from reflect_jobs.ledger import db
+
+    # Every Huey SQLite storage the call opens (the tasks module's, status's, enqueue's) is
+    # closed after it, as a process's exit closes them: a connection left open in this
+    # process kept a later reader of queue.db from seeing another process's messages.
+    opened: weakref.WeakSet[BaseSqlStorage] = weakref.WeakSet()
+    real_init = BaseSqlStorage.__init__
+
+    def tracked_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_init(self, *args, **kwargs)
+        opened.add(self)
 
     warned, repairs = set(common._WARNED), list(queue.REPAIRS)
     common._WARNED.clear()
     queue.REPAIRS.clear()
     db.dispose_all()
+    BaseSqlStorage.__init__ = tracked_init  # type: ignore[method-assign]
     try:
         yield
     finally:
+        BaseSqlStorage.__init__ = real_init  # type: ignore[method-assign]
+        for storage in list(opened):
+            storage.close()
         db.dispose_all()  # no engine of this call's home outlives it (file handles, pools)
         fresh = sys.modules.pop("reflect_jobs.tasks", None)
         if fresh is not None:
