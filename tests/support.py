@@ -72,18 +72,21 @@ class Env(dict):
         still runs against this installation's real files. For the call it sees exactly
         this environment (every other variable of ``os.environ`` is hidden, all restored
         after) and the per-process state a fresh ``reflect-jobs`` would start with (see
-        :func:`fresh_cli_process`). ``timeout`` is accepted for :meth:`cli`'s signature;
-        an in-process call cannot be killed, so it is not enforced."""
+        :func:`fresh_cli_process`). ``timeout`` is a hang guard as in :meth:`cli`: past it
+        a SIGALRM interrupts the call and ``subprocess.TimeoutExpired`` is raised."""
         from click.testing import CliRunner
 
         from reflect_jobs.cli import main
 
         overlay: dict[str, str | None] = {k: None for k in os.environ if k not in self}
         overlay.update(self)
-        with fresh_cli_process():
-            result = CliRunner().invoke(
-                main, list(args), input=input, env=overlay, prog_name="reflect-jobs"
-            )
+        try:
+            with fresh_cli_process(), _alarm(timeout):
+                result = CliRunner().invoke(
+                    main, list(args), input=input, env=overlay, prog_name="reflect-jobs"
+                )
+        except _HangGuard:
+            raise subprocess.TimeoutExpired(["reflect-jobs", *args], timeout) from None
         stderr = result.stderr
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             import traceback
@@ -97,6 +100,33 @@ class Env(dict):
                 f"{args} exited {proc.returncode} (in-process)\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
             )
         return proc
+
+
+class _HangGuard(BaseException):
+    """Raised by SIGALRM in an in-process call that outlived its timeout (a BaseException:
+    no ``except Exception`` of the command swallows it)."""
+
+
+@contextlib.contextmanager
+def _alarm(timeout: float) -> Iterator[None]:
+    """Interrupt the main thread with :class:`_HangGuard` after ``timeout`` seconds."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # type: ignore[no-untyped-def]
+        raise _HangGuard(f"still running after {timeout}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 #: Modules whose import reads the settings (``tasks``: the Huey instance, ``runtime()``

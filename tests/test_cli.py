@@ -120,7 +120,7 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
         tmp_path / "w.jsonl", ["No, always validate the webhook signature first."]
     )
     hang_first_model_call(env, tmp_path, lease_sec=3)
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
 
     def start():
         return subprocess.Popen(
@@ -141,11 +141,12 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
     second = start()  # start-up recovery re-queues the expired lease
     try:
         wait_for(
-            lambda: json.loads(env.cli("jobs", "--json").stdout)[0]["state"] == "done", timeout=60
+            lambda: json.loads(env.invoke("jobs", "--json").stdout)[0]["state"] == "done",
+            timeout=60,
         )
     finally:
         second.send_signal(signal.SIGTERM)
         rc = second.wait(30)
     assert rc == 0
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["outcome"] == "ok" and shown["recoveries"] == 1

@@ -336,7 +336,7 @@ def test_a_repository_that_vanished_before_add_stores_the_learning_without_ancho
     pause = tmp_path / "pause"
     pause.mkdir()
     env.update(REFLECT_FAILPOINTS="after_claim:add=pause", REFLECT_FAILPOINT_DIR=str(pause))
-    env.cli("enqueue", str(t), "--session-id", "gone")
+    env.invoke("enqueue", str(t), "--session-id", "gone")
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "reflect-jobs"),

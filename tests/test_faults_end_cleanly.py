@@ -175,8 +175,8 @@ def test_a_fifo_in_the_spool_is_set_aside_not_read(env):
 def test_a_garbled_queue_is_moved_aside_and_rebuilt_at_start_and_nothing_is_lost(env, tmp_path):
     env["REFLECT_DRAIN_DAILY_MAX"] = "1"
     first = write_claude_transcript(tmp_path / "a.jsonl", ["No, never push to main."], session="a")
-    env.cli("enqueue", str(first))
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(first))
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == 1  # today's one budget unit is spent
     queue = env.home / "queue.db"
     for extra in ("-wal", "-shm"):
@@ -259,8 +259,8 @@ def test_a_garbled_ledger_gives_one_line_and_db_rebuild_brings_the_learnings_bac
     from reflect_jobs.cli import main
 
     t = write_claude_transcript(tmp_path / "l.jsonl", ["No, never store tokens in logs."])
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     ledger = env.home / "reflect.db"
     with session_scope(f"sqlite:///{ledger}") as s:
         (before,) = [(r.id, r.title, r.proof_count, r.scope) for r in s.scalars(select(Learning))]

@@ -335,7 +335,7 @@ def test_cli_codex_and_copilot_default_paths(env, tmp_path):
 
 def test_systemd_unit_renders_validates_and_is_idempotent(env, tmp_path):
     out_path = tmp_path / "units" / "reflect-jobs.service"
-    proc = env.cli("install", "service", "--systemd", "--output", str(out_path))
+    proc = env.invoke("install", "service", "--systemd", "--output", str(out_path))
     text = out_path.read_text()
     sections = inst.parse_unit(text)
     assert set(sections) == {"Unit", "Service", "Install"}
@@ -352,7 +352,7 @@ def test_systemd_unit_renders_validates_and_is_idempotent(env, tmp_path):
     assert f"systemctl --user link {out_path}" in proc.stdout
     if Path("/usr/bin/systemd-analyze").exists() or "systemd-analyze" in proc.stdout:
         assert "systemd-analyze verify: ok" in proc.stdout
-    again = env.cli("install", "service", "--systemd", "--output", str(out_path))
+    again = env.invoke("install", "service", "--systemd", "--output", str(out_path))
     assert "unchanged" in again.stdout and list(out_path.parent.iterdir()) == [out_path]
 
 

@@ -226,7 +226,7 @@ def test_two_consumers_racing_the_daily_cap_make_exactly_cap_calls(env, tmp_path
             tmp_path / f"r{i}.jsonl",
             [f"No, never retry request {i} without jitter; the rule is full jitter."],
         )
-        env.cli("enqueue", str(t), "--session-id", f"race{i}")
+        env.invoke("enqueue", str(t), "--session-id", f"race{i}")
     procs = [
         subprocess.Popen(
             [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "120", "-w", "3"],

@@ -159,7 +159,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
         tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]
     )
     env["REFLECT_DRAIN_DRY_RUN"] = "0"
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     env["STUB_CLAUDE_MODE"] = "prose"  # what a second (forbidden) call would get
     # Run prepare only: the write stage is halted so the job waits at write.
     from reflect_jobs.ledger import control
@@ -167,7 +167,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
     settings = env.settings()
     with session_scope(settings.db_url) as s:
         control.set_flag(s, control.HALT_KEY, "test: hold writes")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     # Simulate the crashed worker: it claimed the job, paid, recorded the answer, died.
     ok_env = dict(env, STUB_CLAUDE_MODE="ok", STUB_CLAUDE_LOG=str(tmp_path / "paid.jsonl"))
     for k, v in ok_env.items():  # the in-process backend hands its environment to the stub
@@ -193,7 +193,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
         job.lease_owner, job.lease_expires_at = "dead-worker", utcnow() - timedelta(seconds=5)
         costs.record_attempt(s, job, result)
         job.attempts += 1
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (j,) = _jobs(env)
     assert (j["state"], j["outcome"]) == ("done", "ok")
     assert _calls(env) == 0, "the recorded answer was reused; no second paid call"
@@ -209,7 +209,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
         tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."]
     )
     hang_first_model_call(env, tmp_path, lease_sec=360)  # only a reclaim can be quick
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     consumer = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
         env=dict(env),
@@ -226,7 +226,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     with session_scope(db) as s:
         assert s.get(Job, job_id).state == "running"
     # The drain's start-up recovery proves the owner gone: no lease to wait out.
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok")
     assert len(_notes(env)) == 1
