@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/bench_recall_hook.py [--runs N]
 
 For each size a context store (``index/context.db``, what every reindex keeps up to date) is
 filled with that many learnings — the 241 natural notes of ``bench/data/notes.jsonl``
-repeated with distinct ids, half of them scoped to one of six repositories — and
+repeated with distinct ids, half of them scoped to one of six repositories in turn (the
+hook's own repository among them, so its repository section is filled and queried) — and
 ``reflect-jobs-hook claude`` is run on a SessionStart payload whose ``cwd`` is inside one of
 those repositories (so the repository section and the global section are both queried, and
 the git root and origin are found by reading ``.git``), and on a UserPromptSubmit payload with
@@ -47,7 +48,10 @@ def fill(kb_root: Path, n: int) -> None:
             {
                 "id": f"lrn-{note['slug']}-{i:06d}",
                 "scope": "repo" if scoped else "global",
-                "repo_key": REPOS[i % len(REPOS)] if scoped else "",
+                # every second note is scoped, to each repository in turn: (i // 2), not i,
+                # or the even i's would only ever reach r0, r2 and r4 and the hook's own r1
+                # would have no repository section to query
+                "repo_key": REPOS[(i // 2) % len(REPOS)] if scoped else "",
                 "title": note["title"],
                 "rule": note["rule"],
                 "key_insight": note["key_insight"],
@@ -106,7 +110,11 @@ def main() -> None:
             out = subprocess.run(
                 hook, input=start.encode(), env=env, capture_output=True, check=True
             )
-            chars = len(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+            told = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+            chars = len(told)
+            # the figure is only worth printing if both sections were queried and told
+            assert "## This repository (github.com/acme/r1)" in told, told[:400]
+            assert "## General" in told, told[:400]
             times: dict[str, list[float]] = {"bare": [], "start": [], "prompt": []}
             for _ in range(args.runs):
                 times["bare"].append(timed(bare, b"", env))

@@ -118,13 +118,24 @@ def timed_cli_rss(env: dict[str, str], *args: str) -> tuple[float, float]:
 
 
 def owe_graph(kb_path: Path) -> None:
-    """Forget that the graph is current, so the next reindex opens it as every pass did
-    before the no-op check (the same-run baseline for "no-op reindex")."""
+    """Make the next reindex open the graph index with nothing to change: the old no-op path.
+
+    Before the no-op check a pass opened the graph/vector index (torch, nano-graphrag, the
+    graph file) on every reindex, changed or not. The check skips it when nothing changed
+    and nothing is owed, so this records a debt that changes nothing — the removal of an id
+    no note has — which sends the next pass through ``_update_graph`` exactly as the old
+    path did. (An earlier version deleted a ``graph_done_gen`` key no code reads any more,
+    so its "old path" was the new one.)
+    """
+    import json
     import sqlite3
 
     conn = sqlite3.connect(kb_path / "index" / "files.db")
     with conn:
-        conn.execute("DELETE FROM meta WHERE key = 'graph_done_gen'")
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('graph_owed', ?)",
+            (json.dumps({"force": False, "paths": [], "drop": ["lrn-bench-no-such-note"]}),),
+        )
     conn.close()
 
 
@@ -239,6 +250,15 @@ def main() -> None:
         owe_graph(kb_path)
         old_noop = timed_cli_rss(env, *noop)  # opens the graph index: the old no-op path
         new_noop = timed_cli_rss(env, *noop)
+        # Both paths checked, not assumed: the old one updates the graph, the new one not.
+        owe_graph(kb_path)
+        paths = [
+            json.loads(
+                subprocess.run([CLI, *noop], env=env, check=True, capture_output=True).stdout
+            )
+            for _ in range(2)
+        ]
+        assert [p["graph"] for p in paths] == ["updated", "unchanged"], paths
         cold = {
             "lexical": med([timed_cli(env, *lex) for _ in range(r)]),
             "hybrid": med([timed_cli(env, *hyb) for _ in range(r)]),

@@ -88,7 +88,8 @@ class Settings:
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.
     mcp_all_repos: bool = _d("mcp_all_repos")
-    #: Repositories never captured (config file ``ignore``; reserved for ``reflect-jobs ignore``).
+    #: Repositories never captured nor told anything (config file ``ignore``; ``reflect-jobs
+    #: ignore``). The hook and prepare read the file itself, so a change needs no restart.
     ignore: tuple[str, ...] = ()
     #: ``REFLECT_HOST``: this machine's name in the reflection logs; empty = the hostname.
     host: str = _d("host")
@@ -160,6 +161,15 @@ class Settings:
     dedupe_model: str = _d("dedupe_model")
     #: ``REFLECT_DEDUPE_DAILY_MAX``: dedupe calls per UTC day, counted apart from the writer's.
     dedupe_daily_max: int = _d("dedupe_daily_max")
+    # the nightly layer (docs/NIGHTLY.md): when, its own units, who promotes, the budget
+    #: ``REFLECT_NIGHTLY_AT``: local ``HH:MM`` of the nightly pass (validated at load).
+    nightly_at: str = _d("nightly_at")
+    #: ``REFLECT_NIGHTLY_DAILY_MAX``: nightly paid calls per UTC day (``caps:nightly:``).
+    nightly_daily_max: int = _d("nightly_daily_max")
+    #: ``REFLECT_PROMOTE``: ``auto`` | ``1`` | ``0`` (who may write MEMORY.md).
+    promote: str = _d("promote")
+    #: ``REFLECT_MEMORY_LINES``: the managed section's line budget (capped at 100).
+    memory_lines: int = _d("memory_lines")
     # internal constants: no variable (settings_spec.INTERNAL; docs/DEPRECATIONS.md)
     maintain_every: int = _fixed("maintain_every")
     timeout_retries: int = _fixed("timeout_retries")
@@ -191,6 +201,11 @@ class Settings:
     def dedupe_pass_model(self) -> str:
         """The dedupe pass's model: ``REFLECT_DEDUPE_MODEL``, else the cheap checkpoint model."""
         return self.dedupe_model or self.cheap_pass_model
+
+    @property
+    def nightly_pass_model(self) -> str:
+        """The nightly layer's cheap model (weekly synthesis): the dedupe pass's model."""
+        return self.dedupe_pass_model
 
     @property
     def model_socket(self) -> Path:
@@ -353,6 +368,13 @@ def resolve(environ: dict[str, str] | None = None) -> Resolved:
             load_prices_file(prices)
         except PricesError as exc:
             raise SettingsError(str(exc)) from None
+    at = values["nightly_at"].strip()
+    hh, sep, mm = at.partition(":")
+    if not (sep and hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60):
+        raise SettingsError(
+            f"{r.label('REFLECT_NIGHTLY_AT')} must be a local time HH:MM, got {at!r}"
+        )
+    values["nightly_at"] = f"{int(hh):02d}:{int(mm):02d}"
     cwd_raw = r.text("REFLECT_DRAIN_CWD")
     memory_homes = memory_homes_str(env)
     settings = Settings(

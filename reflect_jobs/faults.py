@@ -23,7 +23,9 @@ proof/retirement rewrites have not run — recovery applies them, see ``pipeline
 (pipeline); ``<pass>:holding_lease`` — ``write:holding_lease``, ``dedupe:holding_lease``
 (``pipeline/paid_call.py``: the pass holds a write slot, before the quota gate; a kill there
 proves a dead holder frees its slot); ``dedupe:after_record`` (the dedupe pass's answer is
-committed, nothing parsed); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
+committed, nothing parsed); ``nightly:holding_lease``, ``nightly:after_record`` (the weekly
+synthesis's paid call, as the dedupe pass's); ``nightly:after_repo`` (``nightly/run.py``: a
+repository's parts done, its window not yet recorded); ``atomic_write:write``, ``atomic_write:fsync``, ``atomic_write:replace``
 (``fsio``, before each step); ``graphml:check`` (reading the graph back to validate it);
 ``reindex:holding_lock`` (``tasks``, a reindex pass inside the graph-writer lock);
 ``mid:reindex`` (``index.maintenance.reindex``, the lexical index and manifest saved, the

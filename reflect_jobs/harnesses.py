@@ -190,6 +190,10 @@ COPILOT = Harness(
         HookEvent("preCompact", _TURN_TIMEOUT),
         HookEvent("agentStop", _TURN_TIMEOUT),
         HookEvent("sessionEnd", _END_TIMEOUT),
+        # Recall (ARCHITECTURE §13): Copilot CLI injects a sessionStart hook's
+        # {"additionalContext"} since 1.0.11 (its changelog; obra/superpowers v5.0.7 relies
+        # on it). 1.0.8 discarded it (github/copilot-cli#2142); an older CLI ignores it.
+        HookEvent("sessionStart", _TURN_TIMEOUT, role="context"),
     ),
     ignored_events=_SUBAGENT_EVENTS,
     payload=PayloadKeys(
@@ -210,7 +214,7 @@ COPILOT = Harness(
 
 #: Events installed only while an environment variable is on at install time (ARCHITECTURE
 #: §13): per-prompt recall costs an interpreter start on every prompt, so it is opt-in. Copilot
-#: is absent: its CLI discards the output of these hooks.
+#: is absent: its CLI reads no context from a userPromptSubmitted hook.
 OPT_IN_EVENTS: dict[str, tuple[tuple[str, HookEvent], ...]] = {
     "claude": (
         ("REFLECT_RECALL_ON_PROMPT", HookEvent("UserPromptSubmit", _TURN_TIMEOUT, role="context")),

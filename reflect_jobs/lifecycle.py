@@ -22,7 +22,7 @@ ACTIVE = "active"
 #: Statuses of a learning that is kept (history stays greppable) but no longer used:
 #: excluded from search, from the revision block and from the dedup checks.
 RETIRED_STATUSES = frozenset(
-    {"retired", "superseded", "archived", "deleted", "reverted", "rejected"}
+    {"retired", "superseded", "archived", "deleted", "reverted", "rejected", "stale_anchors"}
 )
 #: A learning no model vouched for (the heuristic writer's, one below
 #: ``REFLECT_REVIEW_BELOW`` confidence, or one whose only evidence is text the session read):
@@ -31,8 +31,45 @@ RETIRED_STATUSES = frozenset(
 PROPOSED = "proposed"
 #: What a person's ``review reject`` sets: retired, and a later re-add does not revive it.
 REJECTED = "rejected"
+#: A learning whose anchors (the files it names) were gone at :data:`STALE_AFTER`
+#: consecutive session starts (``recall/verify.py``): out of circulation like a retired
+#: one — not told, not searched, not offered to the writer — but reversible: a person's
+#: ``restore`` (``ledger/stale.py:restore``) makes it active again, and a later session
+#: that learns it again with evidence brings it back as a new CREATE would.
+STALE_ANCHORS = "stale_anchors"
+#: Consecutive session-start verifications that found every anchor gone before a learning
+#: becomes :data:`STALE_ANCHORS` (ARCHITECTURE §13.2).
+STALE_AFTER = 3
+#: What a person's ``forget`` sets (seed 003's soft archive; also the ``forget_after``
+#: sweep's): retired, and the note and its sidecar moved to ``documents/.forgotten/`` so no
+#: reader — search, the context store, MCP ``get`` — can reach it; ``restore`` undoes it.
+ARCHIVED = "archived"
+#: What a contradiction demotion sets (``ledger/contradiction.py``), with ``superseded_by``.
+SUPERSEDED = "superseded"
+#: Where a forgotten note and its sidecar wait: a hidden directory under ``documents/``, which
+#: no reindex, ``iter_notes`` or ``get`` lists (they read ``documents/*.md`` only).
+FORGOTTEN_DIR = ".forgotten"
 #: Every status a learning may carry.
 LEARNING_STATUSES = frozenset({ACTIVE, PROPOSED}) | RETIRED_STATUSES
+
+
+def is_restorable(status: object) -> bool:
+    """Whether ``restore`` may bring a learning with this status back into circulation.
+
+    Generic on purpose: every status that takes a learning out of circulation — retired,
+    superseded, archived (forgotten), and any later one (stale anchors, dormant) — may be
+    undone by a person; only ``active`` (nothing to undo) and ``proposed`` (that is
+    ``review accept``) are not.
+
+    Args:
+        status: A ledger row's or note's ``status`` (any type; missing means active).
+
+    Returns:
+        True for any non-blank status other than ``active`` and ``proposed``.
+    """
+    if not isinstance(status, str) or not status.strip():
+        return False
+    return status.strip().lower() not in (ACTIVE, PROPOSED)
 
 
 def is_told(status: object) -> bool:

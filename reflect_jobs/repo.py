@@ -405,6 +405,32 @@ def key_of(text: str | None) -> str | None:
     return as_key(text) or text[:MAX_KEY_CHARS]
 
 
+def listed(ref: Repo | None, entries: object) -> bool:
+    """Whether a repository is one of ``entries`` (the ``ignore`` list of the config file).
+
+    ``reflect-jobs ignore`` writes keys; a hand-written entry may also be a remote URL
+    (normalised, credentials dropped) or the repository's root directory.
+
+    Args:
+        ref: The repository (``None``: not in any).
+        entries: The list as the config file holds it (non-strings are skipped).
+
+    Returns:
+        True when an entry names it.
+    """
+    if ref is None or not isinstance(entries, list | tuple):
+        return False
+    for entry in entries:
+        if not isinstance(entry, str) or not entry.strip():
+            continue
+        if as_key(entry) == ref.key or entry == ref.key:
+            return True
+        path = os.path.expanduser(entry.strip())
+        if ref.root and os.path.isabs(path) and os.path.normpath(path) == ref.root:
+            return True
+    return False
+
+
 # -- directory names ---------------------------------------------------------------------
 
 

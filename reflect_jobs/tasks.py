@@ -238,6 +238,31 @@ def add(job_id: str) -> None:
 
 
 @huey.task()
+def stale_anchors(reached: list) -> list[str]:
+    """Take learnings whose anchors were gone at STALE_AFTER session starts out of circulation.
+
+    Sent by the SessionStart hook (``recall/hook.py``, ARCHITECTURE §13.2); the ledger and
+    the note become ``stale_anchors`` and the coalesced reindex drops them from the context
+    store and search.
+
+    Args:
+        reached: ``[[id, [missing anchors]], …]``.
+
+    Returns:
+        The ids moved.
+    """
+    from .pipeline.stale import apply_stale
+
+    rt = runtime()
+    moved = apply_stale(rt.db, reached)
+    if moved:
+        log.info("stale anchors", learnings=moved)
+        if not rt.settings.skip_reindex:
+            rt.dispatcher.kb_changed()
+    return moved
+
+
+@huey.task()
 def reindex_task(force: bool = False) -> dict | None:
     """Repair the graph, then reindex — one graph writer at a time, coalesced.
 
@@ -320,6 +345,41 @@ def dedupe_reflections() -> list[dict[str, Any]]:
 
 
 @huey.periodic_task(crontab(minute="*"))
+def nightly() -> dict[str, Any] | None:
+    """Every minute, a cheap check: the nightly layer runs once per ``REFLECT_NIGHTLY_AT`` slot.
+
+    Due when no run completed since the latest slot (a ledger flag), so a worker that was
+    down at 03:30 catches up once when it starts, and not again until the next slot. A
+    ledger that never saw a run records now as its baseline (nothing was missed yet).
+
+    Returns:
+        The run's result when it ran, else ``None``.
+    """
+    from datetime import UTC
+
+    from .nightly import schedule, state
+    from .nightly.run import run_nightly
+
+    now = datetime.now(UTC)
+    last = state.last_run(settings.db_url)
+    if last is None:
+        # A new installation missed no night: the first run is the next slot, not now.
+        state.finish_run(settings.db_url, now, completed=True)
+        return None
+    if not schedule.due(now, settings.nightly_at, last):
+        return None
+    rt = runtime()
+    result = run_nightly(
+        settings,
+        huey.storage,
+        now=now,
+        lease=rt.write_lease,
+        kb_changed=HueyDispatcher().kb_changed,
+    )
+    return result.to_json() if result.status not in ("not_due", "running") else None
+
+
+@huey.periodic_task(crontab(minute="*"))
 def refresh_reflections() -> dict[str, Any]:
     """Every minute: bring the reflection index up to date, in the background, bounded.
 
@@ -383,6 +443,9 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
     from .reflections.dedupe_run import dedupe_caps
 
     dedupe_caps(rt.settings, huey.storage).prune()  # the dedupe pass's own daily units
+    from .nightly.synthesis import nightly_caps
+
+    nightly_caps(rt.settings, huey.storage).prune()  # the nightly layer's own daily units
     with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
         learnings.prune_chunks(session)
         control.prune_heartbeats(session)

@@ -337,6 +337,22 @@ def overlay(environ: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def ignored(environ: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The repositories never captured nor told anything (``reflect-jobs ignore``).
+
+    The config file's ``ignore`` list only (no variable sets it): the hook reads it here at
+    the cost of one ``stat`` (the file's reading is cached by its stat).
+
+    Args:
+        environ: The environment that locates the file (default ``os.environ``).
+
+    Returns:
+        The entries as written (keys from ``repo.py``; see ``repo.listed``).
+    """
+    value = load(environ).values.get("ignore", ())
+    return tuple(value) if isinstance(value, tuple | list) else ()
+
+
 def _set(env: dict[str, str] | os._Environ[str], var: str) -> bool:
     """Whether the environment sets ``var`` (the deprecated ``REFLECT_STATE_DIR`` sets the home)."""
     if (env.get(var) or "").strip():

@@ -9,6 +9,7 @@ at (the path is printed). Skipped only when /usr/bin/chromium is missing (.ci/ru
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -159,3 +160,88 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
         "the retry handed the job to the queue"
     )
     print(f"screenshots: {tmp_path / 'dashboard.png'} {tmp_path / 'dashboard-after-retry.png'}")
+
+
+def test_memory_view_in_chromium_accepts_a_learning_and_closes_an_item(env, tmp_path):
+    """The memory browser as a person uses it: read a rule, accept, close with a note."""
+    from test_dashboard_memory import ITEM, TRUSTED, WEAK, drain_memory_session
+
+    from reflect_jobs.ledger.db import session_scope
+    from reflect_jobs.ledger.models import Learning
+
+    repo, ids = drain_memory_session(env, tmp_path)
+    weak = ids[WEAK["title"]]
+    proc, url = start_ui(env)
+    shots = []
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            console_errors: list[str] = []
+            page.on("console", lambda m: m.type == "error" and console_errors.append(m.text))
+            dialogs: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(url)
+            assert page.locator("#memory").is_hidden()
+            page.click("#views button[data-view='memory']")
+            page.locator("#memory[aria-busy='false'] #learnings").wait_for()
+            assert page.locator("#live").is_hidden()
+            told = page.locator(f"#learnings article[data-learning='{ids[TRUSTED['title']]}']")
+            assert told.locator(".rule").inner_text() == TRUSTED["rule"]
+            assert "confidence 0.90" in told.locator(".meta").inner_text()
+            waiting = page.locator(f"#review article[data-learning='{weak}']")
+            assert waiting.locator("h4").inner_text() == WEAK["title"], "hostile title as text"
+            for section in ("review", "items", "learnings", "recall-log"):
+                path = tmp_path / f"memory-{section}.png"
+                page.locator(f"#{section}").screenshot(path=str(path))
+                shots.append(path)
+            waiting.locator("button[data-review='accept']").click()
+            page.locator(f"#review article[data-learning='{weak}']").wait_for(state="detached")
+            page.locator("#memory[aria-busy='false']").wait_for()
+            assert "active" in page.locator("#flash").inner_text()
+            with session_scope(env.settings().db_url, readonly=True) as s:
+                assert s.get(Learning, weak).status == "active"
+            form = page.locator("#items form.item-change").first
+            form.locator("button[value='done']").click()  # no note: the browser refuses it
+            assert page.locator("#items article.item").count() == 1
+            form.locator("input[name='note']").fill("ported in 4f2a9c1")
+            form.locator("button[value='done']").click()
+            page.locator("#items article.item").wait_for(state="detached")
+            page.locator("#memory[aria-busy='false']").wait_for()
+            assert "done" in page.locator("#flash").inner_text()
+            trusted = ids[TRUSTED["title"]]
+            page.locator(f"#learnings button[data-forget='{trusted}']").click()
+            page.locator(f"#withheld button[data-restore='{trusted}']").wait_for()
+            page.locator("#memory[aria-busy='false']").wait_for()
+            path = tmp_path / "memory-withheld.png"
+            page.locator("#withheld").screenshot(path=str(path))
+            shots.append(path)
+            page.locator(f"#withheld button[data-restore='{trusted}']").click()
+            page.locator(f"#learnings button[data-forget='{trusted}']").wait_for()
+            page.locator("#memory[aria-busy='false']").wait_for()
+            assert "restored" in page.locator("#flash").inner_text()
+            path = tmp_path / "memory-after.png"
+            page.screenshot(path=str(path), full_page=True)
+            shots.append(path)
+            page.click("#views button[data-view='live']")
+            page.select_option("#job-filter select[name='state']", "done")
+            page.locator("#jobs tr[data-state='done']").first.wait_for()
+            assert (
+                page.locator("#jobs tbody tr").count()
+                == page.locator("#jobs tr[data-state='done']").count()
+            )
+            path = tmp_path / "queue-jobs.png"
+            # the queue view is re-rendered every few seconds (a node may be replaced while
+            # it is shot): the whole page, the jobs list at its end
+            page.screenshot(path=str(path), full_page=True)
+            shots.append(path)
+            assert console_errors == [], console_errors
+            assert dialogs == [], "a learning's text ran as script"
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    listed = env.run("reflections", "list", "--status", "all", "--repo", str(repo), "--json")
+    (item,) = [i for i in json.loads(listed.stdout) if i["title"] == ITEM["title"]]
+    assert item["status"] == "done"
+    print("screenshots:", *shots)

@@ -196,13 +196,13 @@ def test_fresh_home_install_capture_drain_recall_then_purge(harness, tmp_path):
             for item in json.loads(waiting.stdout or "[]") if waiting.returncode == 0 else []:
                 subprocess.run([rj, "review", "accept", item["id"]], env=bare, check=True)
             if harness == "copilot":
-                docs = custom_kb / "documents"
-                if (
-                    docs.is_dir()
-                    and list(docs.glob("*.md"))
-                    and (custom_kb / "index" / "context.db").exists()
-                ):
-                    told = _mcp_context(home, bare, project)
+                # Copilot CLI injects a sessionStart hook's {"additionalContext"} (1.0.11+);
+                # its MCP entry answers too.
+                start = {"sessionId": "s-next", "timestamp": 1, "cwd": str(project)}
+                told = _run_hook(_installed_command(harness, home, "sessionStart"), start, bare)
+                if told:
+                    assert list(json.loads(told)) == ["additionalContext"], told
+                    assert "lrn-" in _mcp_context(home, bare, project)
             else:
                 start = {
                     "session_id": "s-next",

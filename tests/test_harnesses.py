@@ -147,7 +147,7 @@ def test_the_registry_is_the_contract_docs_harnesses_md_states():
         "codex": {"PreCompact": (5, None, "capture"), "Stop": (5, None, "capture"),
                   "SessionEnd": (3, 3, "capture"), "SessionStart": (5, None, "context")},
         "copilot": {"preCompact": (5, None, "capture"), "agentStop": (5, None, "capture"),
-                    "sessionEnd": (3, None, "capture")},
+                    "sessionEnd": (3, None, "capture"), "sessionStart": (5, None, "context")},
     }  # fmt: skip
     for h in harnesses.REGISTRY.values():
         assert not {"agent_transcript_path", "agentTranscriptPath"} & set(h.payload.transcript_path)

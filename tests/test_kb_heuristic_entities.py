@@ -85,6 +85,11 @@ def test_a_redaction_tag_is_never_an_entity(tmp_path: Path) -> None:
         "key_insight": "[REDACTED:secret]",
         "problem": "[REDACTED:password]",
         "body": "## Context\nNo, never use a bare except.\nFixed by catching KeyError.",
+        # The learning now carries its evidence (the slice's pnpm quote), whose names
+        # alone reach MIN_ENTITIES; this note's own evidence keeps it a note with few
+        # names, which is what the concept fill must find beside the redaction tags.
+        "evidence": "No, never use a bare except.",
+        "tags": ["heuristic"],
     }
     side = load_sidecar(_write(tmp_path / "kb", learning).sidecar_path)
     names = {e["name"].lower() for e in side["entities"]}

@@ -51,7 +51,9 @@ def test_budget_is_honoured_and_a_tiny_one_gives_nothing(tmp_path):
     for i in range(30):
         add_note(root, learning(f"Global lesson number {i}", "x" * 300, scope="global"))
     reindex(root)
-    for budget in (400, 900, 6000):
+    # The block's fixed lines (the framing, the legend, what it left out) take ~260
+    # characters of any budget; 600 is the smallest here that still tells a learning.
+    for budget in (600, 900, 6000):
         text = session_context(str(repo), max_chars=budget, kb_root=str(root))
         assert 0 < len(text) <= budget
         assert text.count(block.OPEN) == 1 and text.rstrip().endswith(block.CLOSE)
@@ -68,7 +70,7 @@ def test_proof_outranks_a_fresh_single_sighting(tmp_path):
     reindex(root)
     text = session_context(str(tmp_path), max_chars=6000, kb_root=str(root))
     assert text.index("Confirmed thrice") < text.index("Fresh one-off")
-    assert "(confirmed 3×)" in text
+    assert ", confirmed 3×)" in text
 
 
 def test_a_hostile_title_cannot_forge_or_break_the_markers(tmp_path):

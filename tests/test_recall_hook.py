@@ -67,10 +67,23 @@ def test_session_start_prints_the_harness_json_and_enqueues_nothing(env, tmp_pat
     assert _queued(env) == 0 and _errors(env) == ""
 
 
-def test_copilot_session_start_prints_nothing(env, tmp_path):
+def test_copilot_session_start_prints_additional_context(env, tmp_path):
+    # Copilot CLI injects a sessionStart hook's {"additionalContext"} since 1.0.11; the
+    # camelCase event carries no event-name field, hence --event (docs/HARNESSES.md).
     repo = _setup(env, tmp_path)
-    proc = _hook(env, {"sessionId": "c", "cwd": str(repo)}, "copilot", ("--event", "sessionStart"))
-    assert proc.returncode == 0 and proc.stdout == b"" and _queued(env) == 0
+    payload = {"sessionId": "c", "timestamp": 1, "cwd": str(repo), "source": "new"}
+    proc = _hook(env, payload, "copilot", ("--event", "sessionStart"))
+    assert proc.returncode == 0 and proc.stdout.count(b"\n") == 1
+    out = json.loads(proc.stdout)
+    assert list(out) == ["additionalContext"]
+    ctx = out["additionalContext"]
+    assert ctx.startswith(block.OPEN) and ctx.rstrip().endswith(block.CLOSE)
+    assert "pnpm workspace" in ctx and "Retry flaky Redis" in ctx
+    assert _queued(env) == 0 and _errors(env) == ""
+    # Copilot's prompt event is not answered: the capture path decides, and prints nothing.
+    prompt = {"sessionId": "c", "cwd": str(repo), "prompt": "pnpm workspace install"}
+    proc = _hook(env, prompt, "copilot", ("--event", "userPromptSubmitted"))
+    assert proc.returncode == 0 and proc.stdout == b""
 
 
 def test_no_store_yet_or_a_vanished_cwd_still_exit_0_with_json_or_nothing(env, tmp_path):

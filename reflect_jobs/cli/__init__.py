@@ -21,7 +21,7 @@ import click
 
 from ..perms import restrict_umask
 from ..reflections.cli import main as reflections_group
-from . import jobs, kbgit, knowledge, operations, recall, remove, settings, setup
+from . import curate, jobs, kbgit, knowledge, nightly, operations, recall, remove, settings, setup
 from .common import Main, known_failure
 
 
@@ -44,6 +44,8 @@ for _command in (
     *settings.COMMANDS,
     *remove.COMMANDS,
     *kbgit.COMMANDS,
+    *curate.COMMANDS,
+    *nightly.COMMANDS,
 ):
     main.add_command(_command)
 del _command

@@ -27,8 +27,18 @@ from .common import get_settings
     show_default=True,
 )
 @click.option("--max-chars", "max_chars", type=click.IntRange(min=200), default=6000)
-def context(cwd: str | None, fmt: str, max_chars: int) -> None:
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Everything that would qualify: no budget, no per-section cap (stale still withheld).",
+)
+def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None:
     """Print what a new session in a directory is told (nothing when there is nothing).
+
+    The block's size goes to stderr: characters (the budget's unit) and an estimate in
+    tokens. Anchored learnings are checked against the directory's working tree as at a
+    session start (a preview: no stale streak is counted).
 
     \f
     Args:
@@ -36,10 +46,11 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
         fmt: ``text`` (the marked block), ``claude``/``codex`` (their SessionStart hook JSON)
             or ``copilot`` (the Copilot SDK's ``{"additionalContext": …}``).
         max_chars: The block's budget, markers included.
+        everything: Print every learning that qualifies (``--all``).
     """
     s = get_settings()
     from ..recall import block, store
-    from ..recall.hook import session_context
+    from ..recall.hook import session_block
 
     if not os.path.isfile(store.store_path(s.kb_path)):
         click.echo(
@@ -51,7 +62,12 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
     if not os.path.isdir(where):
         raise click.UsageError(f"--cwd {cwd}: no such directory")
     try:
-        text = session_context(where, max_chars=max_chars, kb_root=str(s.kb_path))
+        text = session_block(
+            where,
+            max_chars=10**9 if everything else max_chars,
+            kb_root=str(s.kb_path),
+            everything=everything,
+        ).text
     except sqlite3.Error as exc:
         click.echo(
             f"error: the context store cannot be read ({exc}): run `reflect-jobs reindex`",
@@ -61,6 +77,134 @@ def context(cwd: str | None, fmt: str, max_chars: int) -> None:
     out = block.formatted(text, fmt)
     if out:
         click.echo(out.rstrip("\n"))
+        click.echo(
+            f"block: {len(text)} characters, ~{block.estimate_tokens(text)} tokens (estimate)",
+            err=True,
+        )
+
+
+@click.command()
+@click.option(
+    "--cwd",
+    "cwd",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The working tree to check against (default: the current directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def verify(cwd: str | None, as_json: bool) -> None:
+    """Check every learning a session here could be told against the working tree.
+
+    Each learning's verdict: ok (its anchors hold), partial (some file or symbol gone:
+    told, marked), stale (every anchored file gone: withheld), unanchored (nothing to
+    check; global learnings name other repositories' files). A report: no streak is
+    counted, nothing is changed.
+
+    \f
+    Args:
+        cwd: The directory (its repository and working tree).
+        as_json: ``[{"id", "scope", "title", "verdict", "missing", "unchecked", "anchors"}]``.
+    """
+    s = get_settings()
+    from ..recall import block, store
+    from ..recall import verify as verifier
+    from ..repo import repo_for
+    from .common import emit
+
+    where = os.path.abspath(cwd or os.getcwd())
+    if not os.path.isdir(where):
+        raise click.UsageError(f"--cwd {cwd}: no such directory")
+    ref = repo_for(where)
+    try:
+        conn = store.open_for_read(store.store_path(s.kb_path))
+        rows: list[dict] = []
+        if conn is not None:
+            try:
+                if ref is not None:
+                    rows += block.ranked(store.repo_rows(conn, ref.key, 1_000_000))
+                rows += block.ranked(store.global_rows(conn, 1_000_000))
+            finally:
+                conn.close()
+    except sqlite3.Error as exc:
+        click.echo(
+            f"error: the context store cannot be read ({exc}): run `reflect-jobs reindex`",
+            err=True,
+        )
+        sys.exit(1)
+    cache = verifier.MemoryCache()
+    out = []
+    for row in rows:
+        root = ref.root if ref is not None and row.get("scope") == "repo" else None
+        v = verifier.verdict(root, row.get("anchors"), cache)
+        out.append(
+            {
+                "id": row["id"],
+                "scope": row.get("scope"),
+                "title": row.get("title"),
+                **v.as_dict(),
+                "anchors": [
+                    {"path": p, **({"symbol": x} if x else {})}
+                    for p, x in verifier.parse_anchors(row.get("anchors"))
+                ],
+            }
+        )
+    if as_json:
+        emit(out)
+        return
+    if not out:
+        click.echo("no learnings for this directory")
+        return
+    counts = {k: sum(1 for r in out if r["verdict"] == k) for k in verifier.VERDICTS}
+    for r in out:
+        gone = f"  gone: {', '.join(r['missing'])}" if r["missing"] else ""
+        click.echo(f"{r['verdict']:<10} {r['id']}  {block.inert(r['title'], 100)}{gone}")
+    click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
+
+
+@click.command("recall-log")
+@click.option("--session", "session", default=None, help="Only this session's records.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def recall_log(session: str | None, as_json: bool) -> None:
+    """What each session was told at its start (and per prompt), oldest first.
+
+    One record per answered recall event, written by the hook: session, harness, event,
+    cwd, time, the learning and item ids told, the ids withheld as stale, characters and
+    estimated tokens.
+
+    \f
+    Args:
+        session: A session id to show alone.
+        as_json: ``[{"ts", "time", "session", "harness", "event", "cwd", "learnings",
+            "items", "withheld", "chars", "tokens"}]``.
+    """
+    s = get_settings()
+    from datetime import UTC, datetime
+
+    from ..recall import told_log
+    from .common import emit
+
+    rows = told_log.read(str(s.home), session=session)
+    for r in rows:
+        try:
+            r["time"] = datetime.fromtimestamp(float(r.get("ts") or 0), UTC).isoformat()
+        except (TypeError, ValueError, OverflowError):
+            r["time"] = None
+    if as_json:
+        emit(rows)
+        return
+    if not rows:
+        click.echo("nothing told yet" + (f" to session {session}" if session else ""))
+        return
+    for r in rows:
+        told = ", ".join(r.get("learnings") or []) or "-"
+        items = ", ".join(r.get("items") or [])
+        click.echo(
+            f"{r['time']}  {r.get('harness')}  {r.get('event')}  session {r.get('session') or '-'}"
+            f"  {r.get('cwd')}\n  {r.get('chars')} chars ~{r.get('tokens')} tokens; "
+            f"learnings: {told}"
+            + (f"; items: {items}" if items else "")
+            + (f"; withheld: {', '.join(r['withheld'])}" if r.get("withheld") else "")
+        )
 
 
 @click.command()
@@ -126,4 +270,4 @@ def mcp() -> None:
 
 
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (context, get, mcp)
+COMMANDS = (context, verify, recall_log, get, mcp)

@@ -1,21 +1,23 @@
-"""The dashboard's web app (Starlette): the page, ``/api/status`` and the two POSTs.
+"""The dashboard's web app (Starlette): the page, its two views, the JSON API and the POSTs.
 
 Only ``reflect-jobs ui`` imports this module (it needs the ``ui`` extra). Security, in the
 order a request meets it (:class:`LocalOnly`): the peer must be ``127.0.0.1`` (the server
 binds only there; this also holds behind an unexpected proxy), and the ``Host`` header must
 name ``127.0.0.1`` or ``localhost`` so a DNS-rebinding page cannot talk to it under its own
-name. ``POST /api/retry/<job>`` and ``POST /api/resume`` also need this run's token in the
-``X-Reflect-Token`` header (else 403): the page carries it, other sites cannot read it. Every
+name. Every POST (retry, resume, review accept/reject, forget/restore, item done/drop) needs this
+run's token in the ``X-Reflect-Token`` header (else 403): the page carries it, other sites cannot read it. Every
 response forbids framing and caching, and the Content-Security-Policy allows scripts and
 styles from this origin only.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+import structlog
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -23,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..config import Settings
-from . import data, render
+from . import data, memory, render
 from .token import HEADER, token_ok
 
 #: Peers allowed to connect (the server binds 127.0.0.1 only).
@@ -130,11 +132,46 @@ def create_app(
     def js(content: Any, status_code: int = 200) -> JSONResponse:
         return JSONResponse(content, status_code=status_code, headers=SECURITY_HEADERS)
 
+    def overview(request: Request) -> dict[str, Any]:
+        state = request.query_params.get("state") or None
+        stage = request.query_params.get("stage") or None
+        snapshot = data.overview(settings)
+        snapshot["jobs"] = memory.jobs(settings, state=state, stage=stage)
+        snapshot["jobs_filter"] = {"state": state or "", "stage": stage or ""}
+        return snapshot
+
     def page(request: Request) -> Response:
-        return html(render.render_page(data.overview(settings), token=token))
+        try:
+            snapshot = overview(request)
+        except ValueError as exc:  # a bad ?state= in a bookmarked address
+            return PlainTextResponse(f"{exc}\n", status_code=400, headers=SECURITY_HEADERS)
+        return html(render.render_page(snapshot, memory.memory(settings), token=token))
 
     def fragment(request: Request) -> Response:
-        return html(render.render_sections(data.overview(settings)))
+        try:
+            return html(render.render_sections(overview(request)))
+        except ValueError as exc:
+            return PlainTextResponse(f"{exc}\n", status_code=400, headers=SECURITY_HEADERS)
+
+    def fragment_memory(request: Request) -> Response:
+        from .render_memory import render_memory
+
+        return html(render_memory(memory.memory(settings)))
+
+    def api_memory(request: Request) -> Response:
+        return js(memory.memory(settings))
+
+    def api_jobs(request: Request) -> Response:
+        try:
+            return js(
+                memory.jobs(
+                    settings,
+                    state=request.query_params.get("state") or None,
+                    stage=request.query_params.get("stage") or None,
+                )
+            )
+        except ValueError as exc:
+            return js({"error": str(exc)}, status_code=400)
 
     def static(request: Request) -> Response:
         found = statics.get(request.path_params["name"])
@@ -200,9 +237,90 @@ def create_app(
             }
         )
 
+    def api_review(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        from ..ledger.review import ReviewError
+        from ..pipeline import note_edits
+
+        learning_id, verb = request.path_params["learning_id"], request.path_params["verb"]
+        if verb not in ("accept", "reject"):
+            return js({"error": "verb must be accept or reject"}, status_code=404)
+        try:
+            shown = note_edits.review_decide(settings.db_url, learning_id, verb, by="dashboard")
+        except ReviewError as exc:
+            return js({"error": str(exc)}, status_code=409)
+        kb_changed()
+        return js(
+            {
+                "id": learning_id,
+                "status": shown["status"],
+                "message": f"{learning_id}: {shown['status']} ({shown['title']})",
+            }
+        )
+
+    def api_learning(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        from ..pipeline import curation
+
+        learning_id, verb = request.path_params["learning_id"], request.path_params["verb"]
+        if verb not in ("forget", "restore"):
+            return js({"error": "verb must be forget or restore"}, status_code=404)
+        act = curation.forget if verb == "forget" else curation.restore
+        try:
+            state = act(settings.kb_path, settings.db_url, learning_id, by="dashboard")
+        except curation.CurationError as exc:
+            return js({"error": str(exc).splitlines()[0]}, status_code=409)
+        kb_changed()
+        return js({"id": learning_id, "status": state, "message": f"{learning_id}: {state}"})
+
+    async def api_item_change(request: Request) -> Response:
+        if not authorized(request):
+            return js({"error": f"missing or wrong {HEADER} header"}, status_code=403)
+        from ..reflections.store import StoreError
+
+        raw = await request.body()
+        if len(raw) > 16384:
+            return js({"error": "request body over 16 KB"}, status_code=413)
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            status = memory.change_item(
+                settings,
+                str(body.get("repository") or ""),
+                str(body.get("id") or ""),
+                str(body.get("op") or ""),
+                str(body.get("note") or ""),
+            )
+        except (ValueError, StoreError) as exc:
+            return js({"error": str(exc).splitlines()[0] if str(exc) else "bad request"}, 400)
+        return js({"id": body["id"], "status": status, "message": f"{body['id']}: {status}"})
+
+    def kb_changed() -> None:
+        """Tell the worker the KB changed (the context store learns of it at the reindex)."""
+        if settings.skip_reindex:
+            return
+        from .. import tasks
+
+        try:
+            tasks.HueyDispatcher().kb_changed()
+        except Exception as exc:  # noqa: BLE001 - the decision is committed; a later reindex
+            # (any add, or `reindex`) brings the context store in line
+            structlog.get_logger("reflect_jobs.dashboard").warning(
+                "reindex_request_failed", error=str(exc)[:200]
+            )
+
     routes = [
         Route("/", page),
         Route("/fragment", fragment),
+        Route("/fragment/memory", fragment_memory),
+        Route("/api/memory", api_memory),
+        Route("/api/jobs", api_jobs),
+        Route("/api/review/{learning_id}/{verb}", api_review, methods=["POST"]),
+        Route("/api/learnings/{learning_id}/{verb}", api_learning, methods=["POST"]),
+        Route("/api/items/change", api_item_change, methods=["POST"]),
         Route("/static/{name}", static),
         Route("/api/status", api_status),
         Route("/api/overview", api_overview),

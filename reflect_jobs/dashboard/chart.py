@@ -66,7 +66,7 @@ def spend_chart_svg(
     Returns:
         A standalone ``<svg>`` element; all text in it is escaped.
     """
-    left, right, top, bottom = 34, 54, 14, 24
+    left, right, top, bottom = 44, 60, 14, 24
     plot_w, plot_h = width - left - right, height - top - bottom
     n = max(len(series), 1)
     max_calls = max([s["calls"] for s in series] + [cap, 1])
@@ -136,6 +136,16 @@ def spend_chart_svg(
         f'<text x="{left + plot_w + 4}" y="{top + 10}" font-size="11" fill="#b07800">'
         f"${_fmt(max_spend) if max_spend >= 0.1 else f'{max_spend:.3f}'}</text>"
         f'<text x="{left + plot_w + 4}" y="{top + plot_h}" font-size="11" fill="#b07800">$0</text>'
+    )
+    # Axis titles: the cap is a count of calls, so it reads on the left (calls) axis; the
+    # right axis is dollars. Without them the two scales looked like one.
+    mid = top + plot_h / 2
+    parts.append(
+        f'<text class="axis-title calls" x="10" y="{mid:.1f}" font-size="11" fill="#4a7fb5" '
+        f'text-anchor="middle" transform="rotate(-90 10 {mid:.1f})">paid calls / day</text>'
+        f'<text class="axis-title spend" x="{width - 8}" y="{mid:.1f}" font-size="11" '
+        f'fill="#b07800" text-anchor="middle" transform="rotate(90 {width - 8} {mid:.1f})">'
+        "spend ($) / day</text>"
     )
     parts.append("</svg>")
     return "".join(parts)

@@ -10,17 +10,14 @@ origin only) is the second line if an escape were ever missed.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from .chart import spend_chart_svg
+from .escaping import esc as _e
+from .render_memory import jobs_section, render_memory
 
 #: Seconds between refreshes of the live sections.
 REFRESH_SEC = 5
-
-
-def _e(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
 
 
 def _counts(status: dict[str, Any]) -> str:
@@ -160,14 +157,20 @@ def render_sections(data: dict[str, Any]) -> str:
         + _notes(data["notes"])
         + _errors(data["errors"])
         + _open_items(data["open_items"])
+        + (jobs_section(data["jobs"], **data.get("jobs_filter", {})) if "jobs" in data else "")
     )
 
 
-def render_page(data: dict[str, Any], *, token: str) -> str:
-    """The whole page: the token in a meta tag, the search box, then the live sections.
+def render_page(data: dict[str, Any], memory: dict[str, Any], *, token: str) -> str:
+    """The whole page: the token in a meta tag, the search box, the two views.
+
+    The queue view (``#live``) refreshes itself; the memory view (``#memory``) is rendered
+    now too (first paint, no second request) but reloads only after an action or on its
+    Refresh button, so a note being typed into a Done form is never wiped by a refresh.
 
     Args:
         data: :func:`reflect_jobs.dashboard.data.overview` output.
+        memory: :func:`reflect_jobs.dashboard.memory.memory` output.
         token: This run's token, which the page's script sends on every POST.
 
     Returns:
@@ -184,8 +187,12 @@ def render_page(data: dict[str, Any], *, token: str) -> str:
         '<form id="search" role="search"><input id="q" name="q" type="search" '
         'placeholder="Search notes" aria-label="Search notes">'
         '<button type="submit">Search</button></form>'
+        '<nav id="views"><button type="button" data-view="live" aria-pressed="true">Queue'
+        '</button><button type="button" data-view="memory" aria-pressed="false">Memory</button>'
+        '<button type="button" id="memory-refresh" hidden>Refresh</button></nav>'
         '<span id="refreshed" class="meta"></span></header>'
         '<p id="flash" role="status"></p>'
         '<section id="search-results" hidden></section>'
-        f'<main id="live">{render_sections(data)}</main></body></html>'
+        f'<main id="live">{render_sections(data)}</main>'
+        f'<main id="memory" aria-busy="false" hidden>{render_memory(memory)}</main></body></html>'
     )

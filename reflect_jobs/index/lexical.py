@@ -257,6 +257,26 @@ class LexicalIndex:
                 self._conn.execute("DELETE FROM docs_fts WHERE rowid = ?", (row[0],))
                 self._conn.execute("DELETE FROM docs WHERE rid = ?", (row[0],))
 
+    def set_status(self, doc_id: str, status: str) -> bool:
+        """Change one document's status only (its text and hash stay).
+
+        A person's ``forget`` takes a learning out of search at once this way; the next
+        reindex sees its note gone from ``documents/`` and removes it for good (with its
+        vectors), since its hash is still the one the index knew.
+
+        Args:
+            doc_id: The note's id.
+            status: The new status (a retired one hides it from every search).
+
+        Returns:
+            True when the document was indexed.
+        """
+        with self._conn:
+            cur = self._conn.execute(
+                "UPDATE docs SET status = ? WHERE doc_id = ?", (status, doc_id)
+            )
+        return cur.rowcount > 0
+
     def indexed_hashes(self) -> dict[str, str]:
         """``doc_id -> content_hash`` so a reindex touches only changed notes.
 

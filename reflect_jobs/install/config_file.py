@@ -72,15 +72,59 @@ def record_install(
         OSError: The file or its directory could not be written.
         ValueError: The existing file is not TOML (it is left alone; the message names it).
     """
+    values = install_values(resolved)
+    if "ignore" not in read_config(environ):  # `reflect-jobs ignore`'s list stays as it is
+        values["ignore"] = []
+    return write_config(values, environ, dry_run=dry_run)
+
+
+def read_config(environ: dict[str, str] | None = None) -> dict[str, object]:
+    """The config file's document as ``tomllib`` reads it (``{}`` when there is none).
+
+    Args:
+        environ: Where ``XDG_CONFIG_HOME``/``HOME`` are read (default ``os.environ``).
+
+    Returns:
+        The top-level table.
+
+    Raises:
+        ValueError: The file is not TOML (the message names it).
+        OSError: It cannot be read.
+    """
     path = Path(config_path(environ))
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     try:
-        current = tomllib.loads(old)
+        return tomllib.loads(old)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path} is not valid TOML ({exc}); fix it, then re-run") from None
-    values = install_values(resolved)
-    if "ignore" not in current:  # reserved for `reflect-jobs ignore`; a person's list stays
-        values["ignore"] = []
+
+
+def write_config(
+    values: dict[str, object | None],
+    environ: dict[str, str] | None = None,
+    *,
+    dry_run: bool = False,
+) -> ConfigWrite:
+    """Set (``None``: remove) keys of the config file, keeping everything else as written.
+
+    The one writer of the file: ``install`` records what it ran with, ``ignore`` and
+    ``unignore`` edit the ``ignore`` list.
+
+    Args:
+        values: Setting name → value.
+        environ: Where ``XDG_CONFIG_HOME``/``HOME`` are read (default ``os.environ``).
+        dry_run: Decide, write nothing.
+
+    Returns:
+        The file, whether it changed, and the keys written.
+
+    Raises:
+        OSError: The file or its directory could not be written.
+        ValueError: The existing file is not TOML (it is left alone; the message names it).
+    """
+    read_config(environ)  # refuse to edit a file that is not TOML
+    path = Path(config_path(environ))
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
     new = updated_text(old, values)
     tomllib.loads(new)  # our own text: a failure here is a bug, not the user's file
     keys = tuple(k for k, v in values.items() if v is not None)

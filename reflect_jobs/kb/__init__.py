@@ -16,6 +16,7 @@ from .store import (
     bump_note,
     iter_notes,
     kb_paths,
+    restore_note,
     retire_note,
     write_learning,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "parse_note",
     "render_note",
     "render_sidecar",
+    "restore_note",
     "retire_note",
     "slugify",
     "without_evidence",

@@ -45,6 +45,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..recall.verify import safe_relpath as _safe_relpath
 from .render import MAX_ANCHORS
 
 #: Per learning: candidate paths and symbols looked at (the rest are ignored).
@@ -58,7 +59,6 @@ BUDGET_SEC = 2.0
 #: The fields anchors are read from (ARCHITECTURE §7).
 FIELDS = ("title", "rule", "fix", "evidence")
 _FIELD_SCAN_CHARS = 4_000
-_MAX_TOKEN = 200
 
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _EXTENSIONS = frozenset(
@@ -154,22 +154,16 @@ def _looks_like_path(token: str) -> bool:
 def safe_relpath(token: str) -> str | None:
     """``token`` as a repository-relative path, or ``None`` when it must not be touched.
 
+    The one rule is :func:`reflect_jobs.recall.verify.safe_relpath` (stdlib, so the
+    SessionStart hook checks stored anchors by the same rule they were written by).
+
     Args:
         token: A path as a learning wrote it.
 
     Returns:
-        The normalised relative path (``./a/b.py`` → ``a/b.py``, a trailing ``/`` dropped);
-        ``None`` for an empty token, an absolute path, a ``~`` or ``..`` component, a NUL, a
-        backslash, or a path into ``.git``.
+        The normalised relative path, or ``None`` (see the rule).
     """
-    if not token or len(token) > _MAX_TOKEN or "\x00" in token or "\\" in token:
-        return None
-    if token.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", token):
-        return None
-    parts = [p for p in token.split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." or p.startswith("~") for p in parts) or parts[0] == ".git":
-        return None
-    return "/".join(parts)
+    return _safe_relpath(token)
 
 
 def candidates(texts: Iterable[str]) -> Candidates:

@@ -254,8 +254,9 @@ def _sidecar_for(
     return data
 
 
-def _rewrite(note: Note, updates: Mapping[str, object]) -> NoteFile:
-    """Re-render ``note`` with ``updates`` merged into its frontmatter (order kept).
+def _rewrite(note: Note, updates: Mapping[str, object], drop: tuple[str, ...] = ()) -> NoteFile:
+    """Re-render ``note`` with ``updates`` merged into its frontmatter (order kept) and the
+    ``drop`` keys removed.
 
     The note's directory must not be a link (a ``documents/`` swapped for one after the
     note's path was recorded would carry the write elsewhere).
@@ -263,7 +264,7 @@ def _rewrite(note: Note, updates: Mapping[str, object]) -> NoteFile:
     assert note.path is not None
     if note.path.parent.is_symlink():
         raise UnsafePath(0, f"{note.path.parent} is a symbolic link: refused", str(note.path))
-    fm = dict(note.frontmatter)
+    fm = {k: v for k, v in note.frontmatter.items() if k not in drop}
     fm.update(updates)
     text = render_frontmatter_note(fm, note.body)
     atomic_write(note.path, text)
@@ -331,6 +332,31 @@ def accept_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
         text = Path(path).read_text(encoding="utf-8")
         return _note_file(note.id, Path(path), text)
     return _rewrite(note, {"status": ACTIVE, "updated": now})
+
+
+def restore_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
+    """Bring a retired, superseded, archived or otherwise withheld note back: ``active``.
+
+    ``retired_reason`` and ``superseded_by`` are dropped (the ledger's history keeps why it
+    had left circulation); an already active note is left as it is.
+
+    Args:
+        path: The note file.
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The note's id, path, sidecar path and content hash.
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
+    note = parse_note(Path(path))
+    fm = note.frontmatter
+    if fm.get("status") == ACTIVE and not fm.get("superseded_by"):
+        return _note_file(note.id, Path(path), Path(path).read_text(encoding="utf-8"))
+    return _rewrite(
+        note, {"status": ACTIVE, "updated": now}, drop=("retired_reason", "superseded_by")
+    )
 
 
 def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, now: str) -> NoteFile:

@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..lifecycle import ACTIVE, DEFAULT_LEARNING_TYPE, is_retired
+from ..lifecycle import ACTIVE, ARCHIVED, DEFAULT_LEARNING_TYPE, PROPOSED, is_retired
 from ..sanitize import bounded
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
@@ -229,6 +229,8 @@ def upsert_learning(
     if is_retired(row.status) and not is_retired(target):
         row.retired_reason = None
         row.retired_at = None
+        row.superseded_by = None
+        row.is_latest = True  # written again: the newest word on its subject once more
     row.status = target
     if add_source(session, learning_id, source, job_id):
         row.proof_count += 1
@@ -301,6 +303,64 @@ def retire(
     row.retired_at = utcnow()
     row.updated_at = row.retired_at
     return True
+
+
+def archive(session: Session, learning_id: str, *, reason: str) -> Learning | None:
+    """A person's ``forget``: the learning leaves circulation as ``archived`` (any status).
+
+    Unlike :func:`retire` this also archives a learning that is already out of circulation
+    for another reason (superseded, stale): the person's decision is the one that holds,
+    and ``restore`` undoes it. A second ``forget`` changes nothing.
+
+    Args:
+        session: An open write session; the row is read ``FOR UPDATE``.
+        learning_id: The learning.
+        reason: Why (stored on the row and in its history).
+
+    Returns:
+        The row, or ``None`` when the ledger has none (a note written by hand).
+    """
+    row = session.get(Learning, learning_id, with_for_update=True)
+    if row is None or row.status == ARCHIVED:
+        return row
+    _history(session, row, "status_change", reason, None)
+    row.status = ARCHIVED
+    row.retired_reason = reason
+    row.retired_at = utcnow()
+    row.updated_at = row.retired_at
+    return row
+
+
+def restore(session: Session, learning_id: str, *, reason: str) -> Learning | None:
+    """A person's ``restore``: the learning is active and the latest word again.
+
+    Args:
+        session: An open write session; the row is read ``FOR UPDATE``.
+        learning_id: The learning (any status :func:`reflect_jobs.lifecycle.is_restorable`
+            accepts; an active one is left as it is).
+        reason: Why (stored in its history).
+
+    Returns:
+        The row, or ``None`` when the ledger has none.
+
+    Raises:
+        ValueError: The learning is waiting for review (``review accept`` decides that).
+    """
+    row = session.get(Learning, learning_id, with_for_update=True)
+    if row is None or (row.status == ACTIVE and row.is_latest):
+        return row
+    if row.status == PROPOSED:
+        raise ValueError(
+            f"{learning_id} is waiting for review: `reflect-jobs review accept {learning_id}`"
+        )
+    _history(session, row, "restored", reason, None)
+    row.status = ACTIVE
+    row.is_latest = True
+    row.superseded_by = None
+    row.retired_reason = None
+    row.retired_at = None
+    row.updated_at = utcnow()
+    return row
 
 
 def record_chunks(session: Session, hashes: list[str], *, transcript_path: str, job_id: str) -> int:

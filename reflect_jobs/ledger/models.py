@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -251,6 +252,9 @@ class Learning(Base):
     evidence: Mapped[str | None] = mapped_column(Text, nullable=True)
     evidence_origin: Mapped[str | None] = mapped_column(String(16), nullable=True)
     anchors: Mapped[list[dict[str, str]] | None] = mapped_column(JSON, nullable=True)
+    # The newest word on its subject (migration 0009): a later learning whose title negates
+    # this one's sets it false and ``superseded_by`` (ledger/contradiction.py).
+    is_latest: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class LearningSource(Base):

@@ -25,11 +25,18 @@ from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
 from reflect_jobs.kb import anchors
-from reflect_jobs.ledger import control, learnings, proposals, review, watermarks
+from reflect_jobs.ledger import (
+    contradiction,
+    control,
+    learnings,
+    proposals,
+    review,
+    watermarks,
+)
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Learning, utcnow
-from reflect_jobs.lifecycle import PROPOSED, normalise_learning_type
+from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, PROPOSED, normalise_learning_type
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
@@ -130,9 +137,13 @@ def _add(run: StageRun) -> None:
     # The review queue (ARCHITECTURE §7.1): what no model vouched for is written proposed.
     with session_scope(rt.db, readonly=True) as session:
         known = review.statuses(session, [_own_id(x) for x in creates])
+    kept_forgotten = 0
     try:
         for learning in creates:
             before = known.get(_own_id(learning))
+            if before is not None and before[0] == ARCHIVED:
+                kept_forgotten += 1  # a person forgot it (`reflect-jobs forget`): it stays so
+                continue
             status = review.next_status(
                 before[0] if before else None,
                 trusted=not learning["review"],
@@ -170,25 +181,15 @@ def _add(run: StageRun) -> None:
             return
         created = updated = deleted = proposed_n = accepted_n = 0
         for learning, note in written:
-            res = learnings.upsert_learning(
+            res = record_learning(
                 session,
-                learning_id=note.id,
-                title=str(learning.get("title", "")),
-                category=str(learning.get("category") or "Unknown"),
-                learning_type=normalise_learning_type(learning.get("learning_type")),
-                confidence_num=float(learning.get("confidence_num") or 0.6),
-                note_path=str(note.path),
-                content_hash=note.content_hash,
+                learning,
+                note,
                 source=source,
                 session_id=session_id,
                 signal_hash=signal_hash,
                 job_id=job_id,
-                scope=kb.note_scope(learning),
-                repo_key=repo_key if kb.note_scope(learning) == "repo" else None,
-                status=learning["status"],
-                evidence=str(learning.get("evidence") or "") or None,
-                evidence_origin=str(learning.get("evidence_origin") or "") or None,
-                anchors=list(learning.get("anchors") or []),
+                repo_key=repo_key,
             )
             created += int(res.created)
             updated += int(not res.created)
@@ -220,8 +221,25 @@ def _add(run: StageRun) -> None:
         # Blast radius: at most max_retire_per_day automatic retirements per UTC day in
         # all; the rest wait as proposals for a person (ledger/proposals.py).
         deletes = plan.get("deletes", [])
-        allowed = proposals.remaining_retirements(session, s.max_retire_per_day) if deletes else 0
+        # Contradiction demotion (ledger/contradiction.py) is an automatic retirement too.
+        against = contradictions(session, written, repo_key)
+        allowed = (
+            proposals.remaining_retirements(session, s.max_retire_per_day)
+            if deletes or against
+            else 0
+        )
         proposed = 0
+        demoted = 0
+        for old_id, new_id in against:
+            if allowed <= 0:
+                why = f"contradicted by {new_id} (its title negates this one's)"
+                proposed += int(
+                    proposals.propose(session, old_id, reason=why, job_id=job_id, source=source)
+                )
+            elif contradiction.demote(session, old_id, new_id=new_id, job_id=job_id):
+                demoted += 1
+                allowed -= 1
+                edits.append(note_edits.supersede(old_id, new_id, now_iso))
         for dele in deletes:
             lid = dele.get("target_id", "")
             reason = str(dele.get("reason") or "retired by belief revision")
@@ -243,7 +261,7 @@ def _add(run: StageRun) -> None:
             job_id=job_id,
         )
         failpoint("before_commit:add")
-        notes_touched = created + updated + deleted
+        notes_touched = created + updated + deleted + demoted
         summary = f"created={created} updated={updated} deleted={deleted}"
         if proposed:
             summary += f" retire_proposals={proposed} (daily retire cap {s.max_retire_per_day})"
@@ -252,6 +270,10 @@ def _add(run: StageRun) -> None:
             summary += f" dropped_unevidenced={dropped}"
         if proposed_n:
             summary += f" proposed={proposed_n} (waiting for review)"
+        if demoted:
+            summary += f" contradicted={demoted}"
+        if kept_forgotten:
+            summary += f" kept_forgotten={kept_forgotten}"
         if accepted_n:
             summary += f" accepted={accepted_n}"
         if applied:
@@ -276,6 +298,82 @@ ADD = Stage("add", claim=_claim, step=_add, preview=no_preview)
 
 #: Seconds the whole add may spend finding anchors (ARCHITECTURE §7: the cost bound).
 ANCHOR_BUDGET_SEC = 2.0
+
+
+def record_learning(
+    session: Session,
+    learning: dict[str, Any],
+    note: Any,
+    *,
+    source: str,
+    session_id: str | None,
+    signal_hash: str | None,
+    job_id: str | None,
+    repo_key: str | None,
+) -> learnings.UpsertResult:
+    """The ledger row of a learning whose note was just written (the add stage's and a
+    person's ``reflect-jobs add``'s one way of recording it).
+
+    Args:
+        session: The open write session of the commit.
+        learning: The learning as written (``status`` set; ``anchors``, evidence keys read).
+        note: The :class:`reflect_jobs.kb.NoteFile` the KB writer returned.
+        source: What it was learned from (a transcript, or the file a person added).
+        session_id: The harness session, if any.
+        signal_hash: The signal set behind it, if any.
+        job_id: The add job, if any.
+        repo_key: The repository it was learned in (kept only for a ``repo`` learning).
+
+    Returns:
+        What :func:`reflect_jobs.ledger.learnings.upsert_learning` did.
+    """
+    scope = kb.note_scope(learning)
+    return learnings.upsert_learning(
+        session,
+        learning_id=note.id,
+        title=str(learning.get("title", "")),
+        category=str(learning.get("category") or "Unknown"),
+        learning_type=normalise_learning_type(learning.get("learning_type")),
+        confidence_num=float(learning.get("confidence_num") or 0.6),
+        note_path=str(note.path),
+        content_hash=note.content_hash,
+        source=source,
+        session_id=session_id,
+        signal_hash=signal_hash,
+        job_id=job_id,
+        scope=scope,
+        repo_key=repo_key if scope == "repo" else None,
+        status=learning["status"],
+        evidence=str(learning.get("evidence") or "") or None,
+        evidence_origin=str(learning.get("evidence_origin") or "") or None,
+        anchors=list(learning.get("anchors") or []),
+    )
+
+
+def contradictions(
+    session: Session, written: list[tuple[dict[str, Any], Any]], repo_key: str | None
+) -> list[tuple[str, str]]:
+    """``(older id, new id)`` for every older learning a newly written active one negates.
+
+    Args:
+        session: The open session of the commit (the new rows are already in it).
+        written: ``(learning, note)`` as written.
+        repo_key: The repository they were learned in.
+
+    Returns:
+        The pairs, each older id once (:mod:`reflect_jobs.ledger.contradiction`).
+    """
+    pairs: dict[str, str] = {}
+    new_ids = {note.id for _, note in written}
+    for learning, note in written:
+        if learning.get("status") != ACTIVE:
+            continue  # a learning no one vouched for demotes nothing
+        key = repo_key if kb.note_scope(learning) == "repo" else None
+        title = str(learning.get("title", ""))
+        for old_id in contradiction.contradicted(session, note.id, title, key):
+            if old_id not in new_ids:
+                pairs.setdefault(old_id, note.id)
+    return list(pairs.items())
 
 
 def _own_id(learning: dict[str, Any]) -> str:

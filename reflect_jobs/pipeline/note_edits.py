@@ -31,7 +31,7 @@ from reflect_jobs import kb
 from reflect_jobs.ledger import control, proposals, review
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning
-from reflect_jobs.lifecycle import ACTIVE, REJECTED, is_retired
+from reflect_jobs.lifecycle import ACTIVE, REJECTED, SUPERSEDED, is_retired
 from reflect_jobs.writer.outcomes import retries_exhausted
 
 from .runtime import Runtime, log
@@ -66,6 +66,27 @@ def retire(learning_id: str, reason: str, at: str) -> NoteEdit:
         The edit, as stored on the job.
     """
     return {"id": learning_id, "op": "retire", "reason": reason, "at": at}
+
+
+def supersede(learning_id: str, by: str, at: str) -> NoteEdit:
+    """A contradiction demotion's edit: the note becomes ``superseded`` by ``by``.
+
+    Args:
+        learning_id: The older note's id.
+        by: The id of the learning whose title negates it.
+        at: The add's timestamp (``updated`` in the frontmatter).
+
+    Returns:
+        The edit, as stored on the job (a retire edit with its status and successor).
+    """
+    return {
+        "id": learning_id,
+        "op": "retire",
+        "status": SUPERSEDED,
+        "superseded_by": by,
+        "reason": f"contradicted by {by} (its title negates this one's)",
+        "at": at,
+    }
 
 
 def accept(learning_id: str, at: str) -> NoteEdit:
@@ -122,10 +143,34 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
             Path(row.note_path),
             status=str(edit.get("status") or "retired"),
             reason=str(edit["reason"]),
+            superseded_by=edit.get("superseded_by"),
             now=str(edit["at"]),
         )
     elif edit["op"] == "accept" and row.status == ACTIVE:
         kb.accept_note(Path(row.note_path), now=str(edit["at"]))
+
+
+def apply_direct(db: str, edits: list[NoteEdit]) -> list[str]:
+    """Rewrite the notes ``edits`` name after a person's commit (no job holds them).
+
+    The same rule as :func:`apply`: each edit follows the ledger as it is now, so running it
+    again is harmless.
+
+    Args:
+        db: The ledger URL.
+        edits: The edits the person's commit made owed.
+
+    Returns:
+        One line per edit that failed (the command says so; running it again retries).
+    """
+    rows = _rows(db, sorted({str(e.get("id", "")) for e in edits}))
+    failed: list[str] = []
+    for edit in edits:
+        try:
+            _apply_one(edit, rows.get(str(edit.get("id", ""))))
+        except (OSError, kb.NoteError) as exc:
+            failed.append(f"{edit.get('op')} {edit.get('id')}: {type(exc).__name__}: {exc}")
+    return failed
 
 
 def apply(rt: Runtime, job_id: str, edits: list[NoteEdit]) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from reflect_jobs import boundary, kb
+from reflect_jobs import boundary, kb, userconfig
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal, origins
 from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
@@ -29,9 +29,12 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
 from reflect_jobs.ledger.view import LedgerView
+from reflect_jobs.nightly.commits import session_commits
+from reflect_jobs.nightly.observations import observations_block
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections.candidates import Offer
 from reflect_jobs.reflections.reflector import offer_for_job
+from reflect_jobs.repo import Repo, listed, repo_for
 from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from reflect_jobs.transcripts.usage import context_tokens
 
@@ -290,6 +293,10 @@ class CheckpointGate(FreeGate):
         return Go(self.name, self.plan)
 
 
+#: A session in a repository the user ignores (``reflect-jobs ignore``): $0, nothing read.
+IGNORED_OUTCOME = "skip_ignored"
+
+
 def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
     """Prepare's free gates before the cascade, in the order they are asked.
 
@@ -298,7 +305,8 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
         t: What prepare read.
 
     Returns:
-        Transcript gone (``stale``), unchanged since its last job (``skip_unchanged``),
+        Transcript gone (``stale``), its repository ignored (``skip_ignored``, ``reflect-jobs
+        ignore``), unchanged since its last job (``skip_unchanged``),
         the data boundary (``skip_restricted``, decided before one byte is read) and the
         checkpoints (:class:`CheckpointGate`); each ``Defer`` carries the job's outcome.
     """
@@ -307,6 +315,21 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
         if os.path.exists(t.path):
             return None
         return Defer("stale", f"transcript no longer exists: {t.path}", outcome="stale")
+
+    def ignored() -> Defer | None:
+        # `reflect-jobs ignore` (the config file's list, read now: a running worker sees a
+        # change at once). The hook's cwd first; else the transcript's own ($0, local).
+        entries = userconfig.ignored()
+        if not entries:
+            return None
+        ref = repo_for(t.cwd) if t.cwd else None
+        if ref is None:
+            found = transcript_repo(t.path)
+            ref = Repo(str(found["key"]), found["root"]) if found else None
+        if ref is None or not listed(ref, entries):
+            return None
+        why = f"repository {ref.key} is ignored (`reflect-jobs unignore` to capture it again)"
+        return Defer("ignored", why, outcome=IGNORED_OUTCOME)
 
     def unchanged() -> Defer | None:
         if not t.unchanged:
@@ -322,6 +345,7 @@ def free_gates(rt: Runtime, t: PrepTicket) -> list[Gate]:
 
     return [
         Check("stale", gone),
+        Check("ignored", ignored),
         Check("unchanged", unchanged),
         Check("boundary", boundary_says),
         CheckpointGate(rt, t),
@@ -357,16 +381,22 @@ def _prepare(run: StageRun) -> None:
 
     slice_path: Path | None = None
     repo = transcript_repo(path) if prepared is not None else None
+    # The commits this pass's part of the transcript shows the session made (revert
+    # demotion, docs/NIGHTLY.md): read from the raw bytes after the watermark, bounded.
+    made = session_commits(path, int(planned.get("since") or 0)) if prepared is not None else []
     offered = Offer()
     if outcome is None and prepared is not None:
         # The reflection items the one paid call may close or add to ($0, ARCHITECTURE §14).
         offered, why = offer_for_job(repo, session_id, prepared.slice_text)
         if why:
             log.warning("reflection store not offered", job_id=job_id, error=why)
+        # The scope's consolidated observations (weekly synthesis, docs/NIGHTLY.md): after
+        # the dialogue, outside the evidence lines, so the model does not restate them.
+        observed = observations_block(rt.settings.kb_path, (repo or {}).get("key"))
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
         # Slices hold user dialogue: a private directory and file, written atomically.
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        kb.atomic_write(slice_path, prepared.slice_text + offered.block, mode=0o600)
+        kb.atomic_write(slice_path, prepared.slice_text + offered.block + observed, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -405,6 +435,8 @@ def _prepare(run: StageRun) -> None:
                 "items_offered": offered.uids,
                 # Which pass this is and its model (read by the write stage; §14.1).
                 "pass": pass_plan.stats() if pass_plan is not None else None,
+                # Commits the session made in this part (the nightly revert check).
+                "commits": made,
             }
         if outcome is not None:
             if outcome == "skip_dup_signal_hash" and prepared is not None:

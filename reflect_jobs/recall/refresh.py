@@ -11,6 +11,7 @@ from before this feature) is filled from every note once; ``reindex --force`` re
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
+from reflect_jobs.kb.render import anchors_value
 from reflect_jobs.lifecycle import is_told
 
 from . import store
@@ -54,7 +56,9 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         A row for :func:`reflect_jobs.recall.store.upsert_many`: ``scope`` is ``repo`` only
         for a note whose frontmatter says ``scope: repo`` and names a ``repo``, else
         ``global`` (every note written before scopes existed); ``proof_count`` from the
-        frontmatter (else its ``sources``, else 1).
+        frontmatter (else its ``sources``, else 1); ``anchors`` the note's anchors as
+        compact JSON (``""`` for none), which the SessionStart hook checks against the
+        working tree before telling it (``recall/verify.py``).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -77,7 +81,14 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "confidence": min(max(_num(fm.get("confidence_num"), 0.6), 0.0), 1.0),
         "updated_ts": _ts(fm.get("updated") or fm.get("created") or ""),
         "content_hash": digest,
+        "anchors": _anchors_json(fm.get("anchors")),
     }
+
+
+def _anchors_json(value: object) -> str:
+    """A note's anchors as the store keeps them: compact JSON, ``""`` for none."""
+    anchors = anchors_value(value)
+    return json.dumps(anchors, separators=(",", ":"), ensure_ascii=False) if anchors else ""
 
 
 #: Rows written to the context store per transaction.

@@ -19,7 +19,7 @@ import os
 import sqlite3
 
 FILE_NAME = "context.db"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 READ_TIMEOUT_SEC = 0.25
 _COLUMNS = (
     "id",
@@ -34,6 +34,7 @@ _COLUMNS = (
     "confidence",
     "updated_ts",
     "content_hash",
+    "anchors",
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,7 +52,8 @@ CREATE TABLE IF NOT EXISTS notes (
     confidence REAL NOT NULL DEFAULT 0.6,
     updated_ts REAL NOT NULL DEFAULT 0,
     strength REAL NOT NULL DEFAULT 0,
-    content_hash TEXT NOT NULL DEFAULT ''
+    content_hash TEXT NOT NULL DEFAULT '',
+    anchors TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
@@ -110,11 +112,27 @@ def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.executescript(_SCHEMA)
+    _upgrade(conn)
     with conn:
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,)
         )
     return conn
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Bring a store written before anchors (schema 1) to schema 2 and have it refilled.
+
+    The column is added empty and the store marked unfilled, so the pass that opened it
+    refills every row from the notes (with their anchors) — a store is derived data.
+    """
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    if "anchors" in columns:
+        return
+    with conn:
+        conn.execute("ALTER TABLE notes ADD COLUMN anchors TEXT NOT NULL DEFAULT ''")
+        conn.execute("DELETE FROM meta WHERE key = 'populated'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
 
 def is_populated(conn: sqlite3.Connection) -> bool:
@@ -147,7 +165,8 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
         conn: A writer connection.
         rows: Mappings with the keys of :data:`_COLUMNS` (``id``, ``scope``, ``repo_key``,
             ``title``, ``rule``, ``key_insight``, ``category``, ``path``, ``proof_count``,
-            ``confidence``, ``updated_ts``, ``content_hash``).
+            ``confidence``, ``updated_ts``, ``content_hash``, ``anchors``: the note's
+            anchors as compact JSON, ``""`` for none).
 
     Returns:
         How many rows were written.
@@ -157,6 +176,7 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
         for row in rows:
             _delete(conn, str(row["id"]))
             values = [row.get(c) for c in _COLUMNS]
+            values[-1] = values[-1] or ""  # anchors: a row without them (older callers)
             cur = conn.execute(
                 f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
                 f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",
@@ -242,6 +262,18 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
 #: What readers get back: every stored column but the content hash (a writer-side detail).
 _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
 _SELECT = f"SELECT {', '.join(_KEYS)} FROM notes"
+#: A store the worker has not upgraded yet (schema 1) has no ``anchors``: read as none.
+_SELECT_V1 = f"SELECT {', '.join(_KEYS[:-1])}, '' FROM notes"
+
+
+def _execute(conn: sqlite3.Connection, tail: str, params: tuple) -> sqlite3.Cursor:
+    """``SELECT <reader columns> FROM notes`` + ``tail``, on a schema-1 store too."""
+    try:
+        return conn.execute(_SELECT + tail, params)
+    except sqlite3.OperationalError as exc:
+        if "anchors" not in str(exc):
+            raise
+        return conn.execute(_SELECT_V1 + tail, params)
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
@@ -260,8 +292,9 @@ def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[
         Row mappings (the keys of the ``notes`` table but ``strength``/``content_hash``).
     """
     return _rows(
-        conn.execute(
-            _SELECT + " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
+        _execute(
+            conn,
+            " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
             (repo_key, int(limit)),
         )
     )
@@ -278,10 +311,26 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
         Row mappings, as :func:`repo_rows`.
     """
     return _rows(
-        conn.execute(
-            _SELECT + " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),)
-        )
+        _execute(conn, " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?", (int(limit),))
     )
+
+
+def count_rows(conn: sqlite3.Connection, repo_key: str | None) -> int:
+    """How many learnings a session in a repository could be told (its own and the global).
+
+    Args:
+        conn: A connection.
+        repo_key: The repository's key; ``None`` for the global learnings only.
+
+    Returns:
+        The count (two indexed counts, no row read).
+    """
+    total = conn.execute("SELECT count(*) FROM notes WHERE scope = 'global'").fetchone()[0]
+    if repo_key is not None:
+        total += conn.execute(
+            "SELECT count(*) FROM notes WHERE scope = 'repo' AND repo_key = ?", (repo_key,)
+        ).fetchone()[0]
+    return int(total)
 
 
 def recent_rows(
@@ -301,17 +350,18 @@ def recent_rows(
     """
     order = " ORDER BY updated_ts DESC, id LIMIT ?"
     if repo_key is None and not with_global:
-        cur = conn.execute(_SELECT + order, (int(limit),))
+        cur = _execute(conn, order, (int(limit),))
     elif repo_key is None:
-        cur = conn.execute(_SELECT + " WHERE scope = 'global'" + order, (int(limit),))
+        cur = _execute(conn, " WHERE scope = 'global'" + order, (int(limit),))
     elif with_global:
-        cur = conn.execute(
-            _SELECT + " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
+        cur = _execute(
+            conn,
+            " WHERE (scope = 'repo' AND repo_key = ?) OR scope = 'global'" + order,
             (repo_key, int(limit)),
         )
     else:
-        cur = conn.execute(
-            _SELECT + " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
+        cur = _execute(
+            conn, " WHERE scope = 'repo' AND repo_key = ?" + order, (repo_key, int(limit))
         )
     return _rows(cur)
 
@@ -326,7 +376,7 @@ def get_row(conn: sqlite3.Connection, note_id: str) -> dict | None:
     Returns:
         Its row mapping, or ``None``.
     """
-    rows = _rows(conn.execute(_SELECT + " WHERE id = ?", (note_id,)))
+    rows = _rows(_execute(conn, " WHERE id = ?", (note_id,)))
     return rows[0] if rows else None
 
 
@@ -350,7 +400,8 @@ def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> lis
     )
     out = []
     for r in cur.fetchall():
-        row = dict(zip(_KEYS, r[:-1], strict=True))
+        row = dict(zip(_KEYS[:-1], r[:-1], strict=True))
+        row["anchors"] = ""  # per-prompt recall tells a few strong matches unverified
         row["bm25"] = float(r[-1])
         out.append(row)
     return out

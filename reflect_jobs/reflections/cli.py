@@ -191,19 +191,23 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
 @_repo_option
 @_json_option
 def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
-    """Search this repository's items (any status), plus the knowledge base's learnings.
+    """Search this repository's items (any status), plus the learnings and nightly reports.
 
     \f
     Args:
         query: Free text.
         k: At most this many items (and at most 5 learnings).
         repo: ``--repo``.
-        as_json: Print ``{"items": [...], "learnings": [...]}``.
+        as_json: Print ``{"items": [...], "learnings": [...], "reports": [...]}`` (the
+            nightly reports' matching sections, docs/NIGHTLY.md).
     """
     now = now_utc()
     with _store(repo) as store:
         found = store.search(query, k)
     learnings, warnings = learnings_search(query, 5)
+    from reflect_jobs.nightly.report import search_reports
+
+    reports = search_reports(Path(kb_root_str(merged_environ())), query, 5)
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -211,6 +215,7 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
             {
                 "items": [{**i.to_json(now), "score": s} for i, s in found],
                 "learnings": learnings,
+                "reports": reports,
             }
         )
         return
@@ -220,6 +225,10 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
         click.echo("learnings:")
         for hit in learnings:
             click.echo(f"  {hit['id']}  {hit['title']}")
+    if reports:
+        click.echo("nightly reports:")
+        for hit in reports:
+            click.echo(f"  {hit['date']}  {hit['repo']}  {hit['snippet']}")
 
 
 @main.command()

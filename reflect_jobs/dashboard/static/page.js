@@ -27,7 +27,7 @@
       return Promise.resolve();
     }
     loading = true;
-    return fetch("/fragment", { cache: "no-store" })
+    return fetch("/fragment" + jobFilter(), { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.text();
@@ -50,9 +50,120 @@
       });
   }
 
-  function post(url) {
+  // The jobs list's filters travel with every refresh of the queue view.
+  function jobFilter() {
+    var form = document.getElementById("job-filter");
+    if (!form) return "";
+    var q = new URLSearchParams();
+    ["state", "stage"].forEach(function (name) {
+      var v = form.elements[name] && form.elements[name].value;
+      if (v) q.set(name, v);
+    });
+    var s = q.toString();
+    return s ? "?" + s : "";
+  }
+
+  live.addEventListener("change", function (ev) {
+    if (ev.target.closest("#job-filter")) refresh();
+  });
+
+  // The memory view reloads after an action or on its Refresh button only: a refresh
+  // every few seconds would wipe a note being typed into a Done/Drop form.
+  var memory = document.getElementById("memory");
+  var memoryRefresh = document.getElementById("memory-refresh");
+
+  // aria-busy says a reload is in flight (screen readers, and the browser test, wait on it).
+  function reloadMemory() {
+    memory.setAttribute("aria-busy", "true");
+    return fetch("/fragment/memory", { cache: "no-store" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        return r.text();
+      })
+      .then(function (html) {
+        memory.innerHTML = html;
+      })
+      .catch(function (err) {
+        say("memory view failed to load: " + err.message, true);
+      })
+      .finally(function () {
+        memory.setAttribute("aria-busy", "false");
+      });
+  }
+
+  document.getElementById("views").addEventListener("click", function (ev) {
+    var button = ev.target.closest("button");
+    if (!button) return;
+    if (button === memoryRefresh) {
+      reloadMemory();
+      return;
+    }
+    var view = button.dataset.view;
+    if (!view) return;
+    live.hidden = view !== "live";
+    memory.hidden = view !== "memory";
+    memoryRefresh.hidden = view !== "memory";
+    document.querySelectorAll("#views [data-view]").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(b.dataset.view === view));
+    });
+    if (view === "memory") reloadMemory();
+    else refresh();
+  });
+
+  function sent(res) {
+    say(res.ok ? res.body.message : "failed: " + (res.body.error || "unknown"), !res.ok);
+  }
+
+  memory.addEventListener("click", function (ev) {
+    var button = ev.target.closest("button[data-review], button[data-forget], button[data-restore]");
+    if (!button) return;
+    var url;
+    if (button.dataset.review)
+      url = "/api/review/" + encodeURIComponent(button.dataset.id) + "/" + button.dataset.review;
+    else if (button.dataset.forget)
+      url = "/api/learnings/" + encodeURIComponent(button.dataset.forget) + "/forget";
+    else url = "/api/learnings/" + encodeURIComponent(button.dataset.restore) + "/restore";
+    button.disabled = true;
+    post(url)
+      .then(sent)
+      .catch(function (err) {
+        say("failed: " + err.message, true);
+      })
+      .then(reloadMemory);
+  });
+
+  memory.addEventListener("submit", function (ev) {
+    var form = ev.target.closest("form.item-change");
+    if (!form) return;
+    ev.preventDefault();
+    var op = ev.submitter && ev.submitter.value;
+    var note = form.elements.note.value.trim();
+    if (!note) {
+      say("a note is required: the evidence it is done, or why it is dropped", true);
+      return;
+    }
+    post("/api/items/change", {
+      repository: form.dataset.repository,
+      id: form.dataset.item,
+      op: op,
+      note: note,
+    })
+      .then(sent)
+      .catch(function (err) {
+        say("failed: " + err.message, true);
+      })
+      .then(reloadMemory);
+  });
+
+  function post(url, payload) {
     busy = true;
-    return fetch(url, { method: "POST", headers: { "X-Reflect-Token": token } })
+    var headers = { "X-Reflect-Token": token };
+    var init = { method: "POST", headers: headers };
+    if (payload !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(payload);
+    }
+    return fetch(url, init)
       .then(function (r) {
         return r.json().then(function (body) {
           return { ok: r.ok, body: body };
