@@ -78,6 +78,12 @@ class Env(dict):
 
         from reflect_jobs.cli import main
 
+        armed = [
+            p for p in self.get("REFLECT_FAILPOINTS", "").split(",") if p.strip() and
+            p.partition("=")[2].strip() in ("", "kill")
+        ]  # fmt: skip
+        if armed:  # it would SIGKILL the test process itself
+            raise AssertionError(f"failpoints {armed} kill the process: use env.cli for {args}")
         overlay: dict[str, str | None] = {k: None for k in os.environ if k not in self}
         overlay.update(self)
         try:
