@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 TORCH_PIN := torch==2.13.0
 NANO_PIN  := nano-graphrag==0.0.8.2
 
-.PHONY: install reinstall demo test test-fast chaos bench lint format clean
+.PHONY: install reinstall demo test test-fast chaos bench lint typecheck format clean
 
 # The stamp holds a hash of what the install depends on — pyproject.toml's content and the
 # two pins above — so `make demo` and `make test` (and .ci/run, which runs `make install`
@@ -81,22 +81,32 @@ bench: install
 	$(BIN)/python bench/bench_warm.py --repeat 2
 	$(BIN)/python bench/bench_reflections.py --runs 30
 	$(BIN)/python bench/bench_checkpoints.py --turns 200
+	$(BIN)/python bench/bench_statusline.py --runs 40
+	$(BIN)/python bench/bench_memory_search.py --runs 20
 	$(BIN)/python bench/bench_heuristic_writer.py
 	$(BIN)/python bench/bench_hostile_store.py --runs 9
 	$(BIN)/python bench/bench_evidence.py
 	$(BIN)/python bench/bench_anchors.py --files 50000 --reps 5
 	$(BIN)/python bench/bench_mcp_redteam.py
 	$(BIN)/python bench/bench_recall_eval.py --split test --scale both
+	$(BIN)/python bench/bench_recall_prompt.py --runs 11
 	$(BIN)/python bench/bench_verify.py --runs 15 --files 50000
 	$(BIN)/python bench/bench_staleness.py
 	$(BIN)/python bench/bench_nightly.py --learnings 1000 --sessions 200
 
+# The whole tree (pyproject's [tool.ruff] excludes .venv and alembic/versions); both halves
+# run and either failing fails the target, so one run reports lint and format together.
 lint: install
-	$(BIN)/ruff check reflect_jobs workers tests bench alembic
-	$(BIN)/ruff format --check reflect_jobs workers tests bench
+	$(BIN)/ruff check .; check=$$?; \
+	$(BIN)/ruff format --check .; fmt=$$?; \
+	test $$check -eq 0 && test $$fmt -eq 0
+
+# mypy on the whole package, strict on ledger/, pipeline/ and writer/: pyproject's [tool.mypy].
+typecheck: install
+	$(BIN)/mypy
 
 format: install
-	$(BIN)/ruff format reflect_jobs workers tests bench
+	$(BIN)/ruff format .
 
 clean:
 	rm -rf .demo .pytest_cache .ruff_cache build *.egg-info

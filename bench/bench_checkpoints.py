@@ -18,8 +18,17 @@ where Claude Code compacts (PreCompact, then the fill drops to 20%) and the sess
 growing until its SessionEnd. Caps are raised out of the way (the question is how many calls
 the policy makes, not where a cap defers them). Tokens sent = prompt characters / 4.
 
-Prints one row per mode (with how many of the corrections reached a prompt at all) and the
-ratio checkpoints / per capture.
+Every turn also runs two tools (a ``Read`` whose long output is dropped from the condensed
+transcript, a ``Bash`` test run whose short summary is kept), as real sessions do. A third
+run, **checkpoints, no corrections**, is the same session with no correction anywhere: before
+the reflection pass (issue 26) it made no paid call at all and its finished work never
+reached the Reflection Store; now each checkpoint and deep pass with at least
+``REFLECT_REFLECT_MIN_TURNS`` person turns since the last one reads the condensed transcript
+(≤ ``REFLECT_REFLECT_MAX_CHARS``).
+
+Prints one row per mode (with how many of the corrections reached a prompt at all, the
+prompt characters and the condensed-transcript characters) and the ratio checkpoints / per
+capture.
 """
 
 from __future__ import annotations
@@ -51,12 +60,26 @@ class Session:
         self.path, self.n = path, 0
         path.write_text("", encoding="utf-8")
 
-    def say(self, role: str, text: str, tokens: int | None = None) -> None:
+    def tools(self, turn: int) -> None:
+        """The turn's tool calls: a Read (long output, dropped) and a test run (kept)."""
+        read = {"type": "tool_use", "id": f"r{turn}", "name": "Read"}
+        read["input"] = {"file_path": f"src/m{turn}.py"}
+        self.say("assistant", [read])
+        body = f"def load_{turn}():\n    return {turn}\n" * 200
+        self.say("user", [{"type": "tool_result", "tool_use_id": f"r{turn}", "content": body}])
+        run = {"type": "tool_use", "id": f"b{turn}", "name": "Bash"}
+        run["input"] = {"command": f"pytest -q tests/test_m{turn}.py"}
+        self.say("assistant", [run])
+        out = f"...\n3 passed in 0.{turn % 10}2s"
+        self.say("user", [{"type": "tool_result", "tool_use_id": f"b{turn}", "content": out}])
+
+    def say(self, role: str, text: str | list, tokens: int | None = None) -> None:
         """Append one record (an assistant record with its usage)."""
         self.n += 1
+        content = text if role == "user" or isinstance(text, list) else None
         message: dict = {
             "role": role,
-            "content": text if role == "user" else [{"type": "text", "text": text}],
+            "content": content if content is not None else [{"type": "text", "text": text}],
         }
         if tokens is not None:
             message["usage"] = {
@@ -87,7 +110,10 @@ def fill_tokens(turn: int, turns: int) -> tuple[int, bool]:
 
 
 def run(mode: str, turns: int, every: int, root: Path) -> dict:
-    """One session in one mode; returns calls, calls per model, tokens sent, wall time."""
+    """One session in one mode; returns calls, calls per model, tokens sent, wall time.
+
+    ``every`` 0: no correction anywhere (the clean session).
+    """
     home = root / mode
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REFLECT_", "STUB_CLAUDE"))}
     env.update(
@@ -159,19 +185,27 @@ def run(mode: str, turns: int, every: int, root: Path) -> dict:
         tokens, compacts = fill_tokens(turn, turns)
         if compacts:
             capture("PreCompact")
-        if turn % every == 0:
+        if every and turn % every == 0:
             said.append(CORRECTIONS[turn % len(CORRECTIONS)].format(k=turn))
             session.say("user", said[-1])
         else:
             session.say("user", f"Open module m{turn}.py and list its functions.")
+        session.tools(turn)
         session.say("assistant", f"m{turn}.py defines load_{turn}, save_{turn} and main.", tokens)
         capture("Stop")
     capture("SessionEnd")
     wall = time.perf_counter() - started
     calls = [json.loads(x) for x in (home / "calls.jsonl").read_text().splitlines()]
     models = Counter(c["argv"][c["argv"].index("--model") + 1] for c in calls)
-    prompts = "\n".join(p.read_text() for p in (home / "prompts").glob("*.txt"))
+    texts = [p.read_text() for p in (home / "prompts").glob("*.txt")]
+    prompts = "\n".join(texts)
+    from reflect_jobs.cascade.condense import SECTION_TITLE
+
+    condensed = sum(len(_section(t, SECTION_TITLE)) for t in texts)
     return {
+        "chars": sum(c["prompt_chars"] for c in calls),
+        "condensed": condensed,
+        "reflection_only": sum("No correction or approval was found" in t for t in texts),
         "covered": sum(c in prompts for c in said),
         "corrections": len(said),
         "calls": len(calls),
@@ -180,6 +214,12 @@ def run(mode: str, turns: int, every: int, root: Path) -> dict:
         "captures": turns + 2,
         "wall": wall,
     }
+
+
+def _section(prompt: str, title: str) -> str:
+    """The condensed-transcript section of a prompt ("" when it has none)."""
+    _, sep, tail = prompt.partition(title)
+    return tail.split("\n## Reflection items (candidates)", 1)[0] if sep else ""
 
 
 def main() -> int:
@@ -200,20 +240,23 @@ def main() -> int:
         try:
             for mode in ("per-capture", "checkpoints"):
                 results[mode] = run(mode, args.turns, args.every, Path(tmp))
+            results["clean"] = run("checkpoints", args.turns, 0, Path(tmp) / "clean")
         finally:
             os.environ.clear()
             os.environ.update(saved)
     print(f"{args.turns} turns, a Stop after each, a correction every {args.every} turns")
     print(
-        f"{'mode':<12} {'captures':>8} {'paid calls':>10} {'tokens sent':>11} "
-        f"{'corrections sent':>16}  models  wall"
+        f"{'mode':<12} {'captures':>8} {'paid calls':>10} {'chars sent':>10} {'condensed':>9} "
+        f"{'tokens sent':>11} {'corrections sent':>16}  models  wall"
     )
     for mode, r in results.items():
         sent = f"{r['covered']}/{r['corrections']}"
         print(
-            f"{mode:<12} {r['captures']:>8} {r['calls']:>10} {r['tokens']:>11,} {sent:>16}  "
-            f"{r['models']}  {r['wall']:.1f}s"
+            f"{mode:<12} {r['captures']:>8} {r['calls']:>10} {r['chars']:>10,} "
+            f"{r['condensed']:>9,} {r['tokens']:>11,} {sent:>16}  {r['models']}  "
+            f"{r['wall']:.1f}s" + (f"  reflection-only {r['reflection_only']}")
         )
+    print("clean = checkpoints, the same session with no correction anywhere")
     base, cp = results["per-capture"], results["checkpoints"]
     print(
         f"checkpoints / per capture: calls {cp['calls'] / max(1, base['calls']):.3f}, "

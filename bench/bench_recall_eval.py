@@ -130,15 +130,49 @@ class Judge:
         return [self.bench_of.get(n, "?" + n) for n in note_ids]
 
 
+def start_worker() -> tuple:
+    """The worker's model service and search socket, in this process (as ``worker`` runs
+    them), the child warmed with one lookup so the first prompt does not pay its start."""
+    from reflect_jobs.config import load_settings
+    from reflect_jobs.warm import server, supervisor
+
+    settings = load_settings()
+    service = supervisor.ModelService(settings)
+    sock = server.serve(settings, service)
+    if sock is None:
+        raise SystemExit("the worker socket could not be bound")
+    service.call(
+        "similar",
+        timeout=600,
+        text="warm up",
+        k=1,
+        kb_path=str(settings.kb_path),
+        vectors=settings.index_vectors,
+        embed_model=settings.embed_model,
+    )
+    return service, sock
+
+
 def measure(
-    ds: Dataset, scale: str, situations: list[dict], modes: list[str], vectors: bool
+    ds: Dataset,
+    scale: str,
+    situations: list[dict],
+    modes: list[str],
+    vectors: bool,
+    worker_ms: int | None = None,
 ) -> dict:
     """Build one scale's KB and ask every question; per-situation rows and timings."""
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
         root = Path(tmp)
-        old = kbuild.apply_env(kbuild.env_for(root, vectors=vectors))
+        env = kbuild.env_for(root, vectors=vectors)
+        if worker_ms is not None:
+            env["REFLECT_RECALL_WORKER_MS"] = str(worker_ms)
+        old = kbuild.apply_env(env)
+        worker = None
         try:
             ids, dirs, info = kbuild.build(ds, scale, root, vectors=vectors)
+            if worker_ms is not None:
+                worker = start_worker()
             judge = Judge(ds, ids)
             sizes: dict[str, int] = {}
             for learning in ds.learnings(scale):
@@ -188,6 +222,9 @@ def measure(
                 k: round(statistics.median(v) * 1000, 1) for k, v in sorted(lat.items())
             }
         finally:
+            if worker is not None:
+                worker[1].close()
+                worker[0].close()
             kbuild.restore_env(old)
     return {"info": info, "rows": rows}
 
@@ -320,6 +357,13 @@ def main() -> None:
         "--no-vectors", action="store_true", help="REFLECT_INDEX_VECTORS=0 (lexical only)"
     )
     ap.add_argument(
+        "--worker-ms",
+        type=int,
+        default=None,
+        help="run the worker's model service and socket in-process and give per-prompt "
+        "recall this budget (REFLECT_RECALL_WORKER_MS); default: no worker (lexical)",
+    )
+    ap.add_argument(
         "--json", dest="json_out", metavar="PATH", help="write the report and rows here"
     )
     args = ap.parse_args()
@@ -332,7 +376,9 @@ def main() -> None:
     report: dict = {"scales": {}, "splits": splits, "modes": modes}
     rows_out: dict = {}
     for scale in scales:
-        res = measure(ds, scale, situations, modes, vectors=not args.no_vectors)
+        res = measure(
+            ds, scale, situations, modes, vectors=not args.no_vectors, worker_ms=args.worker_ms
+        )
         per = {s: summarise(ds, [r for r in res["rows"] if r["split"] == s], modes) for s in splits}
         if len(splits) > 1:
             per["all"] = summarise(ds, res["rows"], modes)

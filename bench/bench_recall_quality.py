@@ -35,6 +35,7 @@ from reflect_jobs import kb  # noqa: E402
 from reflect_jobs.index import maintenance  # noqa: E402
 from reflect_jobs.recall import tools  # noqa: E402
 from reflect_jobs.recall.hook import prompt_context, session_context  # noqa: E402
+from reflect_jobs.recall.mcp_scope import ServerScope  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 
@@ -109,8 +110,15 @@ def main() -> None:
             cwd = str(dirs[s["repo"]])
             block = session_context(cwd, max_chars=6000, kb_root=str(kb_root))
             told = items(block)
+            # as the MCP server started in that repository searches it (a server reads its
+            # own repository and the global learnings, issue 24 item 4)
             found = tools.search_tool(
-                kb_root, s["prompt"], k=5, mode="lexical", repo=cwd, vectors=False
+                kb_root,
+                s["prompt"],
+                k=5,
+                mode="lexical",
+                vectors=False,
+                scope=ServerScope.here(cwd),
             )
             hits = [json.loads(x)["id"] for x in found.splitlines() if x.startswith("{")]
             per_prompt = items(

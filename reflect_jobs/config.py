@@ -84,6 +84,9 @@ class Settings:
     #: ``REFLECT_RECALL_ON_PROMPT``: per-prompt recall (ARCHITECTURE §13). The hook reads it
     #: through ``envpaths`` (stdlib path); this field is for ``doctor``/``install``.
     recall_on_prompt: bool = _d("recall_on_prompt")
+    #: ``REFLECT_RECALL_WORKER_MS``: how long per-prompt recall waits for the worker's model
+    #: (``recall/warm_rank.py``, read by the hook through ``envpaths``).
+    recall_worker_ms: int = _d("recall_worker_ms")
     #: ``REFLECT_MCP_ALL_REPOS``: let ``reflect-jobs mcp`` read every repository's learnings
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.
@@ -156,6 +159,11 @@ class Settings:
     #: ``REFLECT_SESSION_IDLE_SEC``: silence after which a session that never ended gets its
     #: deep pass.
     session_idle_sec: int = _d("session_idle_sec")
+    #: ``REFLECT_REFLECT_MIN_TURNS``: an interactive session with this many person turns since
+    #: its last committed pass gets a reflection pass at a checkpoint even with no signal.
+    reflect_min_turns: int = _d("reflect_min_turns")
+    #: ``REFLECT_REFLECT_MAX_CHARS``: the condensed transcript's budget (head and tail kept).
+    reflect_max_chars: int = _d("reflect_max_chars")
     # the Reflection Store's dedupe pass (ARCHITECTURE §14): a cheap model, its own units
     #: ``REFLECT_DEDUPE_MODEL``: empty = ``REFLECT_CHECKPOINT_CHEAP_MODEL``.
     dedupe_model: str = _d("dedupe_model")

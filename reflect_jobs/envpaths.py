@@ -13,6 +13,10 @@ import os
 
 from .markers import CHILD_ENV
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs the hook ~5 ms
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 TRUE = frozenset({"1", "true", "yes", "on"})
 
 
@@ -29,7 +33,7 @@ def is_truthy(raw: str | None) -> bool:
     return (raw or "").strip().lower() in TRUE
 
 
-def environ(given: dict[str, str] | None = None) -> dict[str, str]:
+def environ(given: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment with the user config file under it (``userconfig.overlay``).
 
     Every setting lookup goes through this: the hook, ``Settings`` and the reflection store
@@ -47,7 +51,7 @@ def environ(given: dict[str, str] | None = None) -> dict[str, str]:
     return overlay(given)
 
 
-def get(name: str, given: dict[str, str] | None = None) -> str:
+def get(name: str, given: Mapping[str, str] | None = None) -> str:
     """One variable's value, config file included; ``""`` when neither sets it.
 
     Args:
@@ -60,7 +64,7 @@ def get(name: str, given: dict[str, str] | None = None) -> str:
     return (environ(given).get(name) or "").strip()
 
 
-def home_dir_str(given: dict[str, str] | None = None) -> str:
+def home_dir_str(given: Mapping[str, str] | None = None) -> str:
     """``$REFLECT_HOME`` (or the deprecated ``REFLECT_STATE_DIR``), default ``~/.reflect``.
 
     Args:
@@ -81,7 +85,7 @@ def home_dir_str(given: dict[str, str] | None = None) -> str:
     return os.path.join(home, ".reflect")
 
 
-def kb_root_str(given: dict[str, str] | None = None) -> str:
+def kb_root_str(given: Mapping[str, str] | None = None) -> str:
     """``$GLOBAL_LEARNINGS_PATH`` (config file ``kb_path``), default ``~/.learnings``.
 
     Args:
@@ -98,7 +102,7 @@ def kb_root_str(given: dict[str, str] | None = None) -> str:
     return os.path.join(home, ".learnings")
 
 
-def memory_homes_str(given: dict[str, str] | None = None) -> str:
+def memory_homes_str(given: Mapping[str, str] | None = None) -> str:
     """``$REFLECT_MEMORY_HOMES`` (config file ``memory_homes``), the memory-home mapping file
     (``reflect_jobs/repo_home.py``).
 
@@ -116,7 +120,7 @@ def memory_homes_str(given: dict[str, str] | None = None) -> str:
     return os.path.join(home_dir_str(env), "memory-homes.conf")
 
 
-def queue_url(given: dict[str, str] | None = None) -> str:
+def queue_url(given: Mapping[str, str] | None = None) -> str:
     """``$REFLECT_QUEUE_URL``, default the SQLite file ``$REFLECT_HOME/queue.db``.
 
     Args:
@@ -131,7 +135,7 @@ def queue_url(given: dict[str, str] | None = None) -> str:
     return raw if raw else "sqlite:///" + os.path.join(home_dir_str(env), "queue.db")
 
 
-def hook_disabled(given: dict[str, str] | None = None) -> bool:
+def hook_disabled(given: Mapping[str, str] | None = None) -> bool:
     """Whether the hook must do nothing: inside our own writer's model call, or switched off.
 
     Args:

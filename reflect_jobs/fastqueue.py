@@ -27,6 +27,11 @@ import time
 
 from reflect_jobs.perms import private_file
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the hook imports this module, stdlib-cheap
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
+
 QUEUE_NAME = "reflect"
 
 # Huey 3.5 SqliteStorage DDL for the task queue (kept identical; see module docstring).
@@ -148,7 +153,7 @@ def _resp(*parts: bytes) -> bytes:
     return b"".join(out)
 
 
-def read_replies(sock, count: int, deadline: float) -> list[bytes]:  # type: ignore[no-untyped-def]
+def read_replies(sock: socket.socket, count: int, deadline: float) -> list[bytes]:
     """Read ``count`` single-line RESP replies from ``sock``, in order.
 
     Pipelined replies often arrive in one segment (``+OK\\r\\n:1\\r\\n``), so the bytes
@@ -265,7 +270,7 @@ def enqueue(
         OSError: The Redis push failed (see :func:`push_redis`).
     """
     data = encode_message(task_name, args, kwargs, retries=retries, retry_delay=retry_delay)
-    extra = {} if timeout is None else {"timeout": timeout}
+    extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     if queue_url.startswith("sqlite:///"):
         push_sqlite(queue_url[len("sqlite:///") :], data, **extra)
     elif queue_url.startswith(("redis://", "rediss://")):

@@ -9,6 +9,10 @@ would cost it ~20 ms.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs the hook ~5 ms
+if TYPE_CHECKING:
+    from typing import Any, Self
+
 
 class _Record:
     """A frozen record: fields named by ``__slots__``, set once by the constructor.
@@ -51,7 +55,11 @@ class _Record:
         return tuple(getattr(self, n) for n in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._values() == self._values()  # type: ignore[attr-defined]
+        return (
+            isinstance(other, _Record)
+            and type(other) is type(self)
+            and other._values() == self._values()
+        )
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._values()))
@@ -60,7 +68,7 @@ class _Record:
         fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
-    def replace(self, **changes: object) -> _Record:
+    def replace(self, **changes: object) -> Self:
         """A copy with some fields changed (like ``dataclasses.replace``).
 
         Args:
@@ -97,6 +105,10 @@ class HookEvent(_Record):
     """
 
     __slots__ = ("name", "timeout_sec", "max_timeout_sec", "role")
+    name: str
+    timeout_sec: int
+    max_timeout_sec: int | None
+    role: str
     _defaults = {"max_timeout_sec": None, "role": "capture"}
 
 
@@ -123,6 +135,11 @@ class PayloadKeys(_Record):
     """
 
     __slots__ = ("session_id", "transcript_path", "event", "cwd", "subagent")
+    session_id: tuple[str, ...]
+    transcript_path: tuple[str, ...]
+    event: tuple[str, ...]
+    cwd: tuple[str, ...]
+    subagent: tuple[str, ...]
     _defaults = {"subagent": ()}
 
 
@@ -139,6 +156,9 @@ class TranscriptLayout(_Record):
     """
 
     __slots__ = ("root", "pattern", "session_id")
+    root: str
+    pattern: str
+    session_id: str
 
 
 SESSION_ID_SCHEMES = ("stem", "parent", "uuid_tail")
@@ -205,6 +225,25 @@ class Harness(_Record):
         "parser",
         "install_note",
     )
+    name: str
+    label: str
+    aliases: tuple[str, ...]
+    home_env: str
+    home_default: str
+    settings_file: str
+    present_markers: tuple[str, ...]
+    hook_files_glob: str | None
+    grouped: bool
+    command_keys: tuple[str, ...]
+    timeout_key: str
+    skeleton: tuple[tuple[str, Any], ...]
+    events: tuple[HookEvent, ...]
+    ignored_events: tuple[str, ...]
+    payload: PayloadKeys
+    transcript_files: tuple[str, ...]
+    transcripts: TranscriptLayout
+    parser: str
+    install_note: str | None
 
     @property
     def event_names(self) -> tuple[str, ...]:
@@ -227,7 +266,7 @@ class Harness(_Record):
         """
         return next((e for e in self.events if e.name == name), None)
 
-    def new_document(self) -> dict:
+    def new_document(self) -> dict[str, Any]:
         """A fresh copy of the document of a settings file we create from nothing.
 
         Returns:

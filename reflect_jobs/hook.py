@@ -68,8 +68,8 @@ def first_given(payload: dict, *keys: str, default: object = None) -> object:
 
 def parse_payload(
     raw: str, harness: str, event_arg: str | None = None, environ: dict[str, str] | None = None
-) -> tuple[str, str, str] | None:
-    """(session_id, transcript_path, event) from a hook payload; None if it is no capture.
+) -> tuple[str, str, str, str | None] | None:
+    """(session_id, transcript_path, event, cwd) from a hook payload; None if no capture.
 
     Which keys are read comes from the harness's registry entry
     (:attr:`reflect_jobs.harnesses.Harness.payload`), the first key holding a value winning.

@@ -28,7 +28,9 @@ def _lines_newest_first(path: Path) -> list[str]:
         return []
 
 
-def recent(home: Path, *, now: datetime | None = None, window: timedelta = WINDOW) -> list[dict]:
+def recent(
+    home: Path, *, now: datetime | None = None, window: timedelta = WINDOW
+) -> list[dict[str, Any]]:
     """The hook errors logged within ``window``, newest first.
 
     Args:
@@ -41,7 +43,7 @@ def recent(home: Path, *, now: datetime | None = None, window: timedelta = WINDO
     """
     now = now or datetime.now(UTC)
     cutoff = now - window
-    out = []
+    out: list[dict[str, Any]] = []
     for name in (LOG_NAME, LOG_NAME + ".1"):  # the current log, then its one old generation
         for line in _lines_newest_first(home / name):
             try:

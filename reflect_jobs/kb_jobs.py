@@ -176,8 +176,9 @@ def _reindex_once(s: Settings, *, force: bool) -> dict:
         if due:
             control.set_flag(session, "repairs_since_maintain", "0")
     failpoint("reindex:holding_lock")
-    vec = {"vectors": s.index_vectors, "embed_model": s.embed_model}
-    report = repair_graph(s.kb_path, maintain=due, **vec)
+    report = repair_graph(
+        s.kb_path, maintain=due, vectors=s.index_vectors, embed_model=s.embed_model
+    )
     if report.action not in ("valid", "missing"):
         with session_scope(s.db_url) as session:
             control.record_error(
@@ -186,7 +187,9 @@ def _reindex_once(s: Settings, *, force: bool) -> dict:
                 severity="warn",
                 message=f"{report.action}: {report.detail}",
             )
-    stats = maintenance.reindex(s.kb_path, force=force, **vec)
+    stats = maintenance.reindex(
+        s.kb_path, force=force, vectors=s.index_vectors, embed_model=s.embed_model
+    )
     log.info("reindexed", repair=report.action, **stats.to_dict())
     if stats.errors:
         with session_scope(s.db_url) as session:

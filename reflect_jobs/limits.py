@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from reflect_jobs.gates import Defer, Go
 
@@ -231,7 +231,7 @@ class Caps:
         for back in range(keep_days, keep_days + 7):
             self.storage.delete_counter(daily_key(now - back * 86400, self.daily_prefix))
 
-    def usage(self, now: float | None = None) -> dict[str, object]:
+    def usage(self, now: float | None = None) -> Usage:
         """Current counters without changing them (incr by 0 reads atomically).
 
         Args:
@@ -253,6 +253,17 @@ class Caps:
             "run_limit": self.run_max if rkey else None,
             "run_resets_at": window_end(now, self.window_sec).isoformat() if rkey else None,
         }
+
+
+class Usage(TypedDict):
+    """The counters :meth:`Caps.usage` reads (``status`` prints them)."""
+
+    day: str
+    daily_used: int
+    daily_limit: int
+    run_used: int
+    run_limit: int | None
+    run_resets_at: str | None
 
 
 class CapsGate:

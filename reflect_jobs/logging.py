@@ -14,8 +14,11 @@ import logging.handlers
 import os
 import sys
 import threading
+from io import TextIOWrapper
+from typing import Any
 
 import structlog
+from structlog.typing import EventDict, Processor
 
 from .config import Settings
 from .perms import private_dir, private_file
@@ -27,12 +30,12 @@ _configured: set[str] = set()
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """A rotating handler whose every generation is created 0600, whatever the umask."""
 
-    def _open(self):  # type: ignore[no-untyped-def]
+    def _open(self) -> TextIOWrapper:
         private_file(self.baseFilename)
         return super()._open()
 
 
-def redact_event(_logger: object, _method: str, event_dict: dict) -> dict:
+def redact_event(_logger: object, _method: str, event_dict: EventDict) -> EventDict:
     """structlog processor: secret-redact every string of a log record, its traceback too.
 
     A log line can quote a model's answer, a transcript path or an exception message
@@ -47,7 +50,7 @@ def redact_event(_logger: object, _method: str, event_dict: dict) -> dict:
     Returns:
         The record with each string value redacted.
     """
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in event_dict.items():
         if isinstance(value, str):
             out[key] = redact(value)
@@ -85,7 +88,7 @@ def configure_logging(settings: Settings, *, console: bool | None = None) -> Non
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("TQDM_DISABLE", "1")
-        shared = [
+        shared: list[Processor] = [
             structlog.contextvars.merge_contextvars,
             structlog.stdlib.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),

@@ -63,6 +63,8 @@ class Repo:
     root: str | None
     in_git: bool
     home: str | None
+    _style: str
+    _names: tuple[str, ...] | None
 
     def __init__(
         self,
@@ -125,9 +127,11 @@ class Repo:
         An alias is the name code before this module gave a home for the same key where the
         rules differed (a local-path remote), or the other reading of a bare path key.
         """
-        if self._names is None:
-            object.__setattr__(self, "_names", _names(self.key, self._style))
-        return self._names  # type: ignore[return-value]
+        names = self._names
+        if names is None:
+            names = _names(self.key, self._style)
+            object.__setattr__(self, "_names", names)
+        return names
 
     @property
     def labelled(self) -> bool:

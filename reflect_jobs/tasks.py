@@ -315,7 +315,7 @@ def communities() -> bool | None:
     return kb_jobs.communities(huey, settings)
 
 
-def _in_child(service: supervisor.ModelService, op: str, **args: object) -> Any:
+def _in_child(service: supervisor.ModelService, op: str, **args: Any) -> Any:
     """Run a KB-wide task's body in the model child; its failure fails this task as before."""
     answer = service.call(op, **args)
     if not answer.get("ok"):
@@ -399,6 +399,9 @@ def refresh_reflections() -> dict[str, Any]:
 
     runtime()  # logging configured, modes repaired
     report = refresh_known(settings.home, settings.kb_path, host_name())
+    from .statusline import refresh_cache
+
+    refresh_cache(budget_sec=5.0)  # the status line's counts kept current (statusline.py)
     if report.refreshed or report.errors:
         log.info("reflections refreshed", **asdict(report))
     return asdict(report)

@@ -25,6 +25,10 @@ import os
 
 from . import settings_spec as spec
 
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: the hook reads the config through this module
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 DIR_NAME = "reflect-jobs"
 FILE_NAME = "config.toml"
 
@@ -209,11 +213,12 @@ def _env_text(name: str, value: object) -> str | None:
         return "1" if value else "0"
     if isinstance(value, int | float | str):
         return str(value)
-    ints = isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    )
-    if name == "checkpoints" and ints:
-        return ",".join(str(v) for v in value) or "off"  # type: ignore[union-attr]
+    if (
+        name == "checkpoints"
+        and isinstance(value, list)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return ",".join(str(v) for v in value) or "off"
     return None
 
 
@@ -318,7 +323,7 @@ def _read(path: str) -> Loaded:
     return Loaded(path, True, values, env, tuple(problems))
 
 
-def overlay(environ: dict[str, str] | None = None) -> dict[str, str]:
+def overlay(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment with the config file filling what it does not set.
 
     A variable that is set and not blank wins over the file; a blank or missing one takes

@@ -46,7 +46,13 @@ WEAK = {
     "rule": "Perhaps rebuild the fixtures when the migrations change.",
     "confidence_num": 0.2,
 }
-ITEM = {"kind": "action", "title": "Port the seed script to alembic", "body": "Two tables left."}
+# A new item carries its evidence, a quote of the session (docs/REFLECTIONS.md).
+ITEM = {
+    "kind": "action",
+    "title": "Port the seed script to alembic",
+    "body": "Two tables left.",
+    "evidence": CORRECTION,
+}
 
 
 def drain_memory_session(env, tmp_path: Path) -> tuple[Path, dict[str, str]]:  # type: ignore[no-untyped-def]

@@ -166,6 +166,9 @@ def test_a_10mb_evidence_is_dropped_cheaply_and_stores_nothing_big(env, tmp_path
 
 
 def test_tool_origin_is_kept_but_proposed_never_told_and_a_person_accepts_it(env, tmp_path):
+    # The learnings are about pnpm: told where the session's directory is a Node project
+    # (globals fit the repository's stack, ARCHITECTURE §13).
+    (tmp_path / "package.json").write_text('{"packageManager": "pnpm@9"}')
     pasted = f"Here is their README:\n```\n{README}\n```\nNo, wait, check it first."
     t = _transcript(tmp_path / "t.jsonl", [pasted])
     poison = _learning(
@@ -233,6 +236,9 @@ def test_a_person_rejects_a_proposed_learning_and_bad_ids_are_one_line(env, tmp_
 
 
 def test_another_sessions_evidenced_update_accepts_a_proposed_learning(env, tmp_path):
+    # The learnings are about pnpm: told where the session's directory is a Node project
+    # (globals fit the repository's stack, ARCHITECTURE §13).
+    (tmp_path / "package.json").write_text('{"packageManager": "pnpm@9"}')
     low = _learning(
         "Run pnpm install from the repository root",
         "Use pnpm, never npm, in the web workspace.",

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from support import BIN, write_claude_transcript
 
 from reflect_jobs.cli import main
+from reflect_jobs.hook_errors import recent
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import CostRow, Job
 from reflect_jobs.userconfig import config_path
@@ -81,6 +82,7 @@ def test_an_ignored_repository_is_told_nothing_and_captured_for_nothing(env, tmp
     start = {"hook_event_name": "SessionStart", "cwd": str(shop)}
     proc = _hook(env, start)
     assert proc.returncode == 0 and proc.stdout == b"", "told nothing"
+    assert recent(env.home) == [], "told nothing because it is ignored, not because it failed"
     prompt = {"hook_event_name": "UserPromptSubmit", "cwd": str(shop), "prompt": "pnpm install"}
     assert _hook(env, prompt).stdout == b""
     copilot = _hook(

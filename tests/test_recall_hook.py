@@ -28,10 +28,15 @@ def _hook(env, payload, harness="claude", extra=()):
 
 def _setup(env, tmp_path):
     repo = make_repo(tmp_path / "shop", "https://github.com/acme/shop.git")
+    # The shop uses redis (its profile says so), so the global Redis rule fits it.
+    (repo / "package.json").write_text('{"dependencies": {"redis": "4"}}')
     add_note(env.kb, learning("Shop is a pnpm workspace", "Run pnpm -w install", repo=KEY))
     add_note(
         env.kb,
         learning("Retry flaky Redis connections", "Wrap redis calls in a retry", scope="global"),
+    )
+    add_note(
+        env.kb, learning("Keep commits small", "One logical change per commit", scope="global")
     )
     reindex(env.kb)
     return repo
@@ -93,7 +98,8 @@ def test_no_store_yet_or_a_vanished_cwd_still_exit_0_with_json_or_nothing(env, t
     _setup(env, tmp_path)
     proc = _hook(env, payload)  # the directory vanished: the global learnings are still told
     ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "Retry flaky Redis" in ctx and "pnpm" not in ctx
+    # ... those for any repository; a stack's rule needs a repository of that stack
+    assert "Keep commits small" in ctx and "pnpm" not in ctx and "Redis" not in ctx
 
 
 @pytest.mark.chaos

@@ -66,7 +66,10 @@ def test_a_reflector_pass_closes_offered_ignores_unoffered_adds_and_keeps_the_su
     items = _items(env, repo)
     closed = items["Fix the flaky login test"]
     assert closed["status"] == "done" and closed["notes"][-1]["by"] == "reflector"
-    assert closed["notes"][-1]["text"] == "closed by the session"
+    # The close carries its evidence: a verbatim quote of what the prompt showed.
+    note = closed["notes"][-1]["text"]
+    assert note.startswith('closed by the session [evidence: "') and note.endswith('"]')
+    assert note.removeprefix('closed by the session [evidence: "')[:-2] in first
     assert items["Redis runs on port 6379 here"]["status"] == "note"
     assert items["Redis runs on port 6379 here"]["notes"] == []
     new = items["Add a retry to the deploy script"]

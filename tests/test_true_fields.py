@@ -41,6 +41,8 @@ ITEM = {
     "kind": "action",
     "title": "Remove the stray package-lock.json from the key services",
     "body": "The token budget of the CI job is wasted reinstalling; the auth service too.",
+    # A new item carries its evidence, a quote of the session (docs/REFLECTIONS.md).
+    "evidence": CORRECTION,
 }
 SUMMARY = "Switched the install to pnpm; the password reset flow was not touched."
 
@@ -90,6 +92,8 @@ def test_every_field_of_a_clean_answer_reaches_every_store_verbatim(env, tmp_pat
     listed = env.run("reflections", "list", "--status", "all", "--repo", str(repo), "--json")
     items = {i["title"]: i for i in json.loads(listed.stdout)}
     assert items[ITEM["title"]]["body"] == ITEM["body"]
+    assert items[ITEM["title"]]["notes"][0]["text"] == f'evidence: "{CORRECTION}"'
+
     summaries = [i for i in items.values() if i["kind"] == "summary"]
     assert [s["body"] for s in summaries] == [SUMMARY]
 

@@ -31,6 +31,7 @@ FIELDS = {
     "confidence_num",
     "tags",
     "entities",
+    "applies_to",
     "causal_relations",
     "body",
     # ARCHITECTURE §6: checked against the sent slice when one is given (tests/test_evidence.py)

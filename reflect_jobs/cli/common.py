@@ -172,13 +172,12 @@ def one_line(exc: click.UsageError) -> OneLineUsage:
         exc: A usage error click raised (a bad option value, a missing argument).
 
     Returns:
-        The error as :class:`OneLineUsage`, same message, context and exit code.
+        The error as :class:`OneLineUsage`, same message and context; its exit code is
+        click's ``UsageError.exit_code`` (2), a class attribute every usage error shares.
     """
     if isinstance(exc, OneLineUsage):
         return exc
-    out = OneLineUsage(exc.format_message(), exc.ctx)
-    out.exit_code = exc.exit_code
-    return out
+    return OneLineUsage(exc.format_message(), exc.ctx)
 
 
 class OneLineGroup(click.Group):

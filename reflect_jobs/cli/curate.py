@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import getpass
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from .common import emit, get_settings
+
+if TYPE_CHECKING:
+    from ..repo import Repo
 
 
 def _by() -> str:
@@ -147,7 +151,7 @@ def _write_ignore(entries: list[str]) -> str:
         raise click.ClickException(f"config file: {exc}") from None
 
 
-def _repo_of(directory: str | None):  # type: ignore[no-untyped-def]
+def _repo_of(directory: str | None) -> Repo:
     from ..repo import repo_for
 
     ref = repo_for(os.path.abspath(directory or os.getcwd()))

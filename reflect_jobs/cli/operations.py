@@ -124,26 +124,26 @@ def queue_line(queue: dict[str, Any]) -> str:
 def open_items_part(cwd: str) -> str:
     """The ``status --line`` part counting the current repository's open reflection items.
 
-    Read as the session-start hook reads them (``recall/items.py``: the reflection index,
-    refreshed only when the logs changed), so a shell prompt calling this often stays cheap.
+    Read from the status line's cache (``statusline.py``: taken again only when the logs
+    changed or after two minutes, as the session-start hook reads items), so a shell prompt
+    calling this often stays cheap.
 
     Args:
         cwd: The current directory.
 
     Returns:
-        ``" open:N"`` (N = open, not stale) inside a git repository; ``""`` outside one, or
-        when the count cannot be read (a status line never fails for it).
+        ``" open:N"`` (N = open, not stale) inside a git repository whose store has logs;
+        ``""`` outside one, or when the count cannot be read (a status line never fails).
     """
-    from ..recall import items
-    from ..repo import git_root
+    from ..statusline import counts_for
 
-    if git_root(cwd) is None:
-        return ""
     try:
-        _, _, total = items.open_items(cwd)
+        counts = counts_for(cwd)  # the status line's cache (statusline.py)
     except Exception:  # noqa: BLE001 - a bad mapping file or locked index: no count shown
         return ""
-    return f" open:{total}"
+    if counts is None:
+        return ""
+    return f" open:{counts['open']}"
 
 
 @click.command()
@@ -495,4 +495,21 @@ def ui(port: int, open_browser: bool) -> None:
 
 
 #: Registered on the top-level group by :mod:`reflect_jobs.cli`.
-COMMANDS = (worker, drain, status, doctor, cost, db, ui)
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--cwd", "where", default=None, help="Count this directory's repository.")
+def statusline(where: str | None) -> None:
+    """Open items at a glance for Claude Code's statusLine (reads its JSON on stdin).
+
+    \f
+    The console script serves this without the CLI (``reflect_jobs/entry.py``); this command
+    is the same code for ``--help`` and in-process callers.
+
+    Args:
+        where: A directory instead of the payload's.
+    """
+    from ..statusline import main as run
+
+    run(["--cwd", where] if where else [])
+
+
+COMMANDS = (worker, drain, status, doctor, cost, db, ui, statusline)

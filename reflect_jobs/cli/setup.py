@@ -44,6 +44,20 @@ def install() -> None:
     "skipped when --settings is given without it).",
 )
 @click.option("--no-mcp", is_flag=True, help="Do not register (or unregister) the MCP server.")
+@click.option(
+    "--statusline",
+    "with_statusline",
+    is_flag=True,
+    help="Claude Code: also show the open items in the status line (when none is set).",
+)
+@click.option(
+    "--skills-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to write the reflect and handoff skills (default: the harness's own; "
+    "skipped when --settings is given without it).",
+)
+@click.option("--no-skills", is_flag=True, help="Do not install (or remove) the skills.")
 def install_hooks(
     harness: str,
     settings_file: str | None,
@@ -51,6 +65,9 @@ def install_hooks(
     dry_run: bool,
     mcp_file: str | None = None,
     no_mcp: bool = False,
+    with_statusline: bool = False,
+    skills_dir: str | None = None,
+    no_skills: bool = False,
 ) -> None:
     """Merge the reflect-jobs hook into a harness's settings, idempotently (backup first).
 
@@ -66,6 +83,12 @@ def install_hooks(
         dry_run: Print the edit as a diff; write nothing.
         mcp_file: The MCP config file; ``None`` for the harness's own.
         no_mcp: Leave MCP configuration alone.
+        with_statusline: Set ``statusLine`` to ``reflect-jobs statusline`` (Claude Code,
+            only when none is set; otherwise print how to compose the two). ``--uninstall``
+            always removes ours.
+        skills_dir: The skills directory (default: Claude Code's ``skills/``, Codex's
+            ``~/.agents/skills``).
+        no_skills: Leave the skills alone.
 
     Raises:
         click.ClickException: The hook script is missing or not executable (when
@@ -95,8 +118,55 @@ def install_hooks(
     if not no_mcp and (mcp_file or not settings_file):
         _register_mcp(harness, spec.label, mcp_file, uninstall=uninstall, dry_run=dry_run)
     _report_hooks(spec, path, change, uninstall=uninstall, dry_run=dry_run)
+    if not no_skills and (skills_dir or not settings_file):
+        _skills(harness, skills_dir, uninstall=uninstall, dry_run=dry_run)
+    if harness == "claude" and (with_statusline or uninstall):
+        _statusline(path, uninstall=uninstall, dry_run=dry_run)
+    elif with_statusline:
+        click.echo(f"{spec.label}: no statusLine setting; --statusline is for Claude Code")
     if not uninstall:
         _record_config(dry_run=dry_run)
+
+
+def _skills(harness: str, where: str | None, *, uninstall: bool, dry_run: bool) -> None:
+    """Install (or remove) the reflect and handoff skills; one line each."""
+    from ..install.skills import apply_skills
+
+    base = Path(where).expanduser() if where else None
+    try:
+        changes = apply_skills(harness, uninstall=uninstall, dry_run=dry_run, base=base)
+    except OSError as exc:
+        raise click.ClickException(f"skills: {exc}") from None
+    label = harnesses.get(harness).label
+    for ch in changes:
+        if ch.action == "absent":
+            continue
+        verb = ch.action
+        if ch.action == "kept":
+            verb = "kept (a skill of yours has this name; ours is not installed)"
+        elif dry_run and ch.action != "unchanged":
+            verb = f"would be {ch.action}"
+        backup = f" (backup {ch.backup})" if ch.backup else ""
+        click.echo(f"{label}: skill /{ch.name} {verb}: {ch.path}{backup}")
+
+
+def _statusline(path: Path, *, uninstall: bool, dry_run: bool) -> None:
+    """Set (or remove) our ``statusLine`` in Claude Code's settings; a line or two out."""
+    from ..install.jsonfile import SettingsFileError
+    from ..install.statusline import apply_statusline
+
+    try:
+        sc = apply_statusline(path, uninstall=uninstall, dry_run=dry_run)
+    except (SettingsFileError, OSError) as exc:
+        raise click.ClickException(f"statusLine: {exc}") from None
+    if sc.action == "absent":
+        return
+    if sc.hint:
+        click.echo(f"Claude Code: {sc.hint}")
+        return
+    backup = f" (backup {sc.backup})" if sc.backup else ""
+    verb = f"would be {sc.action}" if dry_run and sc.action != "unchanged" else sc.action
+    click.echo(f"Claude Code: statusLine {verb} in {path}{backup}")
 
 
 def _report_hooks(spec: Any, path: Path, change: Any, *, uninstall: bool, dry_run: bool) -> None:

@@ -123,7 +123,7 @@ def recent_notes(kb_path: Path, *, limit: int = 10) -> list[dict[str, Any]]:
             continue  # removed between the listing and the stat
         stamped.append((st.st_mtime_ns, st.st_size, path))
     stamped.sort(key=lambda m: (-m[0], m[2].name))
-    notes = []
+    notes: list[dict[str, Any]] = []
     keep: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
     for mtime_ns, size, path in stamped:
         if len(notes) >= limit:

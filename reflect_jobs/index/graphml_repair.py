@@ -14,16 +14,21 @@ import contextlib
 import io
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from reflect_jobs.faults import failpoint
 from reflect_jobs.fsio import atomic_write
 
+#: Parses a whole document (only to validate it; the passes use ElementTree).
+_xml_fromstring: Callable[[bytes], ET.Element]
 try:  # defusedxml refuses entity-expansion tricks; stdlib expat (>= 2.4.1) also limits them
-    from defusedxml.ElementTree import fromstring as _xml_fromstring  # type: ignore[import-not-found]
+    from defusedxml.ElementTree import fromstring as _defused_fromstring
+
+    _xml_fromstring = _defused_fromstring
 except ImportError:  # pragma: no cover - depends on the environment
-    from xml.etree.ElementTree import fromstring as _xml_fromstring
+    _xml_fromstring = ET.fromstring
 
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 _CLOSE = b"</graphml>"
@@ -167,11 +172,13 @@ class _Graph:
 
     def __init__(self, data: bytes) -> None:
         _register_namespaces(data)
-        self.tree = ET.ElementTree(ET.fromstring(data))
-        self.root = self.tree.getroot()
-        self.graph = self.root.find(_q("graph"))
-        if self.graph is None:
+        root = ET.fromstring(data)
+        self.tree = ET.ElementTree(root)
+        self.root = root
+        graph = root.find(_q("graph"))
+        if graph is None:
             raise GraphMLError("no <graph> element")
+        self.graph = graph
         self.keys = {
             (k.get("for", "all"), k.get("attr.name")): k for k in self.root.findall(_q("key"))
         }

@@ -21,6 +21,7 @@ dropped), the hook reads only the context store, and MCP ``get`` reads only
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,7 +50,7 @@ def _read(kb_path: Path, note_id: str) -> kb.Note | None:
     return note
 
 
-def apply_now(kb_path: str | Path, ids: Iterable[str]) -> list[str]:
+def apply_now(kb_path: str | os.PathLike[str], ids: Iterable[str]) -> list[str]:
     """Apply the named notes to the lexical index and the context store.
 
     Args:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
@@ -29,6 +29,9 @@ from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
+
+if TYPE_CHECKING:
+    from .graphrag import GraphIndex
 
 #: Notes parsed and written per batch by a reindex without vectors (its memory follows
 #: this, not the number of notes).
@@ -91,7 +94,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _graph_index(kb_path: Path, embed_model: str | None):  # type: ignore[no-untyped-def]
+def _graph_index(kb_path: Path, embed_model: str | None) -> GraphIndex:
     from .embeddings import get_embedder  # heavy (torch): only when vectors are on
     from .graphrag import GraphIndex
 

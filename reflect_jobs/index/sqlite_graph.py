@@ -17,7 +17,9 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 from nano_graphrag._storage import NetworkXStorage
@@ -43,14 +45,14 @@ class SQLiteGraphStorage(NetworkXStorage):
     The async methods are nano-graphrag's ``BaseGraphStorage`` interface; the sync ones are
     what our own insert/remove/query code calls."""
 
-    def __post_init__(self):  # no GraphML load: SQLite is the store
+    def __post_init__(self) -> None:  # no GraphML load: SQLite is the store
         self._db = config_db(self.global_config)
         self._nx: nx.Graph | None = None
         self._clustering_algorithms = {
             "louvain": self._louvain_clustering,
             "leiden": self._louvain_clustering,
         }
-        self._node_embed_algorithms = {}
+        self._node_embed_algorithms: dict[str, Callable[[], Awaitable[Any]]] = {}  # none
         self._db.register(self)
 
     def invalidate(self) -> None:
@@ -66,7 +68,7 @@ class SQLiteGraphStorage(NetworkXStorage):
     def graph(self) -> nx.Graph:
         """The whole graph in networkx (loaded once, O(graph); then kept in sync on writes)."""
         if self._nx is None:
-            g = nx.Graph()
+            g: nx.Graph[str] = nx.Graph()
             with self._db.snapshot():
                 nodes = self._db.execute("SELECT name, data FROM nodes ORDER BY rowid").fetchall()
                 edges = self._db.execute("SELECT a, b, data FROM edges ORDER BY rowid").fetchall()

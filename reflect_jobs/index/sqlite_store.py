@@ -33,7 +33,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,17 +171,28 @@ class IndexDB:
             c.invalidate()
 
     @property
+    def live(self) -> sqlite3.Connection:
+        """The open connection (:meth:`open` made it).
+
+        Raises:
+            sqlite3.ProgrammingError: After :meth:`close`, as sqlite3 says of a closed one.
+        """
+        if self.conn is None:
+            raise sqlite3.ProgrammingError(f"index database {self.path} is closed")
+        return self.conn
+
+    @property
     def in_transaction(self) -> bool:
         """Whether a transaction is open on the connection."""
         return bool(self.conn is not None and self.conn.in_transaction)
 
     def begin(self) -> None:
         """Start a write transaction (``BEGIN IMMEDIATE``: the write lock is taken now)."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.live.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
         """Commit the open transaction."""
-        self.conn.execute("COMMIT")
+        self.live.execute("COMMIT")
 
     def rollback(self) -> None:
         """Roll back the open transaction, if any, and drop the caches it may have touched."""
@@ -201,11 +212,11 @@ class IndexDB:
         if self.in_transaction:
             yield
             return
-        self.conn.execute("BEGIN")
+        self.live.execute("BEGIN")
         try:
             yield
         finally:
-            self.conn.execute("COMMIT")
+            self.live.execute("COMMIT")
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
         """Run one statement on the shared connection.
@@ -217,9 +228,9 @@ class IndexDB:
         Returns:
             The cursor (fetch from it).
         """
-        return self.conn.execute(sql, tuple(params))
+        return self.live.execute(sql, tuple(params))
 
-    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
         """Run one statement once per parameter row.
 
         Args:
@@ -229,7 +240,7 @@ class IndexDB:
         Returns:
             The cursor.
         """
-        return self.conn.executemany(sql, rows)
+        return self.live.executemany(sql, rows)
 
     def total_changes(self) -> int:
         """Rows changed on this connection since it opened (compare before/after a write).
@@ -237,7 +248,7 @@ class IndexDB:
         Returns:
             SQLite's ``total_changes`` counter.
         """
-        return self.conn.total_changes
+        return self.live.total_changes
 
     # ------------------------------------------------------------------ meta
 
@@ -251,7 +262,7 @@ class IndexDB:
         Returns:
             The decoded value, or ``default``.
         """
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.live.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
     def meta_set(self, key: str, value: Any) -> None:
@@ -261,7 +272,7 @@ class IndexDB:
             key: The meta key.
             value: A JSON-serialisable value.
         """
-        self.conn.execute(
+        self.live.execute(
             "INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, dumps_json(value)),
         )
@@ -280,12 +291,12 @@ class IndexDB:
         Returns:
             ``True`` for a new database.
         """
-        return self.conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is None
+        return self.live.execute("SELECT 1 FROM meta LIMIT 1").fetchone() is None
 
     def wipe(self) -> None:
         """Delete every row of every table (in the open transaction); the schema stays."""
         for t in ("meta", "docs", "chunk_doc", "kv", "vectors", "nodes", "edges"):
-            self.conn.execute(f"DELETE FROM {t}")  # noqa: S608 - fixed table names
+            self.live.execute(f"DELETE FROM {t}")  # noqa: S608 - fixed table names
 
 
 def config_db(global_config: dict) -> IndexDB:
@@ -315,7 +326,7 @@ class SQLiteKVStorage(BaseKVStorage):
     any write or :meth:`IndexDB.invalidate`): for small namespaces read on every query
     (community reports)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._db = config_db(self.global_config)
         self._data = JsonTableView(self._db, "kv", "id", "value", ns=self.namespace)
         self._cache: dict | None = None

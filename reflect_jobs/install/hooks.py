@@ -329,7 +329,9 @@ def timeout_problems(doc: Any, harness: str) -> list[str]:
     spec = harnesses.get(harness)
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
     out: list[str] = []
-    for hook_event in spec.events if isinstance(hooks, dict) else ():
+    if not isinstance(hooks, dict):
+        return out
+    for hook_event in spec.events:
         entries = hooks.get(hook_event.name)
         if not isinstance(entries, list):
             continue

@@ -120,7 +120,8 @@ def mcp_entries(environ: Mapping[str, str] | None = None) -> list[Installed]:
             continue
         if not isinstance(entry, dict):
             continue
-        env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+        raw_env = entry.get("env")
+        env = raw_env if isinstance(raw_env, dict) else {}
         out.append(
             Installed(
                 f"MCP ({harness})",

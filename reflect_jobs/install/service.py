@@ -143,8 +143,7 @@ def service_values(
         for p in (path_env if path_env is not None else os.environ.get("PATH", "")).split(":")
         if p
     ]
-    seen: set[str] = set()
-    path = ":".join(p for p in parts if not (p in seen or seen.add(p)))
+    path = ":".join(dict.fromkeys(parts))  # each directory once, first place kept
     return {
         "VENV": str(venv),
         "REFLECT_HOME": str(home),

@@ -1,6 +1,6 @@
 """``reflect-jobs uninstall``: take back everything ``install`` put on the machine.
 
-Hooks and MCP entries leave every harness's files (other tools' settings byte-identical; a
+Hooks, MCP entries, our skills and our ``statusLine`` leave every harness's files (other tools' settings byte-identical; a
 file that held only ours is deleted, not left as ``{}``), the service is stopped and
 disabled before its unit is removed, and the ``.bak-*`` copies our edits made are pruned to
 the newest one. With ``purge`` the data goes too: ``$REFLECT_HOME`` (ledger, queue, raw
@@ -30,6 +30,8 @@ from .hooks import apply_hooks, read_installed
 from .mcp import apply_mcp, mcp_config_path
 from .service import SERVICE_FILES, default_service_path
 from .service_control import Runner, Step, is_loaded, run_command, run_steps, stop_commands
+from .skills import apply_skills
+from .statusline import apply_statusline
 
 #: What a directory of ours holds: a home, a KB (anything else is not deleted).
 HOME_MARKERS = ("reflect.db", "queue.db", "spool", "drain.log", "hook-errors.log", "slices", "run")
@@ -140,6 +142,24 @@ def _remove_mcp(harness: str, report: Report, keep: int, dry_run: bool, env: Map
             + ("; the file held nothing else and was deleted" if gone else "")
         )
     prune_backups(path, keep=keep, dry_run=dry_run)
+
+
+def _remove_extras(harness: str, report: Report, keep: int, dry_run: bool, env: Mapping) -> None:
+    """Our skills (``skills.py``) and, for Claude Code, our ``statusLine``
+    (``statusline.py``); a person's own of either is left alone."""
+    spec = harnesses.get(harness)
+    for change in apply_skills(harness, uninstall=True, dry_run=dry_run, environ=dict(env)):
+        if change.action == "removed":
+            backup = f" (your edits kept in {change.backup})" if change.backup else ""
+            report.lines.append(f"{spec.label}: skill /{change.name} removed{backup}")
+    if harness != "claude":
+        return
+    path = default_settings_path(harness, env)
+    if not path.exists():
+        return
+    if apply_statusline(path, uninstall=True, dry_run=dry_run).action == "removed":
+        report.lines.append(f"{spec.label}: statusLine removed from {path}")
+        prune_backups(path, keep=keep, dry_run=dry_run)
 
 
 def _remove_service(report: Report, keep: int, dry_run: bool, run: Runner) -> None:
@@ -266,6 +286,7 @@ def uninstall(
     keep = 0 if purge else 1
     report = Report()
     for harness in selected:
+        _remove_extras(harness, report, keep, dry_run, env)
         _remove_hooks(harness, report, keep, dry_run, env)
         _remove_mcp(harness, report, keep, dry_run, env)
     if everything:

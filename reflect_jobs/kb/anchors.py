@@ -42,7 +42,7 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..recall.verify import safe_relpath as _safe_relpath
@@ -271,7 +271,9 @@ def _read(real: str, budget: list[int]) -> bytes:
     return data
 
 
-def _stream_git(root: str, args: list[str], deadline: float, on_line) -> None:  # type: ignore[no-untyped-def]
+def _stream_git(
+    root: str, args: list[str], deadline: float, on_line: Callable[[bytes], bool]
+) -> None:
     """Run ``git -C root *args``, feeding each stdout line to ``on_line`` until it returns
     True, the output ends, or ``deadline`` (``time.monotonic()``) passes; then kill it."""
     remaining = deadline - time.monotonic()

@@ -195,7 +195,8 @@ def _state_problem(kb: Path) -> str | None:
 
 def _dirty(kb: Path) -> tuple[list[str], list[str]]:
     """Uncommitted paths, split into the worker's (:data:`OURS`) and anything else."""
-    ours, other = [], []
+    ours: list[str] = []
+    other: list[str] = []
     for line in git(kb, "status", "--porcelain", "--untracked-files=all").stdout.splitlines():
         path = line[3:].split(" -> ")[-1].strip('"')
         (ours if path.startswith(OURS) else other).append(path)

@@ -175,11 +175,9 @@ def heuristic_sidecar(note: Note) -> dict[str, Any]:
                 key == "tags" and str(value).lower() in BOOKKEEPING_TAGS
             ):
                 add(str(value), etype)
-    relationships = [
-        {**rel, "description": "", "strength": 5}
-        for rel in causal_relations(fm.get("causal_relations"))
-    ]
-    for rel in relationships:
+    causal = causal_relations(fm.get("causal_relations"))
+    relationships = [{**rel, "description": "", "strength": 5} for rel in causal]
+    for rel in causal:
         add(rel["source"], "concept")
         add(rel["target"], "concept")
     fields = [str(fm.get(k) or "") for k in ("title", "rule", "key_insight", "root_cause")]

@@ -197,6 +197,9 @@ def note_frontmatter(
         "entities": _str_list(learning.get("entities")),
         "causal_relations": causal_relations(learning.get("causal_relations")),
     }
+    applies = _str_list(learning.get("applies_to"))
+    if applies:  # what it is about (recall/stack.py); inferred from tags/entities when absent
+        fm["applies_to"] = applies
     evidence = " ".join(_text(learning.get("evidence")).split())
     if evidence:  # what proves it (ARCHITECTURE §6); notes from before evidence have none
         fm["evidence"] = evidence

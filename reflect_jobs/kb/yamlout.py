@@ -146,7 +146,7 @@ def yaml_entry(key: object, value: object) -> str:
     return f"{_key(key)}: {yaml_value(value)}"
 
 
-def yaml_block(mapping: Mapping[object, object]) -> str:
+def yaml_block(mapping: Mapping[str, object]) -> str:
     """Render a whole frontmatter/sidecar mapping, one top-level key per line group.
 
     Args:

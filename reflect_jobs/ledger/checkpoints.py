@@ -16,6 +16,7 @@ writes what it needs between captures (ARCHITECTURE §14.1):
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TypeVarTuple
 
 from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -128,7 +129,12 @@ def clear_idle(session: Session, harness: str, key: str) -> None:
 _ACTIVE = ("queued", "running", "deferred", "retrying")
 
 
-def _passing(q: Select, harness: str, session_id: str, *more: ColumnElement[bool]) -> Select:
+_Ts = TypeVarTuple("_Ts")
+
+
+def _passing(
+    q: Select[*_Ts], harness: str, session_id: str, *more: ColumnElement[bool]
+) -> Select[*_Ts]:
     """``q`` narrowed to the session's jobs whose pass is in flight: active and at
     ``write``/``add``, or running (or any of ``more``)."""
     return q.where(

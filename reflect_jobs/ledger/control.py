@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from reflect_jobs.gates import Defer, FreeGate, Go
 
+from .db import rows_affected
 from .models import Control, ErrorRecord, Heartbeat, QuotaSnapshot, utcnow
 
 HALT_KEY = "write_halted"
@@ -205,13 +207,17 @@ def prune_heartbeats(session: Session, older_than: timedelta = HEARTBEAT_RETENTI
     if newest is None:
         return 0
     cutoff = min(utcnow() - older_than, newest)
-    return session.execute(delete(Heartbeat).where(Heartbeat.beat_at < cutoff)).rowcount or 0
+    return rows_affected(session, delete(Heartbeat).where(Heartbeat.beat_at < cutoff)) or 0
 
 
 # --- quota telemetry -------------------------------------------------------------------
 
 
-def store_quota_snapshots(session: Session, snapshots: list[dict[str, Any]], bucket_of) -> int:  # type: ignore[no-untyped-def]
+def store_quota_snapshots(
+    session: Session,
+    snapshots: list[dict[str, Any]],
+    bucket_of: Callable[[dict[str, Any]], str],
+) -> int:
     """Last write wins per bucket (SPEC-drain §5.5 ingest).
 
     Args:

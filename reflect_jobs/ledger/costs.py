@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -26,7 +26,11 @@ from reflect_jobs.redaction import redact_structured
 from reflect_jobs.writer.prices import BUILTIN_PRICES as PRICES  # noqa: F401  (kept for callers)
 from reflect_jobs.writer.prices import cost_usd
 
+from .db import rows_affected
 from .models import CostRow, Job, utcnow
+
+if TYPE_CHECKING:
+    from reflect_jobs.writer.result import ModelResult
 
 
 def estimate_cost(
@@ -63,7 +67,7 @@ def estimate_cost(
 RAW_ANSWER_MAX_CHARS = 1_000_000
 
 
-def bounded_answer(result: Any) -> str:
+def bounded_answer(result: ModelResult) -> str:
     """The answer as stored in ``raw_answer``: :meth:`ModelResult.to_json`, bounded.
 
     Within :data:`RAW_ANSWER_MAX_CHARS` it is the lossless JSON. Beyond it ``text`` and
@@ -92,7 +96,7 @@ def bounded_answer(result: Any) -> str:
 
 
 def _answer_row(
-    result: Any, *, job_id: str | None, transcript: str, outcome: str, entries: int
+    result: ModelResult, *, job_id: str | None, transcript: str, outcome: str, entries: int
 ) -> CostRow:
     """A cost row carrying a model answer's usage, price and (redacted, bounded) answer."""
     usage = result.usage
@@ -121,7 +125,7 @@ def _answer_row(
 
 
 def record_attempt(
-    session: Session, job: Job, result: Any, *, started: CostRow | None = None
+    session: Session, job: Job, result: ModelResult, *, started: CostRow | None = None
 ) -> CostRow:
     """Commit-worthy row for a model answer (a ``ModelResult``), outcome still pending.
 
@@ -223,13 +227,14 @@ def settle_abandoned_jobless(session: Session, before: datetime) -> int:
     Returns:
         How many rows were settled.
     """
-    result = session.execute(
+    matched = rows_affected(
+        session,
         update(CostRow)
         .where(CostRow.job_id.is_(None), CostRow.outcome == CALLING, CostRow.at < before)
         .values(outcome=INTERRUPTED, consumed=True)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    return result.rowcount or 0
+    return matched or 0
 
 
 def settle_interrupted(session: Session, job_ids: list[str]) -> int:
@@ -248,18 +253,19 @@ def settle_interrupted(session: Session, job_ids: list[str]) -> int:
     """
     if not job_ids:
         return 0
-    result = session.execute(
+    matched = rows_affected(
+        session,
         update(CostRow)
         .where(CostRow.job_id.in_(job_ids), CostRow.outcome == CALLING)
         .values(outcome=INTERRUPTED, consumed=True)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    return result.rowcount or 0
+    return matched or 0
 
 
 def record_jobless_attempt(
     session: Session,
-    result: Any,
+    result: ModelResult,
     *,
     label: str,
     outcome: str = "pending",

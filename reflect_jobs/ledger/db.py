@@ -14,12 +14,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Connection, CursorResult, Engine, Executable, create_engine, event, inspect
 from sqlalchemy.orm import Session, sessionmaker
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from reflect_jobs.perms import private_dir, private_file
 
@@ -104,7 +109,7 @@ def _make_engine(url: str) -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        def _pragmas(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             # Let SQLAlchemy own BEGIN so that BEGIN IMMEDIATE (see write_session) works.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
@@ -115,7 +120,7 @@ def _make_engine(url: str) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn):  # type: ignore[no-untyped-def]
+        def _begin(conn: Connection) -> None:
             # IMMEDIATE takes the write lock up front: no deadlock-prone lock upgrade
             # between two workers that both read then write. Read-only sessions (status,
             # jobs, show…) use a plain deferred BEGIN: under WAL they never wait for a writer.
@@ -192,6 +197,24 @@ def session_scope(url: str, *, readonly: bool = False) -> Iterator[Session]:
         session.close()
 
 
+def rows_affected(session: Session, statement: Executable) -> int:
+    """Run an UPDATE or DELETE and say how many rows it matched.
+
+    The compare-and-set claims and the sweeps decide on this count. SQLAlchemy returns a
+    ``CursorResult`` for such a statement, but ``Session.execute`` is typed as returning a
+    plain ``Result``, which has no ``rowcount``: this is the one place that says so.
+
+    Args:
+        session: The open session to run ``statement`` in.
+        statement: An ``update(...)`` or ``delete(...)`` statement.
+
+    Returns:
+        The driver's row count (``-1`` where a driver cannot tell, as SQLAlchemy reports it).
+    """
+    result = cast("CursorResult[Any]", session.execute(statement))
+    return result.rowcount
+
+
 def migrations_dir() -> Path:
     """Where the Alembic scripts are, in a checkout and in a wheel alike.
 
@@ -203,7 +226,7 @@ def migrations_dir() -> Path:
     return shipped_dir("reflect_jobs._migrations", "alembic", "env.py")
 
 
-def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
+def alembic_config(engine: Engine) -> Config:
     """An Alembic config for ``engine``, built in code so no ``alembic.ini`` holds credentials.
 
     Args:
@@ -220,7 +243,7 @@ def alembic_config(engine: Engine):  # type: ignore[no-untyped-def]
     return cfg
 
 
-def _head_revision(cfg) -> str | None:  # type: ignore[no-untyped-def]
+def _head_revision(cfg: Config) -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(cfg).get_current_head()

@@ -29,6 +29,7 @@ from ..lifecycle import NEEDS_PERSON_STATES as NEEDS_PERSON
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
 from ..lifecycle import TERMINAL_STATES as TERMINAL
 from . import costs, owners
+from .db import rows_affected
 from .models import Job, JobEvent, utcnow
 from .owners import Owner
 
@@ -186,7 +187,8 @@ def claim(
     ):
         return None
     observed = job.state
-    result = session.execute(
+    matched = rows_affected(
+        session,
         update(Job)
         .where(Job.id == job_id, Job.stage == stage, Job.state == observed)
         .values(
@@ -198,9 +200,9 @@ def claim(
             owner_start=owner.start[:160],
             updated_at=now,
         )
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    if result.rowcount != 1:
+    if matched != 1:
         return None
     session.refresh(job)
     session.add(
@@ -232,13 +234,14 @@ def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> 
         ``running`` under ``worker``.
     """
     now = utcnow()
-    result = session.execute(
+    matched = rows_affected(
+        session,
         update(Job)
         .where(Job.id == job_id, Job.state == "running", Job.lease_owner == worker)
         .values(lease_expires_at=now + timedelta(seconds=lease_sec), updated_at=now)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
-    return result.rowcount == 1
+    return matched == 1
 
 
 @dataclass(frozen=True)
@@ -320,10 +323,10 @@ def recover_expired(
             )
         else:
             still = still.where(Job.lease_expires_at < now)
-        taken = session.execute(
-            still.values(updated_at=now).execution_options(synchronize_session=False)
+        taken = rows_affected(
+            session, still.values(updated_at=now).execution_options(synchronize_session=False)
         )
-        if taken.rowcount != 1:
+        if taken != 1:
             continue
         session.refresh(job)
         job.recoveries += 1
@@ -400,7 +403,8 @@ def hand_back(
     out = []
     for job in held:
         # Compare-and-set, as recovery does: one of our threads may move it meanwhile.
-        still = session.execute(
+        still = rows_affected(
+            session,
             update(Job)
             .where(
                 Job.id == job.id,
@@ -410,9 +414,9 @@ def hand_back(
                 Job.owner_start == owner.start,
             )
             .values(updated_at=now)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False),
         )
-        if still.rowcount != 1:
+        if still != 1:
             continue
         session.refresh(job)
         costs.settle_interrupted(session, [job.id])

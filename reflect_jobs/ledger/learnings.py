@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from ..lifecycle import ACTIVE, ARCHIVED, DEFAULT_LEARNING_TYPE, PROPOSED, is_retired
 from ..sanitize import bounded
+from .db import rows_affected
 from .models import ChunkHash, Learning, LearningHistory, LearningSource, utcnow
 
 CHUNK_HASH_TTL_DAYS = 30
@@ -404,7 +405,7 @@ def prune_chunks(session: Session, ttl_days: int = CHUNK_HASH_TTL_DAYS) -> int:
     """
     if ttl_days <= 0:
         return 0
-    result = session.execute(
-        delete(ChunkHash).where(ChunkHash.created_at < utcnow() - timedelta(days=ttl_days))
+    matched = rows_affected(
+        session, delete(ChunkHash).where(ChunkHash.created_at < utcnow() - timedelta(days=ttl_days))
     )
-    return result.rowcount or 0
+    return matched or 0

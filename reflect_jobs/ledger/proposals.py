@@ -15,6 +15,7 @@ rewrites follow the commit (``pipeline/note_edits.py``).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -144,7 +145,7 @@ def pending_count(session: Session) -> int:
     )
 
 
-def to_dict(p: RetireProposal, title: str | None = None) -> dict:
+def to_dict(p: RetireProposal, title: str | None = None) -> dict[str, Any]:
     """A proposal as the JSON ``reflect-jobs proposals --json`` prints.
 
     Args:
@@ -169,7 +170,7 @@ def to_dict(p: RetireProposal, title: str | None = None) -> dict:
     }
 
 
-def list_proposals(session: Session, *, status: str | None = PENDING) -> list[dict]:
+def list_proposals(session: Session, *, status: str | None = PENDING) -> list[dict[str, Any]]:
     """Proposals, oldest first, with the title of the learning each would retire.
 
     Args:

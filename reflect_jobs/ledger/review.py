@@ -46,7 +46,7 @@ def review_reasons(learning: Mapping[str, Any], *, writer: str, review_below: fl
     if writer == HEURISTIC:
         reasons.append("heuristic writer (no model)")
     try:
-        confidence = float(learning.get("confidence_num", 0.6))  # type: ignore[arg-type]
+        confidence = float(learning.get("confidence_num", 0.6))
     except (TypeError, ValueError):
         confidence = 0.6
     if confidence < review_below:
@@ -174,7 +174,9 @@ def to_dict(row: Learning, *, writer: str = "", review_below: float = 0.5) -> di
     }
 
 
-def list_proposed(session: Session, *, review_below: float, limit: int = 500) -> list[dict]:
+def list_proposed(
+    session: Session, *, review_below: float, limit: int = 500
+) -> list[dict[str, Any]]:
     """Every learning waiting for review, oldest first.
 
     Args:

@@ -210,10 +210,10 @@ def repeated_corrections(db_url: str, key: str, since: datetime, scan: RepoScan)
     done: set[tuple[str, ...]] = set()
     for members in groups.values():
         ids = tuple(sorted({m.id for m in members}))
-        sids = sorted({s for m in members for s in seen_in[m.id]})
-        if len(ids) >= 2 and len(sids) >= 2 and ids not in done:
+        sessions = sorted({s for m in members for s in seen_in[m.id]})
+        if len(ids) >= 2 and len(sessions) >= 2 and ids not in done:
             done.add(ids)
-            out.append(Repeated(members[0].title, ids, tuple(sids), "same text"))
+            out.append(Repeated(members[0].title, ids, tuple(sessions), "same text"))
     out.sort(key=lambda r: (-len(r.sessions), r.title, r.learning_ids))
     return out
 

@@ -96,8 +96,8 @@ def eligible(db_url: str, key: str, limit: int) -> list[tuple[str, str]]:
         if not is_told(status) or not _note_told(note_path):
             continue
         rule = ""
-        with contextlib.suppress(OSError, kb.NoteError):
-            rule = str(kb.parse_note(Path(note_path)).frontmatter.get("rule") or "")
+        with contextlib.suppress(OSError, kb.NoteError, TypeError):  # TypeError: no path
+            rule = str(kb.parse_note(Path(str(note_path))).frontmatter.get("rule") or "")
         # MEMORY.md is read as instructions: one visible line, no tag, no hidden characters
         out.append((lid, inert(strip_invisible(rule or title), MAX_BULLET_CHARS)))
     return out

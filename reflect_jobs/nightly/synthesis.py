@@ -193,7 +193,9 @@ def _prompt(db_url: str, key: str, since: datetime) -> tuple[str, set[str]]:
             .order_by(Learning.created_at.desc())
             .limit(MAX_OFFERED)
         ).all()
-    shown, offered, used = [], set(), 0
+    shown: list[str] = []
+    offered: set[str] = set()
+    used = 0
     for lid, title, proof in rows:
         line = json.dumps({"id": lid, "title": redact(str(title))[:200], "proof": proof})
         if used + len(line) > MAX_LISTING_CHARS and shown:

@@ -201,13 +201,17 @@ def _add(run: StageRun) -> None:
         proofs: list[tuple[str, str | None, bool, Any]] = []  # id, why, trusted, origin
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
-            why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
-            proofs.append((twin_id, why, not learning["review"], learning.get("evidence_origin")))
+            twin_why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
+            proofs.append(
+                (twin_id, twin_why, not learning["review"], learning.get("evidence_origin"))
+            )
         for upd in plan.get("updates", []):
-            why = upd.get("reason")
+            reason: str | None = upd.get("reason")
             if upd.get("evidence"):
-                why = f"{why or 'confirmed'} — evidence: {upd['evidence']}"
-            proofs.append((str(upd.get("target_id", "")), why, model, upd.get("evidence_origin")))
+                reason = f"{reason or 'confirmed'} — evidence: {upd['evidence']}"
+            proofs.append(
+                (str(upd.get("target_id", "")), reason, model, upd.get("evidence_origin"))
+            )
         for lid, why, trusted, origin in proofs:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
@@ -398,10 +402,12 @@ def _reflect(
         OSError: A log could not be written.
         sqlite3.Error: The store's index could not be read (e.g. locked too long).
     """
-    if not isinstance(items, dict) or not (
-        items.get("update") or items.get("new") or items.get("summary")
-    ):
+    if not isinstance(items, dict):
         return ""
+    unproven = int(items.get("unevidenced") or 0)
+    tail = f" unevidenced={unproven}" if unproven else ""  # closes/adds without a quote
+    if not (items.get("update") or items.get("new") or items.get("summary")):
+        return f"items:{tail}" if tail else ""
     try:
         store = reflector.job_store(repo)
     except RepoError as exc:
@@ -414,7 +420,7 @@ def _reflect(
         done = reflector.apply(store, items, offered=offered, session=session_id, job_id=job_id)
     finally:
         store.close()
-    return done.detail()
+    return done.detail() + tail
 
 
 def _add_failed(rt: Runtime, job_id: str, worker: str, exc: Exception) -> None:

@@ -30,7 +30,7 @@ from sqlalchemy import select
 from reflect_jobs import kb
 from reflect_jobs.ledger import control, proposals, review
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.models import Job, Learning
+from reflect_jobs.ledger.models import Job, Learning, RetireProposal
 from reflect_jobs.lifecycle import ACTIVE, REJECTED, SUPERSEDED, is_retired
 from reflect_jobs.writer.outcomes import retries_exhausted
 
@@ -272,7 +272,7 @@ def sync_proposal(db: str, proposal_id: int) -> bool:
         rewrite failed (reported to the error ledger, retried by the next recovery).
     """
     with session_scope(db, readonly=True) as session:
-        p = session.get(proposals.RetireProposal, proposal_id)
+        p = session.get(RetireProposal, proposal_id)
         if p is None or p.note_synced:
             return True
         lid, decided = p.learning_id, p.decided_at or p.created_at
@@ -291,7 +291,7 @@ def sync_proposal(db: str, proposal_id: int) -> bool:
             )
         return False
     with session_scope(db) as session:
-        p = session.get(proposals.RetireProposal, proposal_id)
+        p = session.get(RetireProposal, proposal_id)
         if p is not None:
             p.note_synced = True
     return True
@@ -363,7 +363,7 @@ def review_decide(db: str, learning_id: str, verb: str, *, by: str) -> dict[str,
     now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
     with session_scope(db) as session:
         row = review.decide(session, learning_id, verb, by=by)
-        shown = {"id": row.id, "status": row.status, "title": row.title}
+        shown: dict[str, Any] = {"id": row.id, "status": row.status, "title": row.title}
     if verb == "accept":
         edit = accept(learning_id, now)
     else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -28,7 +29,7 @@ from reflect_jobs.faults import failpoint
 from reflect_jobs.gates import Defer, Gate, Go, Passage, acquire, in_order
 from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.models import Job
+from reflect_jobs.ledger.models import CostRow, Job
 from reflect_jobs.writer.api_backends import writer_options
 from reflect_jobs.writer.quota import bucket_of, extract_rate_limits
 from reflect_jobs.writer.result import BackendMissing, ModelResult
@@ -91,7 +92,7 @@ class Answer:
             self.passage.refund()
 
 
-def snapshots(db_url: str) -> Callable[[], dict[str, dict]]:
+def snapshots(db_url: str) -> Callable[[], dict[str, dict[str, Any]]]:
     """A reader of the latest quota telemetry, for ``writer.quota.QuotaGate``.
 
     Args:
@@ -101,7 +102,7 @@ def snapshots(db_url: str) -> Callable[[], dict[str, dict]]:
         A function that reads every bucket's latest snapshot in a short read-only session.
     """
 
-    def read() -> dict[str, dict]:
+    def read() -> dict[str, dict[str, Any]]:
         with session_scope(db_url, readonly=True) as session:
             return control.quota_snapshots(session)
 
@@ -220,7 +221,7 @@ def _record_started(db_url: str, spec: PaidPass) -> int:
 
 def _drop_started(db_url: str, row_id: int) -> None:
     with contextlib.suppress(Exception), session_scope(db_url) as session:
-        row = session.get(costs.CostRow, row_id)
+        row = session.get(CostRow, row_id)
         if row is not None and row.outcome == costs.CALLING:
             session.delete(row)
 
@@ -249,7 +250,7 @@ def record(db_url: str, spec: PaidPass, result: ModelResult, *, started: int | N
         The cost row's id.
     """
     with session_scope(db_url) as session:
-        begun = session.get(costs.CostRow, started) if started is not None else None
+        begun = session.get(CostRow, started) if started is not None else None
         if spec.job_id is not None:
             job = session.get(Job, spec.job_id)
             assert job is not None

@@ -39,6 +39,7 @@ from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from reflect_jobs.transcripts.usage import context_tokens
 
 from .middleware import Held, Stage, StageRun, run_stage
+from .reflect_pass import joined, plan_reflection
 from .runtime import Runtime, defer, finish, log, log_transition, owned
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
@@ -385,9 +386,25 @@ def _prepare(run: StageRun) -> None:
     # demotion, docs/NIGHTLY.md): read from the raw bytes after the watermark, bounded.
     made = session_commits(path, int(planned.get("since") or 0)) if prepared is not None else []
     offered = Offer()
+    # Every working session is reflected at its passes, signal or not (reflect_pass.py).
+    reflection = plan_reflection(
+        rt.settings,
+        path=path,
+        harness=harness,
+        prepared=prepared,
+        planned=planned,
+        pass_kind=pass_plan.kind if pass_plan is not None else "none",
+    )
+    skipped = outcome
+    if outcome is not None and reflection.makes_pass:
+        outcome = None  # a reflection-only pass: the learning cascade had nothing new
+    elif outcome is not None and reflection.why and prepared is not None:
+        detail += f"; {reflection.why}"
+    slice_text, slice_codes = "", ""
     if outcome is None and prepared is not None:
+        slice_text, slice_codes = joined(prepared, reflection)
         # The reflection items the one paid call may close or add to ($0, ARCHITECTURE §14).
-        offered, why = offer_for_job(repo, session_id, prepared.slice_text)
+        offered, why = offer_for_job(repo, session_id, slice_text)
         if why:
             log.warning("reflection store not offered", job_id=job_id, error=why)
         # The scope's consolidated observations (weekly synthesis, docs/NIGHTLY.md): after
@@ -396,7 +413,7 @@ def _prepare(run: StageRun) -> None:
         slice_path = rt.settings.slices_dir / f"{job_id}.txt"
         # Slices hold user dialogue: a private directory and file, written atomically.
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        kb.atomic_write(slice_path, prepared.slice_text + offered.block + observed, mode=0o600)
+        kb.atomic_write(slice_path, slice_text + offered.block + observed, mode=0o600)
 
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
@@ -416,7 +433,7 @@ def _prepare(run: StageRun) -> None:
             job.prepare_stats = {
                 "signal_count": prepared.signal_count,
                 "orig_chars": prepared.orig_chars,
-                "slice_chars": len(prepared.slice_text),
+                "slice_chars": len(slice_text or prepared.slice_text),
                 "chunks_total": prepared.chunks_total,
                 "chunks_skipped": prepared.chunks_skipped,
                 "related": len(prepared.related_ids),
@@ -430,7 +447,9 @@ def _prepare(run: StageRun) -> None:
                 "repo": repo,
                 # Who wrote each slice line, run-length encoded: the write stage locates
                 # each learning's evidence in it (ARCHITECTURE §6, evidence_origin).
-                "origins": origins.encode(prepared.slice_origins),
+                "origins": origins.encode(slice_codes or prepared.slice_origins),
+                # The condensed transcript the reflection items were read from (§14.1).
+                "reflection": reflection.stats(),
                 # The add stage changes only these items (the ids the prompt offered).
                 "items_offered": offered.uids,
                 # Which pass this is and its model (read by the write stage; §14.1).
@@ -438,15 +457,15 @@ def _prepare(run: StageRun) -> None:
                 # Commits the session made in this part (the nightly revert check).
                 "commits": made,
             }
-        if outcome is not None:
-            if outcome == "skip_dup_signal_hash" and prepared is not None:
-                bumped = sum(
-                    learnings.add_proof(
-                        session, lid, path, reason="same signal set seen again", job_id=job_id
-                    )
-                    for lid in prepared.dup_learning_ids
+        if skipped == "skip_dup_signal_hash" and prepared is not None:
+            bumped = sum(
+                learnings.add_proof(
+                    session, lid, path, reason="same signal set seen again", job_id=job_id
                 )
-                detail += f" proof_bumped={bumped}"
+                for lid in prepared.dup_learning_ids
+            )
+            detail += f" proof_bumped={bumped}"
+        if outcome is not None:
             costs.record_free(session, job, outcome)
             finish(session, job, outcome=outcome, detail=detail, worker=worker)
             return
@@ -454,13 +473,17 @@ def _prepare(run: StageRun) -> None:
         job.slice_path = str(slice_path)
         job.chunk_hashes = list(prepared.new_chunk_hashes)
         job.related_ids = list(prepared.related_ids)
+        what = (
+            f"slice {len(slice_text)} chars, {prepared.signal_count} signals"
+            + (f"; {reflection.why}" if reflection.why else "")
+            + (f" (learning cascade: {skipped})" if skipped else "")
+        )
         transition(
             session,
             job,
             to_state="queued",
             to_stage="write",
-            detail=f"slice {len(prepared.slice_text)} chars, {prepared.signal_count} signals"
-            + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
+            detail=what + (f"; {pass_plan.reason}, model {pass_plan.model}" if pass_plan else ""),
             worker=worker,
         )
         log_transition(job)
@@ -488,19 +511,28 @@ def _preview(run: StageRun) -> None:
         return
     assert checkpoint.plan is not None
     try:
-        prepared, _ = _cascade(rt, t.path, t.harness, t.base)
+        prepared, planned = _cascade(rt, t.path, t.harness, t.base)
     except (UnreadableTranscript, OSError) as exc:
         log.info(
             "dry run: prepare", job_id=job_id, action="skip", reason="unreadable", detail=str(exc)
         )
         return
+    reflection = plan_reflection(
+        rt.settings,
+        path=t.path,
+        harness=t.harness,
+        prepared=prepared,
+        planned=planned,
+        pass_kind=checkpoint.plan.kind,
+    )
     log.info(
         "dry run: prepare",
         job_id=job_id,
         action=prepared.action,
         reason=prepared.reason,
-        slice_chars=len(prepared.slice_text),
-        would_call=prepared.action == "reflect",
+        slice_chars=len(prepared.slice_text) + len(reflection.section),
+        would_call=prepared.action == "reflect" or reflection.makes_pass,
+        reflection=reflection.why,
         model=checkpoint.plan.model,
     )
 

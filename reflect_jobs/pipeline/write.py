@@ -23,7 +23,7 @@ from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go
 from reflect_jobs.ledger import control, costs
 from reflect_jobs.ledger.control import HaltGate
 from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, utcnow
+from reflect_jobs.ledger.models import CostRow, Job, utcnow
 from reflect_jobs.limits import CapsGate
 from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate
 from reflect_jobs.writer.actions import (
@@ -34,7 +34,7 @@ from reflect_jobs.writer.actions import (
     strip_fence,
 )
 from reflect_jobs.writer.evidence import sent_slice
-from reflect_jobs.writer.items import answer_object, plan_items
+from reflect_jobs.writer.items import answer_object, evidenced, plan_items
 from reflect_jobs.writer.outcomes import (
     AttemptContext,
     AttemptOutcome,
@@ -295,7 +295,8 @@ def decide(
             plan = plan_actions(
                 parse_actions(result.text), allowed_ids=set(ticket.related), sent=sent
             )
-            plan.items = plan_items(answer_object(_unfenced(result.text)))
+            # Items too: a close or a new item must quote the session (ARCHITECTURE §14).
+            plan.items = evidenced(plan_items(answer_object(_unfenced(result.text))), sent)
             plan.writer = result.backend
         except UnparseableOutput:  # classify_attempt already checks; keep the guard
             outcome = AttemptOutcome("fail_unparseable", 1, "retry", "prose", "unparseable actions")
@@ -318,7 +319,7 @@ def _record_outcome(
     with owned(rt, job_id, worker) as (session, job):
         if job is None:
             return
-        row = session.get(costs.CostRow, ticket.cost_row_id) if ticket.cost_row_id else None
+        row = session.get(CostRow, ticket.cost_row_id) if ticket.cost_row_id else None
         if row is not None:
             row.outcome = outcome.outcome
             row.entries = outcome.entries

@@ -87,7 +87,7 @@ def ranked(rows: list[dict], now: float | None = None) -> list[dict]:
     return sorted(rows, key=lambda r: (-rank_score(r, now), str(r.get("id"))))
 
 
-def age_text(updated_ts: object, now: float | None = None) -> str:
+def age_text(updated_ts: float | str | None, now: float | None = None) -> str:
     """A learning's age as the block shows it: ``today``, ``3d``, ``5mo``, ``2y``.
 
     Args:

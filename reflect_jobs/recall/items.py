@@ -56,14 +56,23 @@ def _cutoffs(now: datetime) -> dict[str, str]:
     }
 
 
-def _query(conn: Any, key: str, now: datetime, limit: int) -> tuple[list[dict[str, str]], int]:
+def _query(
+    conn: Any, key: str, now: datetime, limit: int, counts: dict[str, Any] | None = None
+) -> tuple[list[dict[str, str]], int]:
     """Fresh open items of ``key`` in context order, and how many there are.
 
-    Both are read from the :data:`SCAN_CAP` newest open items only (a bounded index walk).
+    Both are read from the :data:`SCAN_CAP` newest open items only (a bounded index walk);
+    ``counts`` (when given) gets ``"handoffs"``, how many of them are handoffs.
     """
     c = _cutoffs(now)
     args = (key, SCAN_CAP, c["person"], c["skill"], c["reflector"])
     total = int(conn.execute(f"SELECT count(*) FROM {_RECENT} WHERE {_FRESH}", args).fetchone()[0])
+    if counts is not None:
+        counts["handoffs"] = int(
+            conn.execute(
+                f"SELECT count(*) FROM {_RECENT} WHERE {_FRESH} AND s.kind = 'handoff'", args
+            ).fetchone()[0]
+        )
     out: list[dict[str, str]] = []
     for handoffs in (True, False):
         if len(out) >= limit or len(out) >= total:
@@ -146,6 +155,7 @@ def open_items(
     *,
     limit: int = MAX_ITEMS,
     now: datetime | None = None,
+    counts: dict[str, Any] | None = None,
 ) -> tuple[str | None, list[dict[str, str]], int]:
     """The open (not stale) items of the repository holding ``cwd``.
 
@@ -155,6 +165,9 @@ def open_items(
             ``REFLECT_MEMORY_HOMES``); ``None`` means ``os.environ``.
         limit: At most this many items.
         now: The reading time (staleness); ``None`` for now.
+        counts: When given, filled with ``"handoffs"`` (open handoffs), ``"log_dir"`` and
+            ``"logs"`` (the stat scan the answer was read against: the status line's cache
+            key, ``statusline.py``) once the repository has logs.
 
     Returns:
         ``(repo_key, items, total_open)``: items as ``{"id", "kind", "title", "body", "by",
@@ -184,6 +197,8 @@ def open_items(
     key, home = found.key, memory_home(found, env)
     log_dir = os.path.join(home, "reflections")
     current = scan_logs(log_dir)
+    if counts is not None:
+        counts.update(log_dir=log_dir, logs=current, handoffs=0)
     if not current:
         return key, [], 0
     record_key(found.at(home))
@@ -204,7 +219,7 @@ def open_items(
                 is None
             )
             if fresh:
-                items, total = _query(conn, key, when, limit)
+                items, total = _query(conn, key, when, limit, counts)
                 return key, items, total
         except sqlite3.OperationalError:
             stored = {}  # no tables yet, or an index of an older schema
@@ -223,7 +238,7 @@ def open_items(
         return key, [], 0
     conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=0.25)
     try:
-        items, total = _query(conn, key, when, limit)
+        items, total = _query(conn, key, when, limit, counts)
     except sqlite3.OperationalError:
         return key, [], 0  # an index that has no tables yet
     finally:

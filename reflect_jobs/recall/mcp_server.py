@@ -60,12 +60,15 @@ def _version() -> str:
 def _sdk() -> tuple[Any, type[Exception]]:
     """The SDK's server class and its "anticipated failure" exception (2.x, else 1.x)."""
     try:
-        from mcp.server.mcpserver import MCPServer as Server
+        from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # SDK 1.x
-        from mcp.server.fastmcp import FastMCP as Server
-        from mcp.server.fastmcp.exceptions import ToolError
-    return Server, ToolError
+    except ImportError:  # SDK 1.x, looked up by name: the type checker sees the installed 2.x
+        import importlib
+
+        legacy = importlib.import_module("mcp.server.fastmcp")
+        legacy_errors = importlib.import_module("mcp.server.fastmcp.exceptions")
+        return legacy.FastMCP, legacy_errors.ToolError
+    return MCPServer, ToolError
 
 
 async def _one_line_errors(ctx: Any, call_next: Any) -> Any:
@@ -204,7 +207,9 @@ def build_server(
         or command name, or the topic). Each hit has id, title, rule (what to do), a snippet
         of the note and its scope, usually enough without `get`. A hit with "status":
         "proposed" waits for review: no one vouched for it yet, so do not follow it as a
-        rule. Covers this repository and global learnings; k ≤ 20."""
+        rule. Covers this repository and global learnings, then this repository's items
+        ({"item": "#id", …}) and Claude Code's and Codex's memory files ({"memory": <the
+        file it came from>, …}); k ≤ 20."""
         return run(
             tools.search_tool,
             kb_path,
@@ -232,12 +237,15 @@ def build_server(
         return run(tools.recent_tool, kb_path, repo=repo, k=k, scope=bounds)
 
     @server.tool()
-    def context(cwd: str | None = None, max_chars: int = 6000) -> str:
+    def context(cwd: str | None = None, max_chars: int = 6000, query: str | None = None) -> str:
         """Use when you did not get the session-start context (or it was cut) or after
         switching to other work in this repository: returns exactly what a new session here
-        is told — open items (handoffs first), the repository's strongest and the top global
-        learnings. cwd: omit for this server's directory."""
-        return run(tools.context_tool, kb_path, cwd, max_chars=max_chars, scope=bounds)
+        is told — open items (handoffs first), the repository's strongest learnings and the
+        global ones that fit its stack. With `query` (the task at hand, in your words):
+        the repository's learnings, fitting global ones and open items that task needs,
+        best first, or nothing when none is relevant — also those the session-start block
+        had no room for. cwd: omit for this server's directory."""
+        return run(tools.context_tool, kb_path, cwd, max_chars=max_chars, scope=bounds, query=query)
 
     @server.tool()
     def list_items(repo: Repo = None, status: ListStatus = "open", k: int = 20) -> str:

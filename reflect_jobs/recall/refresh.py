@@ -22,7 +22,7 @@ from reflect_jobs import kb
 from reflect_jobs.kb.render import anchors_value
 from reflect_jobs.lifecycle import is_told
 
-from . import store
+from . import stack, store
 
 
 def _ts(value: object) -> float:
@@ -58,7 +58,8 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         ``global`` (every note written before scopes existed); ``proof_count`` from the
         frontmatter (else its ``sources``, else 1); ``anchors`` the note's anchors as
         compact JSON (``""`` for none), which the SessionStart hook checks against the
-        working tree before telling it (``recall/verify.py``).
+        working tree before telling it (``recall/verify.py``); ``applies_to`` the note's
+        own, else the stack its tags, entities and wording name (``recall/stack.py``).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -80,6 +81,14 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "proof_count": int(proof),
         "confidence": min(max(_num(fm.get("confidence_num"), 0.6), 0.0), 1.0),
         "updated_ts": _ts(fm.get("updated") or fm.get("created") or ""),
+        "applies_to": stack.dumps(
+            stack.applies_of(
+                fm.get("applies_to"),
+                fm.get("tags"),
+                fm.get("entities"),
+                " ".join(str(fm.get(k) or "") for k in ("title", "rule", "key_insight")),
+            )
+        ),
         "content_hash": digest,
         "anchors": _anchors_json(fm.get("anchors")),
     }

@@ -19,7 +19,8 @@ import os
 import sqlite3
 
 FILE_NAME = "context.db"
-SCHEMA_VERSION = "2"
+#: 2: ``anchors``; 3: ``applies_to`` (what a learning is about, ``recall/stack.py``).
+SCHEMA_VERSION = "3"
 READ_TIMEOUT_SEC = 0.25
 _COLUMNS = (
     "id",
@@ -35,6 +36,7 @@ _COLUMNS = (
     "updated_ts",
     "content_hash",
     "anchors",
+    "applies_to",
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +55,8 @@ CREATE TABLE IF NOT EXISTS notes (
     updated_ts REAL NOT NULL DEFAULT 0,
     strength REAL NOT NULL DEFAULT 0,
     content_hash TEXT NOT NULL DEFAULT '',
-    anchors TEXT NOT NULL DEFAULT ''
+    anchors TEXT NOT NULL DEFAULT '',
+    applies_to TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
@@ -121,18 +124,27 @@ def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
-    """Bring a store written before anchors (schema 1) to schema 2 and have it refilled.
+    """Bring an older store to this schema and have it refilled.
 
-    The column is added empty and the store marked unfilled, so the pass that opened it
-    refills every row from the notes (with their anchors) — a store is derived data.
+    Schema 1 lacks ``anchors``, schema 2 ``applies_to``: each missing column is added empty
+    and the store marked unfilled, so the pass that opened it refills every row from the
+    notes — a store is derived data. The covering index of the fitting pass is made here
+    (after the columns it covers exist).
     """
     columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
-    if "anchors" in columns:
-        return
+    missing = [c for c in ("anchors", "applies_to") if c not in columns]
     with conn:
-        conn.execute("ALTER TABLE notes ADD COLUMN anchors TEXT NOT NULL DEFAULT ''")
-        conn.execute("DELETE FROM meta WHERE key = 'populated'")
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        for column in missing:
+            conn.execute(f"ALTER TABLE notes ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+        if missing:
+            conn.execute("DELETE FROM meta WHERE key = 'populated'")
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        # Covers the session start's pass over the global learnings (recall/relevance.py):
+        # read in the index alone, strongest first, without touching a row.
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS notes_fit ON notes"
+            " (scope, strength DESC, id, applies_to, proof_count, confidence, updated_ts)"
+        )
 
 
 def is_populated(conn: sqlite3.Connection) -> bool:
@@ -176,7 +188,8 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
         for row in rows:
             _delete(conn, str(row["id"]))
             values = [row.get(c) for c in _COLUMNS]
-            values[-1] = values[-1] or ""  # anchors: a row without them (older callers)
+            values[-2] = values[-2] or ""  # anchors: a row without them (older callers)
+            values[-1] = values[-1] or ""  # applies_to: likewise
             cur = conn.execute(
                 f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
                 f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",
@@ -261,19 +274,18 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
 
 #: What readers get back: every stored column but the content hash (a writer-side detail).
 _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
-_SELECT = f"SELECT {', '.join(_KEYS)} FROM notes"
-#: A store the worker has not upgraded yet (schema 1) has no ``anchors``: read as none.
-_SELECT_V1 = f"SELECT {', '.join(_KEYS[:-1])}, '' FROM notes"
+
+
+def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
+    """The reader's column list; a store the worker has not upgraded yet (no ``anchors``,
+    no ``applies_to``) reads them empty, so an upgrade never silences the block."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    return ", ".join(f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS)
 
 
 def _execute(conn: sqlite3.Connection, tail: str, params: tuple) -> sqlite3.Cursor:
-    """``SELECT <reader columns> FROM notes`` + ``tail``, on a schema-1 store too."""
-    try:
-        return conn.execute(_SELECT + tail, params)
-    except sqlite3.OperationalError as exc:
-        if "anchors" not in str(exc):
-            raise
-        return conn.execute(_SELECT_V1 + tail, params)
+    """``SELECT <reader columns> FROM notes`` + ``tail``, on an older store too."""
+    return conn.execute(f"SELECT {_columns(conn)} FROM notes" + tail, params)
 
 
 def _rows(cur: sqlite3.Cursor) -> list[dict]:
@@ -400,8 +412,58 @@ def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> lis
     )
     out = []
     for r in cur.fetchall():
-        row = dict(zip(_KEYS[:-1], r[:-1], strict=True))
+        row = dict(zip(_KEYS[:11], r[:-1], strict=True))
         row["anchors"] = ""  # per-prompt recall tells a few strong matches unverified
+        row["applies_to"] = ""
         row["bm25"] = float(r[-1])
         out.append(row)
     return out
+
+
+def rows_by_rid(conn: sqlite3.Connection, rids: list[int]) -> list[dict]:
+    """Learnings by their row ids (the FTS table's rowids), each with ``rid`` added.
+
+    Args:
+        conn: A connection.
+        rids: Row ids (any number; read in chunks of 500).
+
+    Returns:
+        Row mappings, as :func:`repo_rows`, plus ``rid``.
+    """
+    out: list[dict] = []
+    cols = _columns(conn)
+    for i in range(0, len(rids), 500):
+        chunk = [int(r) for r in rids[i : i + 500]]
+        cur = conn.execute(
+            f"SELECT rid, {cols} FROM notes WHERE rid IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        )
+        for r in cur.fetchall():
+            out.append({"rid": r[0], **dict(zip(_KEYS, r[1:], strict=True))})
+    return out
+
+
+def global_stack_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
+    """What fitting needs of the global learnings, strongest first: ``rid``, ``id``,
+    ``applies_to`` and the ranking figures (no title or rule: thousands are read at a
+    session start, and only the few told need their text, :func:`rows_by_rid`).
+
+    Args:
+        conn: A connection.
+        limit: At most this many.
+
+    Returns:
+        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts"}`` mappings;
+        none from a store written before ``applies_to`` (which globals fit is unknown
+        until the worker refills it: none rather than unrelated ones).
+    """
+    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    if "applies_to" not in have:
+        return []  # a store from before applies_to: no general rule until the refill
+    cur = conn.execute(
+        "SELECT rid, id, applies_to, proof_count, confidence, updated_ts FROM notes"
+        " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
+        (int(limit),),
+    )
+    keys = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
+    return [dict(zip(keys, r, strict=True)) for r in cur.fetchall()]

@@ -269,9 +269,66 @@ def search_tool(
             break
         lines.append(line)
         room -= len(line) + 1
+    if wanted is not None and wanted == bounds.key and not every:
+        # One search over everything remembered here: the store's items and the
+        # harnesses' memory files (docs/REFLECTIONS.md, "One search").
+        for extra in _remembered(str(query)[:2000], bounds, limit):
+            line = json.dumps(extra, ensure_ascii=False)
+            if len(line) + 1 > room:
+                break
+            lines.append(line)
+            room -= len(line) + 1
     lines = lines or ["no matches"]
     lines += [f"warning: {block.inert(w, 300)}" for w in result.warnings]
     return wrap("\n".join(lines))
+
+
+def _remembered(query: str, bounds: ServerScope, k: int) -> list[dict[str, Any]]:
+    """The server's repository's items and memory files matching ``query`` (inert text).
+
+    Returns:
+        Up to ``k`` item hits ``{"item", "kind", "status", "title"}`` then up to ``k``
+        memory hits ``{"memory": <file>, "harness", "title", "snippet"}``; nothing when the
+        store cannot be read (the learnings still answer).
+    """
+    import sqlite3
+
+    from reflect_jobs.reflections.fold import now_utc
+    from reflect_jobs.reflections.store import open_store
+    from reflect_jobs.repo import RepoError
+
+    try:
+        store = open_store(None, bounds.cwd)  # the server's own repository
+    except (RepoError, OSError, sqlite3.Error):
+        return []
+    try:
+        now = now_utc()
+        items = store.search(query, k)
+        files = store.memory_search(query, k)
+    except (OSError, sqlite3.Error):
+        return []
+    finally:
+        store.close()
+    out: list[dict[str, Any]] = [
+        {
+            "item": item.id,
+            "kind": item.kind,
+            "status": item.to_json(now)["status"],
+            "title": block.inert(item.title, 200),
+        }
+        for item, _score in items
+        if item.kind != "summary"
+    ]
+    out += [
+        {
+            "memory": block.inert(hit["file"], 400),
+            "harness": hit["harness"],
+            "title": block.inert(hit["title"], 200),
+            "snippet": block.inert(hit["snippet"], 300),
+        }
+        for hit in files
+    ]
+    return out
 
 
 def _hit(
@@ -366,14 +423,19 @@ def recent_tool(
     return wrap("\n".join(lines) or "no learnings for this repository yet")
 
 
+#: Learnings and items ``context`` with a query tells at most.
+CONTEXT_QUERY_MAX = 8
+
+
 def context_tool(
     kb_path: Path,
     cwd: str | None = None,
     *,
     max_chars: int = block.DEFAULT_MAX_CHARS,
     scope: ServerScope | None = None,
+    query: str | None = None,
 ) -> str:
-    """The ``context`` tool: what a new session in ``cwd`` is told.
+    """The ``context`` tool: what a new session in ``cwd`` is told, or what a task needs.
 
     Args:
         kb_path: The KB root.
@@ -381,6 +443,9 @@ def context_tool(
             with ``REFLECT_MCP_ALL_REPOS=1``.
         max_chars: The block's budget (200–12,000).
         scope: The server's boundary (default: this process's directory's).
+        query: The task (bounded like a prompt): rank the repository's learnings, the
+            fitting globals and the open items against it (``recall/relevance.py``), at
+            most :data:`CONTEXT_QUERY_MAX`, only above the relevance floor.
 
     Returns:
         The block, or a wrapped "nothing to tell".
@@ -388,7 +453,7 @@ def context_tool(
     Raises:
         ToolError: ``cwd`` is in another repository and the setting is off.
     """
-    from .hook import session_context
+    from .hook import prompt_recall, session_context
 
     where = _scope(scope).read_dir(cwd)
     try:
@@ -396,5 +461,16 @@ def context_tool(
     except (TypeError, ValueError):
         budget = block.DEFAULT_MAX_CHARS
     budget = min(max(budget, 200), MAX_RESULT_CHARS)
+    if query is not None and str(query).strip():
+        text, _ = prompt_recall(
+            where,
+            str(query),
+            max_chars=budget,
+            kb_root=str(kb_path),
+            limit=CONTEXT_QUERY_MAX,
+            relative=0.4,
+            heading="Learnings and open items for this task (reflect-jobs)",
+        )
+        return text or wrap("nothing stored is relevant to this task (below the relevance floor)")
     text = session_context(where, max_chars=budget, kb_root=str(kb_path))
     return text or wrap("no learnings for this directory yet")

@@ -346,7 +346,7 @@ def check_many(
     want: int | None = None,
     per_item: float = PER_VERIFY_SEC,
     total: float = TOTAL_SEC,
-) -> dict[str, Verdict]:
+) -> Checked:
     """Verdicts for ranked rows, in order, within a time budget; only as many as needed.
 
     Rows without anchors are ``unanchored``. The others are checked in one background

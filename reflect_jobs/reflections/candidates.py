@@ -32,11 +32,13 @@ _CONTRACT = """\
 These are items of this repository's Reflection Store (open tasks, questions, handoffs and
 recently closed ones), each with its id. Beside "actions" your answer may carry:
 "items": {"update": [{"id": "<an id listed below>", "status": "done|dropped|open",
-                      "note": "<the evidence from this session>"}],
+                      "note": "<why, in a sentence>",
+                      "evidence": "<a verbatim quote of this session that shows it>"}],
           "new": [{"kind": "action|question|handoff|learning|decision|gotcha|idea|note",
-                   "title": "<one line>", "body": "<text>"}]},
+                   "title": "<one line>", "body": "<text>",
+                   "evidence": "<a verbatim quote of this session that shows it>"}]},
 "summary": "<this session so far, in at most a few sentences>".
-Close (done), drop or reopen only a listed id, with its evidence note; do not re-add a
+Close (done), drop or reopen only a listed id, with its note and evidence; do not re-add a
 listed item as new. "Previous summary" is this session's summary so far: replace it.
 """
 

@@ -191,7 +191,8 @@ def list_items(all_repos: bool, status: str, repo: str | None, as_json: bool) ->
 @_repo_option
 @_json_option
 def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
-    """Search this repository's items (any status), plus the learnings and nightly reports.
+    """Search this repository's items (any status), the knowledge base's learnings, the
+    nightly reports, and Claude Code's and Codex's memory files.
 
     \f
     Args:
@@ -204,6 +205,8 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
     now = now_utc()
     with _store(repo) as store:
         found = store.search(query, k)
+        # Claude Code's memory for this project and Codex's memories (read-only, by stat).
+        remembered = store.memory_search(query, 5)
     learnings, warnings = learnings_search(query, 5)
     from reflect_jobs.nightly.report import search_reports
 
@@ -216,6 +219,7 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
                 "items": [{**i.to_json(now), "score": s} for i, s in found],
                 "learnings": learnings,
                 "reports": reports,
+                "memories": remembered,
             }
         )
         return
@@ -229,6 +233,10 @@ def search(query: str, k: int, repo: str | None, as_json: bool) -> None:
         click.echo("nightly reports:")
         for hit in reports:
             click.echo(f"  {hit['date']}  {hit['repo']}  {hit['snippet']}")
+    if remembered:
+        click.echo("memories:")
+        for mem in remembered:
+            click.echo(f"  {mem['file']}  {mem['title']}")
 
 
 @main.command()

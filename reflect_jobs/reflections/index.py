@@ -40,6 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import memories
 from .fold import Item, now_utc
 from .index_fold import refold
 from .index_ingest import CHUNK_LINES, RefreshStats, forget_log, ingest, plan, stored, tx
@@ -97,6 +98,8 @@ class ReflectionIndex:
                 conn.executescript(_SCHEMA)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # The harnesses' memory files, searched beside the items (memories.py).
+            memories.ensure_schema(conn)
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -307,6 +310,23 @@ class ReflectionIndex:
             (match, repo, int(k)),
         ).fetchall()
         return [(_row_item(r[:-1]), -float(r[-1])) for r in rows]
+
+    def memory_search(
+        self, sources: list[memories.Source], query: str, k: int = 5
+    ) -> list[dict[str, Any]]:
+        """The memory files of ``sources`` matching ``query``, refreshed by stat first.
+
+        Args:
+            sources: The memory directories (:func:`memories.sources_for`).
+            query: Free text.
+            k: At most this many hits.
+
+        Returns:
+            :func:`memories.search`'s hits (each names its file).
+        """
+        for source in sources:
+            memories.refresh(self._conn, source)
+        return memories.search(self._conn, sources, query, k)
 
     def by_prefix(self, repo: str, prefix: str) -> list[Item]:
         """Items whose uid starts with ``prefix`` (an id without its ``#``).

@@ -147,8 +147,19 @@ def _write_item(conn: sqlite3.Connection, repo: str, item: Item, seen: str) -> b
         "SELECT rid FROM items WHERE repo = ? AND uid = ?", (repo, item.uid)
     ).fetchone()
     notes = json.dumps(item.notes, ensure_ascii=False)
-    values = (item.kind, item.title, item.body, item.base, item.by, item.session)
-    values += (item.host, item.created_at, item.updated_at, notes, seen)
+    values = (
+        item.kind,
+        item.title,
+        item.body,
+        item.base,
+        item.by,
+        item.session,
+        item.host,
+        item.created_at,
+        item.updated_at,
+        notes,
+        seen,
+    )
     if row is None:
         cur = conn.execute(
             f"INSERT INTO items (repo, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -262,6 +262,7 @@ def apply(
                 title=new.get("title"),
                 body=new.get("body") or None,
                 session=session,
+                note=new.get("note") or None,
             )
         except REFUSED:
             done.rejected += 1

@@ -29,6 +29,7 @@ from reflect_jobs.envpaths import home_dir_str, kb_root_str
 from reflect_jobs.repo import Repo, is_home_name
 from reflect_jobs.repo_home import read_key_file, record_key, resolve
 
+from . import memories
 from .events import append_event, host_name, make_event, new_hex, redact_text
 from .fold import Item, derived_status, now_utc, stale_cutoffs
 from .index import ReflectionIndex, RefreshStats, index_path
@@ -318,6 +319,25 @@ class Store:
         self.refresh()
         return self._read(lambda: self.index.search(self.repo.key, query, k))
 
+    def memory_search(
+        self, query: str, k: int = 5, environ: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The harnesses' memory files matching ``query`` (``memories.py``), read-only.
+
+        Claude Code's memory for this repository's project (when its root is known) and
+        Codex's memories, refreshed by stat, then searched.
+
+        Args:
+            query: Free text.
+            k: At most this many hits.
+            environ: The environment (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``HOME``).
+
+        Returns:
+            Hits ``{"file", "harness", "title", "snippet", "score"}``, best first.
+        """
+        sources = memories.sources_for(self.repo.root, environ)
+        return self._read(lambda: self.index.memory_search(sources, query, k))
+
     def context(
         self, budget: int = CONTEXT_BUDGET, now: datetime | None = None
     ) -> tuple[str, list[Item], int]:
@@ -343,7 +363,8 @@ class Store:
         if not items:
             return "", [], 0
         head = f"Open reflection items for {self.repo.display} (close with `reflections done ID --note EVIDENCE`):"
-        lines, shown, used = [head], [], len(head) + 1
+        lines, used = [head], len(head) + 1
+        shown: list[Item] = []
         for item in items:
             excerpt = " ".join(item.body.split())
             excerpt = excerpt[:_EXCERPT] + ("…" if len(excerpt) > _EXCERPT else "")

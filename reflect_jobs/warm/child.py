@@ -14,7 +14,6 @@ protocol keeps a private duplicate of the original stdout.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -196,4 +195,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -6,8 +6,10 @@ serves nothing (its CLI users reach the first). Holding that lock also proves an
 file already there is stale (left by a killed consumer), so it is unlinked and re-bound.
 
 A connection carries one request line (bounded by :data:`~.protocol.MAX_LINE`) and gets
-one answer line. Only ``ping`` and ``search`` are accepted from the socket: reindexing
-stays with the queue, under the graph-writer lock.
+one answer line. Only ``ping``, ``search`` and ``recall_similar`` (per-prompt recall's
+cosines, ``recall/warm_rank.py``: ``text``, ``k``, ``kb_path``; the worker adds its own vector
+settings) are accepted from the socket: reindexing stays with the queue, under the
+graph-writer lock.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from .supervisor import ModelService, ServiceError
 
 log = structlog.get_logger("reflect_jobs.warm")
 
-SOCKET_OPS = ("ping", "search")
+SOCKET_OPS = ("ping", "search", "recall_similar")
 #: The request fields passed on to the child; anything else a client sends is dropped.
 SEARCH_FIELDS = ("query", "k", "mode", "repo", "kb_path", "vectors", "embed_model")
 #: A client must send its request within this long (it is local: a slow one is stuck).
@@ -72,22 +74,41 @@ def serve(settings: Settings, service: ModelService) -> socket.socket | None:
         return None
     # The lock fd stays open for the life of the process (the kernel drops it on death).
     threading.Thread(
-        target=_accept, args=(sock, service, lock_fd), daemon=True, name="model-socket"
+        target=_accept, args=(sock, service, lock_fd, settings), daemon=True, name="model-socket"
     ).start()
     log.info("model_socket_listening", path=str(path))
     return sock
 
 
-def _accept(sock: socket.socket, service: ModelService, lock_fd: int) -> None:
+def _accept(
+    sock: socket.socket, service: ModelService, lock_fd: int, settings: Settings | None = None
+) -> None:
     while True:
         try:
             conn, _ = sock.accept()
         except OSError:
             return  # closed
-        threading.Thread(target=_answer, args=(conn, service), daemon=True).start()
+        threading.Thread(target=_answer, args=(conn, service, settings), daemon=True).start()
 
 
-def _answer(conn: socket.socket, service: ModelService) -> None:
+def _recall_fields(request: dict, settings: Settings | None) -> dict:
+    """A ``recall_similar`` request as the child's ``similar`` (the hook is stdlib-only and
+    cannot resolve the vector settings; the worker's own are the ones its index was built
+    with, and the child still refuses another KB)."""
+    try:
+        k = min(max(int(request.get("k", 50)), 1), 500)
+    except (TypeError, ValueError):
+        k = 50
+    return {
+        "text": str(request.get("text") or "")[:4000],
+        "k": k,
+        "kb_path": str(request.get("kb_path") or ""),
+        "vectors": settings.index_vectors if settings is not None else True,
+        "embed_model": settings.embed_model if settings is not None else None,
+    }
+
+
+def _answer(conn: socket.socket, service: ModelService, settings: Settings | None = None) -> None:
     with conn:
         try:
             conn.settimeout(READ_TIMEOUT_SEC)
@@ -99,7 +120,10 @@ def _answer(conn: socket.socket, service: ModelService) -> None:
             if op not in SOCKET_OPS:
                 answer = {"ok": False, "kind": "bad_request", "error": f"unknown op {op!r}"}
             else:
-                fields = {k: v for k, v in request.items() if k in SEARCH_FIELDS}
+                if op == "recall_similar":
+                    op, fields = "similar", _recall_fields(request, settings)
+                else:
+                    fields = {k: v for k, v in request.items() if k in SEARCH_FIELDS}
                 try:
                     answer = service.call(str(op), timeout=SEARCH_TIMEOUT_SEC, **fields)
                 except ServiceError as exc:

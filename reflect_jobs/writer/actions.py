@@ -22,7 +22,7 @@ MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
 ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
 STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "fix", "rule", "body")
-LIST_FIELDS = ("tags", "entities")
+LIST_FIELDS = ("tags", "entities", "applies_to")
 #: ``scope`` of a CREATE: the repository it was learned in (default) or every repository.
 SCOPES = ("repo", "global")
 DEFAULT_SCOPE = "repo"
@@ -42,7 +42,12 @@ FIELD_MAX_CHARS: dict[str, int] = {
     "body": 20_000,
 }
 #: At most this many items per list field; items beyond it are dropped with a note.
-LIST_MAX_ITEMS: dict[str, int] = {"tags": 20, "entities": 50, "causal_relations": 50}
+LIST_MAX_ITEMS: dict[str, int] = {
+    "tags": 20,
+    "entities": 50,
+    "applies_to": 12,
+    "causal_relations": 50,
+}
 #: Longest single list item (a tag, an entity name, a relation endpoint), in characters.
 ITEM_MAX_CHARS = 200
 #: Longest UPDATE/DELETE reason kept (it lands in the ledger history and the note).
@@ -60,15 +65,15 @@ class UnparseableOutput(ValueError):
 class ActionPlan:
     """What survived the safety checks, plus why anything else was dropped."""
 
-    creates: list[dict] = field(default_factory=list)
-    updates: list[dict] = field(default_factory=list)
-    deletes: list[dict] = field(default_factory=list)
+    creates: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    deletes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped_over_cap: int = 0
     #: CREATEs dropped because their evidence is missing or not in the sent slice (§6).
     dropped_unevidenced: int = 0
     #: The answer's reflection-store plan (``writer/items.py``), ``None`` when not parsed.
-    items: dict | None = None
+    items: dict[str, Any] | None = None
     #: The backend that answered (``ModelResult.backend``); ``heuristic`` means no model.
     writer: str = ""
 
@@ -96,7 +101,7 @@ def strip_fence(text: str) -> str:
     return text.strip()
 
 
-def parse_actions(text: Any) -> list:
+def parse_actions(text: Any) -> list[Any]:
     """SPEC-drain §4.2 parsing: strip, drop a fence, take first ``{`` .. last ``}``.
 
     Raises ``UnparseableOutput`` (a ``ValueError``) for anything else; never another exception,
@@ -192,12 +197,12 @@ def _confidence(value: Any) -> float:
     return min(1.0, max(0.0, num))
 
 
-def _relations(value: Any) -> list[dict]:
+def _relations(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
         return []
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for rel in value:
         if not isinstance(rel, dict):
             continue
@@ -223,7 +228,7 @@ def normalise_scope(value: Any) -> str:
     return norm if norm in SCOPES else DEFAULT_SCOPE
 
 
-def normalise_learning(learning: dict, scope: Any = None) -> dict:
+def normalise_learning(learning: dict[str, Any], scope: Any = None) -> dict[str, Any]:
     """Every learning field present with the right type; values otherwise untouched.
 
     Args:
@@ -233,8 +238,8 @@ def normalise_learning(learning: dict, scope: Any = None) -> dict:
     Returns:
         A new dict: each of ``STRING_FIELDS`` as a string (a container as its JSON, a missing
         one ``""``; ``title`` stripped; an empty ``category`` becomes ``"Unknown"``),
-        ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags`` and
-        ``entities`` as lists of distinct non-empty strings, ``causal_relations`` as
+        ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags``,
+        ``entities`` and ``applies_to`` as lists of distinct non-empty strings, ``causal_relations`` as
         ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
         ``relates_to``), ``scope`` from :func:`normalise_scope`. Other keys are dropped.
     """
@@ -255,7 +260,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + TRUNCATION_MARK
 
 
-def cap_learning(learning: dict) -> list[str]:
+def cap_learning(learning: dict[str, Any]) -> list[str]:
     """Bound every field of a normalised learning in place; say what was cut.
 
     Model strings are hostile input of any size: without a bound a 5 MB title became a
@@ -306,7 +311,7 @@ def cap_learning(learning: dict) -> list[str]:
     return reasons
 
 
-def _action_name(action: dict, index: int, notes: list[str]) -> str | None:
+def _action_name(action: dict[str, Any], index: int, notes: list[str]) -> str | None:
     name = action.get("action")
     if isinstance(name, str):
         if name in ACTION_NAMES:
@@ -319,7 +324,7 @@ def _action_name(action: dict, index: int, notes: list[str]) -> str | None:
     return None
 
 
-def _evidence_of(action: dict, learning: dict | None) -> Any:
+def _evidence_of(action: dict[str, Any], learning: dict[str, Any] | None) -> Any:
     """The quote a CREATE or UPDATE gives: ``learning.evidence``, else the action's own."""
     if isinstance(learning, dict) and learning.get("evidence") is not None:
         return learning.get("evidence")
@@ -333,7 +338,7 @@ def _unchecked_evidence(raw: Any) -> str:
 
 
 def _check_create(
-    learning: dict, raw: Any, sent: SentSlice | None, index: int, notes: list[str]
+    learning: dict[str, Any], raw: Any, sent: SentSlice | None, index: int, notes: list[str]
 ) -> bool:
     """Put the CREATE's checked evidence on ``learning``; False when it must be dropped."""
     if sent is None:
@@ -383,7 +388,7 @@ def plan_actions(
     if not isinstance(actions, list):
         plan.notes.append(f"actions is {type(actions).__name__}, not a list: ignored")
         return plan
-    creates: list[dict] = []
+    creates: list[dict[str, Any]] = []
     for index, action in enumerate(actions):
         if not isinstance(action, dict):
             plan.notes.append(f"action #{index}: dropped non-object {type(action).__name__}")

@@ -85,7 +85,8 @@ def parse_message(body: Any) -> tuple[str, str, dict[str, int]] | None:
         for block in body["content"]
         if isinstance(block, dict) and block.get("type") == "text"
     )
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    raw_usage = body.get("usage")
+    usage = raw_usage if isinstance(raw_usage, dict) else {}
     return text, str(body.get("stop_reason") or ""), dict(usage)
 
 

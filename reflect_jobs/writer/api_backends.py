@@ -8,7 +8,10 @@ module only when it is selected.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reflect_jobs.writer.backends import Backend
 
 API_BACKENDS = ("openai", "anthropic", "codex")
 
@@ -37,7 +40,7 @@ def make_api_backend(
     cwd: str,
     timeout_sec: float,
     options: dict[str, Any],
-) -> Any:
+) -> Backend:
     """Build one API backend (``openai``, ``anthropic`` or ``codex``).
 
     Args:

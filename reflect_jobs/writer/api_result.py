@@ -155,7 +155,7 @@ def retry_after_sec(headers: Any, now: float | None = None) -> float:
     return max(0.0, when - (time.time() if now is None else now))
 
 
-def rejected_snapshot(retry_after: float, source: str, now: float | None = None) -> dict:
+def rejected_snapshot(retry_after: float, source: str, now: float | None = None) -> dict[str, Any]:
     """The quota snapshot a 429/529 leaves: the gate stays closed until ``retry-after``.
 
     Args:
@@ -185,11 +185,11 @@ def success_result(
     backend: str,
     model: str,
     text: str,
-    usage: dict,
+    usage: dict[str, Any],
     cost_usd: float,
     response: Any,
     duration_ms: int,
-    rate_limits: list[dict] | None = None,
+    rate_limits: list[dict[str, Any]] | None = None,
     subtype: str = "success",
 ) -> ModelResult:
     """A 200 answer: the model's text as ``result``, one turn.
@@ -250,8 +250,8 @@ def error_result(
     response: Any,
     duration_ms: int,
     retry_after: float = 0.0,
-    rate_limits: list[dict] | None = None,
-    usage: dict | None = None,
+    rate_limits: list[dict[str, Any]] | None = None,
+    usage: dict[str, Any] | None = None,
     cost_usd: float = 0.0,
 ) -> ModelResult:
     """A failed call (HTTP error, no connection, a failed Codex turn) as an error envelope.

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from reflect_jobs import children
 from reflect_jobs.markers import CHILD_ENV
@@ -45,7 +45,10 @@ class Backend(Protocol):
     whatever happened (errors and timeouts included) and raises only ``BackendMissing``.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The backend's label (a class attribute in every implementation)."""
+        ...
 
     def call(self, prompt: str) -> ModelResult: ...
 
@@ -110,7 +113,7 @@ class ClaudeCliBackend:
         cwd: str,
         timeout_sec: float,
         max_turns: int = 1,
-        extra_env: dict | None = None,
+        extra_env: dict[str, Any] | None = None,
         guard: str | None = None,
     ) -> None:
         """Store the call's settings; nothing is checked until :meth:`call`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 CATEGORIES = ("valid", "prose", "idle", "malformed", "poisoned")
 DEFAULT_THRESHOLD = 3
@@ -52,7 +52,7 @@ def find_marker(text: Any, markers: tuple[str, ...] = POISON_MARKERS) -> str:
     return ""
 
 
-def is_envelope(obj: Any) -> bool:
+def is_envelope(obj: Any) -> TypeGuard[dict[str, Any]]:
     """A CLI result envelope: ``type == "result"`` or an ``is_error`` / ``result`` key.
 
     Args:

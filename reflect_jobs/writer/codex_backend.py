@@ -22,6 +22,7 @@ import json
 import os
 import re
 import time
+from typing import Any
 
 from reflect_jobs import children
 from reflect_jobs.markers import CHILD_ENV
@@ -31,9 +32,9 @@ from reflect_jobs.writer.api_result import (
     rejected_snapshot,
     success_result,
 )
-from reflect_jobs.writer.backends import TIMEOUT_EXIT_CODE, resolve_binary
+from reflect_jobs.writer.backends import resolve_binary
 from reflect_jobs.writer.prices import cost_usd
-from reflect_jobs.writer.result import BackendMissing, ModelResult
+from reflect_jobs.writer.result import TIMEOUT_EXIT_CODE, BackendMissing, ModelResult
 
 _TRY_AGAIN = re.compile(r"try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)", re.I)
 _UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|second|m|min|minute|h|hr|hour|d|day)s?\b", re.I)
@@ -44,7 +45,7 @@ _AUTH_WORDS = ("401", "unauthorized", "not logged in", "login", "invalid api key
 _MODEL_WORDS = ("model_not_found", "unknown model", "unsupported model", "does not exist")
 
 
-def parse_events(stdout: str) -> list[dict]:
+def parse_events(stdout: str) -> list[dict[str, Any]]:
     """The JSON objects of a ``--json`` stream; other lines are skipped.
 
     Args:
@@ -67,7 +68,7 @@ def parse_events(stdout: str) -> list[dict]:
     return events
 
 
-def _usage(event: dict | None) -> dict[str, int]:
+def _usage(event: dict[str, Any] | None) -> dict[str, int]:
     usage = event.get("usage") if isinstance(event, dict) else None
     if not isinstance(usage, dict):
         return {}
@@ -85,7 +86,7 @@ def _usage(event: dict | None) -> dict[str, int]:
     }
 
 
-def _error_text(event: dict) -> str:
+def _error_text(event: dict[str, Any]) -> str:
     err = event.get("error")
     if isinstance(err, dict):
         return str(err.get("message") or "")

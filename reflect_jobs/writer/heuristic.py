@@ -15,6 +15,7 @@ is shared. Deterministic: the same slice always yields the same actions.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from reflect_jobs.cascade.slicing import CONTEXT_MARK, GAP
 from reflect_jobs.markers import CHILD_MARKER
@@ -75,7 +76,7 @@ def _quote(line: str) -> str:
     return (cut[: cut.rfind(" ")] if " " in cut else cut) + " \u2026"
 
 
-def _learning(rule: Rule, window: tuple[str, str, str]) -> dict:
+def _learning(rule: Rule, window: tuple[str, str, str]) -> dict[str, Any]:
     """The learning of ``rule``; ``window`` is the line before it, its line and the one after
     (what the agent had done, the correction, what it did then), quoted as context."""
     line = window[1]
@@ -99,7 +100,7 @@ def _learning(rule: Rule, window: tuple[str, str, str]) -> dict:
     }
 
 
-def heuristic_actions(slice_text: str) -> list[dict]:
+def heuristic_actions(slice_text: str) -> list[dict[str, Any]]:
     """CREATE actions for the first explicit corrections in a slice (at most five).
 
     The slice carries no roles, so a correction-shaped sentence an agent wrote is read too;
@@ -116,7 +117,7 @@ def heuristic_actions(slice_text: str) -> list[dict]:
         imperative ``rule`` (also its ``key_insight``), a ``title`` cut only at a boundary,
         and ``evidence``: the correction verbatim as it occurs in the slice.
     """
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     seen: set[str] = set()
     lines = _dialogue_lines(slice_text)
     for i, line in enumerate(lines):

@@ -26,9 +26,9 @@ from reflect_jobs.writer.prices import cost_usd
 from reflect_jobs.writer.result import ModelResult
 
 #: Reads a response body into ``(answer text, stop reason, usage)``, or None when it is not one.
-Parser = Callable[[Any], "tuple[str, str, dict] | None"]
+Parser = Callable[[Any], "tuple[str, str, dict[str, Any]] | None"]
 #: Reads rate-limit response headers into quota snapshots.
-Snapshots = Callable[[Any], list]
+Snapshots = Callable[[Any], list[Any]]
 
 
 def decode_body(text: str) -> Any:

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from reflect_jobs.sanitize import clean_text
+from reflect_jobs.writer.evidence import SentSlice
 
 #: What an answer's ``items.new`` may create (``summary`` has its own key).
 ITEM_KINDS = ("action", "question", "handoff", "learning", "decision", "gotcha", "idea", "note")
@@ -29,8 +30,17 @@ ITEM_BODY_MAX = 4_000
 ITEM_NOTE_MAX = 1_000
 SUMMARY_MAX = 2_000
 _ID = re.compile(r"^#?([0-9a-f]{4,16})$")
+#: How much of a model's evidence quote is kept for the check (``writer/evidence.py``).
+EVIDENCE_SCAN = 1_200
 
-__all__ = ["ITEM_KINDS", "MAX_ITEM_NEW", "MAX_ITEM_UPDATES", "answer_object", "plan_items"]
+__all__ = [
+    "ITEM_KINDS",
+    "MAX_ITEM_NEW",
+    "MAX_ITEM_UPDATES",
+    "answer_object",
+    "evidenced",
+    "plan_items",
+]
 
 
 def answer_object(text: Any) -> dict[str, Any]:
@@ -96,6 +106,8 @@ def _update(raw: Any, n: int, notes: list[str]) -> dict[str, str] | None:
     for key, value in (("note", note), ("title", " ".join(title.split())), ("body", body)):
         if value:
             out[key] = value
+    if isinstance(raw.get("evidence"), str):
+        out["evidence"] = raw["evidence"][:EVIDENCE_SCAN]
     return out
 
 
@@ -116,7 +128,10 @@ def _new(raw: Any, n: int, notes: list[str]) -> dict[str, str] | None:
     body, cut_b = _text(raw.get("body"), ITEM_BODY_MAX)
     if cut_t or cut_b:
         notes.append(f"items.new #{n}: field cut to its cap")
-    return {"kind": kind, "title": title, "body": body}
+    out = {"kind": kind, "title": title, "body": body}
+    if isinstance(raw.get("evidence"), str):
+        out["evidence"] = raw["evidence"][:EVIDENCE_SCAN]
+    return out
 
 
 def plan_items(obj: Any) -> dict[str, Any]:
@@ -155,4 +170,50 @@ def plan_items(obj: Any) -> dict[str, Any]:
     if cut:
         notes.append(f"summary cut to {SUMMARY_MAX} chars")
     plan["summary"] = summary or None
+    return plan
+
+
+def evidenced(plan: dict[str, Any], sent: SentSlice) -> dict[str, Any]:
+    """The plan keeping only closes, drops and new items whose evidence the slice holds.
+
+    Evidence or nothing, as for learnings (ARCHITECTURE §6): the model read a transcript and
+    may claim work was finished that never was. Every ``done``/``dropped`` update and every
+    new item must quote the sent slice's dialogue or condensed-transcript lines
+    (``SentSlice.find``: the same normalised, verbatim, bounded match); the stored note then
+    carries the slice's own text of the quote. Reopens and edits need none.
+
+    Args:
+        plan: What :func:`plan_items` returned.
+        sent: The slice exactly as the prompt held it.
+
+    Returns:
+        The same plan, changed in place: unproven entries dropped (a note each,
+        ``"unevidenced"`` counts them), proven ones carrying ``note`` with the quote.
+    """
+    notes: list[str] = plan.setdefault("notes", [])
+    dropped = 0
+    kept_updates = []
+    for n, upd in enumerate(plan.get("update") or []):
+        quote = upd.pop("evidence", None)
+        if upd.get("status") not in ("done", "dropped"):
+            kept_updates.append(upd)
+            continue
+        found = sent.find(quote)
+        if found is None:
+            dropped += 1
+            notes.append(f"items.update #{n}: evidence not found in the session: dropped")
+            continue
+        upd["note"] = f'{upd.get("note") or upd["status"]} [evidence: "{found.quote}"]'
+        kept_updates.append(upd)
+    kept_new = []
+    for n, new in enumerate(plan.get("new") or []):
+        found = sent.find(new.pop("evidence", None))
+        if found is None:
+            dropped += 1
+            notes.append(f"items.new #{n}: evidence not found in the session: dropped")
+            continue
+        new["note"] = f'evidence: "{found.quote}"'
+        kept_new.append(new)
+    plan["update"], plan["new"] = kept_updates, kept_new
+    plan["unevidenced"] = dropped
     return plan

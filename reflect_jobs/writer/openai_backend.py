@@ -67,7 +67,8 @@ def parse_chat_completion(body: Any) -> tuple[str, str, dict[str, int]] | None:
             str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
         )
     text = content if isinstance(content, str) else ""
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    raw_usage = body.get("usage")
+    usage = raw_usage if isinstance(raw_usage, dict) else {}
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens", 0) if isinstance(details, dict) else 0
     cached = cached if isinstance(cached, int) and cached > 0 else 0

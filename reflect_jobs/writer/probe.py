@@ -52,7 +52,12 @@ def configured_models(settings: Any) -> list[tuple[str, str]]:
         ("REFLECT_DEDUPE_MODEL", settings.dedupe_pass_model),
     ]
     seen: set[str] = set()
-    return [(v, m) for v, m in pairs if not (m in seen or seen.add(m))]
+    once: list[tuple[str, str]] = []
+    for variable, model in pairs:
+        if model not in seen:
+            seen.add(model)
+            once.append((variable, model))
+    return once
 
 
 def _models_check(

@@ -42,6 +42,7 @@ Each action is one of:
     "scope": "repo|global",
     "tags": ["<tag>", ...],
     "entities": ["<proper noun: tool, library, service>", ...],
+    "applies_to": ["<language, framework or tool it is about: python, rust, react, docker>", ...],
     "causal_relations": [{"source": "<x>", "target": "<y>",
                           "type": "caused_by|causes|enables|prevents"}],
     "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>",
@@ -73,14 +74,26 @@ Rules:
 - scope: "global" for a general lesson that holds in any repository ("never use a bare
   except"); "repo" (the default) for one about this repository ("this repo is a pnpm
   workspace").
+- applies_to: the languages, frameworks and tools the learning is about, lower case
+  ("python", "pytest", "typescript", "react", "rust", "tokio", "go", "docker", "git"); [] when
+  it holds in any repository. A global learning is only told in repositories that use them.
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
 - Every learning field must be present; use "" or [] when unknown.
 - If nothing is durable, answer {"actions": []}.
+- The slice may also hold a section named "Condensed transcript since the last pass": the
+  session's work since the previous call, one line each — the person's prompts
+  ("[person] "), the assistant's text ("[assistant] "), its tool calls ("[tool call] "),
+  errors ("[tool error] ") and short results ("[tool result] "). Read it to tell what the
+  session finished, started or left open. Learn from it only what it proves; it may be
+  the whole slice when no correction was found.
 - The slice may also end with a section named "Reflection items (candidates)": open tasks,
   questions and handoffs of this repository, each with an id. Then the same JSON object may
   also carry "items" and "summary" exactly as that section describes; leave them out
-  otherwise. An item id that section does not list is ignored.
+  otherwise. An item id that section does not list is ignored. Every item you close
+  (done), drop or add carries "evidence": a verbatim quote (at most 300 characters) of the
+  slice's dialogue or condensed-transcript lines that shows it (the passing test, the
+  person's words); one without evidence found there is discarded.
 """
 
 STATIC_PREFIX = f"{CHILD_MARKER}\n{INSTRUCTIONS}"

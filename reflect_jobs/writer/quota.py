@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from reflect_jobs.gates import Defer, FreeGate, Go
 
@@ -82,7 +82,7 @@ STDERR_MARKERS = re.compile(
 )
 
 
-def _looks_like_info(d: dict) -> bool:
+def _looks_like_info(d: dict[str, Any]) -> bool:
     """A dict is telemetry by itself if it names a window, a threshold, or util+status."""
     return (
         "rateLimitType" in d
@@ -93,7 +93,7 @@ def _looks_like_info(d: dict) -> bool:
     )
 
 
-def normalise(info: dict) -> dict:
+def normalise(info: dict[str, Any]) -> dict[str, Any]:
     """Rename aliases to camelCase; unknown keys pass through so nothing is lost.
 
     Args:
@@ -111,7 +111,7 @@ def normalise(info: dict) -> dict:
     return out
 
 
-def _walk(node: Any, depth: int, found: list[dict], seen: set[int]) -> None:
+def _walk(node: Any, depth: int, found: list[dict[str, Any]], seen: set[int]) -> None:
     if depth > MAX_DEPTH:
         return
     if isinstance(node, dict):
@@ -158,7 +158,7 @@ def _json_docs(stdout: str) -> list[Any]:
     return docs
 
 
-def extract_rate_limits(stdout: str, stderr: str) -> list[dict]:
+def extract_rate_limits(stdout: str, stderr: str) -> list[dict[str, Any]]:
     """Every telemetry dict in a model answer, normalised (SPEC-drain §5.5 ``ingest``).
 
     The stderr scan is a fallback only: a provider 429/529 with no envelope is the one case
@@ -177,7 +177,7 @@ def extract_rate_limits(stdout: str, stderr: str) -> list[dict]:
         stderr, one ``{"status": "rejected", "rateLimitType": None, "_source": "stderr",
         "_marker": ...}``; else ``[]``.
     """
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     seen: set[int] = set()
     for doc in _json_docs(stdout if isinstance(stdout, str) else ""):
         _walk(doc, 0, found, seen)
@@ -230,7 +230,7 @@ def _number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _fresh(snapshot: Any, now: float, ttl: int) -> bool:
+def _fresh(snapshot: Any, now: float, ttl: int) -> TypeGuard[dict[str, Any]]:
     if not isinstance(snapshot, dict):
         return False
     observed = _number(snapshot.get("observed_at"))
@@ -238,7 +238,7 @@ def _fresh(snapshot: Any, now: float, ttl: int) -> bool:
 
 
 def quota_gate(
-    snapshots: dict[str, dict],
+    snapshots: dict[str, dict[str, Any]],
     *,
     now: float,
     ttl_sec: int = DEFAULT_TTL_SEC,
@@ -303,7 +303,7 @@ def quota_gate(
     return QuotaDecision(True, "", "")
 
 
-def _resets_at(snap: dict) -> float | None:
+def _resets_at(snap: dict[str, Any]) -> float | None:
     value = snap.get("resetsAt")
     num = _number(value)
     if num is not None:
@@ -312,7 +312,7 @@ def _resets_at(snap: dict) -> float | None:
 
 
 def _api_gate(
-    snapshots: dict, now: float, ttl: int, override: float | None
+    snapshots: dict[str, Any], now: float, ttl: int, override: float | None
 ) -> QuotaDecision | None:
     """The API windows: closed until ``resetsAt`` when rejected or nearly used up."""
     for window in API_WINDOWS:
@@ -356,7 +356,7 @@ class QuotaGate(FreeGate):
 
     def __init__(
         self,
-        snapshots: Callable[[], dict[str, dict]],
+        snapshots: Callable[[], dict[str, dict[str, Any]]],
         *,
         enabled: bool = True,
         ttl_sec: int = DEFAULT_TTL_SEC,
@@ -371,7 +371,9 @@ class QuotaGate(FreeGate):
         self.api_key_auth = api_key_auth
 
     @classmethod
-    def from_settings(cls, settings: Any, snapshots: Callable[[], dict[str, dict]]) -> QuotaGate:
+    def from_settings(
+        cls, settings: Any, snapshots: Callable[[], dict[str, dict[str, Any]]]
+    ) -> QuotaGate:
         """The gate as a ``config.Settings`` configures it.
 
         Args:

@@ -71,7 +71,7 @@ def parse_duration(value: str | None) -> float | None:
 
 def _snapshot(
     bucket: str, limit: int | None, remaining: int | None, resets: float | None, source: str
-) -> dict | None:
+) -> dict[str, Any] | None:
     if limit is None or remaining is None or limit <= 0:
         return None
     util = min(1.0, max(0.0, 1 - remaining / limit))
@@ -86,7 +86,7 @@ def _snapshot(
     }
 
 
-def anthropic_snapshots(headers: Any) -> list[dict]:
+def anthropic_snapshots(headers: Any) -> list[dict[str, Any]]:
     """Snapshots from Anthropic's ``anthropic-ratelimit-*`` headers.
 
     Args:
@@ -112,7 +112,7 @@ def anthropic_snapshots(headers: Any) -> list[dict]:
     return out
 
 
-def openai_snapshots(headers: Any, now: float | None = None) -> list[dict]:
+def openai_snapshots(headers: Any, now: float | None = None) -> list[dict[str, Any]]:
     """Snapshots from OpenAI-style ``x-ratelimit-*`` headers.
 
     Args:

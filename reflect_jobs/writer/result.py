@@ -120,7 +120,7 @@ class ModelResult:
     terminal_reason: str = ""
     usage: dict[str, int] = field(default_factory=lambda: coerce_usage(None))
     cost_usd: float = 0.0
-    rate_limit_info: list[dict] = field(default_factory=list)
+    rate_limit_info: list[dict[str, Any]] = field(default_factory=list)
     envelope_ok: bool = False
     duration_ms: int = 0
     # Set by the API backends (openai, anthropic, codex) from the HTTP status / error event,
@@ -194,7 +194,7 @@ class ModelResult:
         return cls(**{k: v for k, v in obj.items() if k in names})
 
 
-def find_envelope(stdout: str) -> dict | None:
+def find_envelope(stdout: str) -> dict[str, Any] | None:
     """The result envelope in ``stdout``: one JSON object, or the last ``type=result`` line.
 
     Args:
@@ -216,7 +216,7 @@ def find_envelope(stdout: str) -> dict | None:
         return obj
     if obj is not None:
         return None
-    last: dict | None = None
+    last: dict[str, Any] | None = None
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -275,7 +275,7 @@ def result_from_cli(
     stdout = stdout if isinstance(stdout, str) else ""
     stderr = stderr if isinstance(stderr, str) else ""
     env = find_envelope(stdout)
-    common = {
+    common: dict[str, Any] = {
         "backend": backend,
         "model": model,
         "raw_stdout": stdout,

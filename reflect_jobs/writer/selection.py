@@ -8,6 +8,8 @@ other's selection, so the writer package has no import cycle (it had a 7-file on
 
 from __future__ import annotations
 
+from typing import Any
+
 from reflect_jobs.writer.backends import Backend, ClaudeCliBackend, HeuristicBackend
 
 __all__ = ["make_backend", "timeout_for"]
@@ -32,7 +34,7 @@ def make_backend(
     model: str,
     cwd: str,
     drain_timeout: int,
-    options: dict | None = None,
+    options: dict[str, Any] | None = None,
 ) -> Backend:
     """Build the configured backend: one tool-free turn (the extract writer, ARCHITECTURE §6).
 

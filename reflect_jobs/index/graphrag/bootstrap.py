@@ -111,7 +111,7 @@ def install() -> None:
 def _quiet_nano_graphrag() -> None:
     from nano_graphrag import _op
 
-    _op.print = lambda *a, **k: None  # type: ignore[attr-defined]
+    _op.print = lambda *a, **k: None
     for name in ("nano-graphrag", "nano-vectordb"):
         logging.getLogger(name).setLevel(logging.WARNING)
 

@@ -27,6 +27,8 @@ from ..sqlite_store import IndexDB
 class DocManifest(JsonTableView):
     """note id -> manifest entry (``key``, ``fp``, ``chunks``, ``entities``, ``edges``)."""
 
+    _db: IndexDB  # the whole database, not only the base view's one query
+
     def __init__(self, db: IndexDB) -> None:
         """A live view of the ``docs`` table.
 

@@ -29,6 +29,7 @@ returns what changed; it does not commit.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Set
 
 from nano_graphrag._op import extract_entities, generate_community_report
 from nano_graphrag._utils import compute_mdhash_id, encode_string_by_tiktoken
@@ -158,7 +159,7 @@ async def aupsert(engine: Engine, docs: list[IndexDoc]) -> bool:
     return True
 
 
-async def aremove(engine: Engine, ids: list[str], skip_reembed: set[str] = frozenset()) -> bool:
+async def aremove(engine: Engine, ids: list[str], skip_reembed: Set[str] = frozenset()) -> bool:
     """Remove notes and everything only they contributed; recompute what they shared.
 
     Args:
