@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,7 +58,140 @@ class Env(dict):
         return proc
 
     def cli(self, *args: str, **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+        """``reflect-jobs ARGS`` as a real process: for tests where the process boundary is
+        the point (signals, kills, exit of the process, what a fresh interpreter imports)."""
         return self.run("reflect-jobs", *args, **kw)
+
+    def invoke(
+        self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """``reflect-jobs ARGS`` in this process (click's CliRunner), answering like
+        :meth:`cli`: a ``CompletedProcess`` with the exit code, stdout and stderr.
+
+        It skips the ~1-4 s interpreter start and imports of a real process; the command
+        still runs against this installation's real files. For the call it sees exactly
+        this environment (every other variable of ``os.environ`` is hidden, all restored
+        after) and the per-process state a fresh ``reflect-jobs`` would start with (see
+        :func:`fresh_cli_process`). ``timeout`` is a hang guard as in :meth:`cli`: past it
+        a SIGALRM interrupts the call and ``subprocess.TimeoutExpired`` is raised."""
+        from click.testing import CliRunner
+
+        from reflect_jobs.cli import main
+
+        armed = [
+            p for p in self.get("REFLECT_FAILPOINTS", "").split(",") if p.strip() and
+            p.partition("=")[2].strip() in ("", "kill")
+        ]  # fmt: skip
+        if armed:  # it would SIGKILL the test process itself
+            raise AssertionError(f"failpoints {armed} kill the process: use env.cli for {args}")
+        overlay: dict[str, str | None] = {k: None for k in os.environ if k not in self}
+        overlay.update(self)
+        try:
+            with fresh_cli_process(), _alarm(timeout):
+                result = CliRunner().invoke(
+                    main, list(args), input=input, env=overlay, prog_name="reflect-jobs"
+                )
+        except _HangGuard:
+            raise subprocess.TimeoutExpired(["reflect-jobs", *args], timeout) from None
+        stderr = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            import traceback
+
+            stderr += "".join(traceback.format_exception(*result.exc_info))  # as Python prints it
+        proc = subprocess.CompletedProcess(
+            ["reflect-jobs", *args], result.exit_code, result.stdout, stderr
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"{args} exited {proc.returncode} (in-process)\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            )
+        return proc
+
+
+class _HangGuard(BaseException):
+    """Raised by SIGALRM in an in-process call that outlived its timeout (a BaseException:
+    no ``except Exception`` of the command swallows it)."""
+
+
+@contextlib.contextmanager
+def _alarm(timeout: float) -> Iterator[None]:
+    """Interrupt the main thread with :class:`_HangGuard` after ``timeout`` seconds."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):  # type: ignore[no-untyped-def]
+        raise _HangGuard(f"still running after {timeout}s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+#: Modules whose import reads the settings (``tasks``: the Huey instance, ``runtime()``
+#: cached) — a fresh process imports them anew for its own environment.
+_PER_PROCESS_MODULES = ("reflect_jobs.tasks", "workers.consumer")
+
+
+@contextlib.contextmanager
+def fresh_cli_process() -> Iterator[None]:
+    """Give an in-process CLI call the state a new ``reflect-jobs`` process starts with, and
+    give the caller its own state back after.
+
+    A real process imports ``reflect_jobs.tasks`` for its own environment, has no pooled
+    ledger engine, has printed no config warning yet and has set no queue file aside; the
+    same modules in this process may hold another test's or an earlier call's values.
+    """
+    saved = {name: sys.modules.pop(name) for name in _PER_PROCESS_MODULES if name in sys.modules}
+    package = sys.modules.get("reflect_jobs")
+    saved_attr = package.__dict__.pop("tasks", None) if package is not None else None
+    from huey.storage import BaseSqlStorage
+
+    from reflect_jobs import queue
+    from reflect_jobs.cli import common
+    from reflect_jobs.ledger import db
+
+    # Every Huey SQLite storage the call opens (the tasks module's, status's, enqueue's) is
+    # closed after it, as a process's exit closes them: a connection left open in this
+    # process kept a later reader of queue.db from seeing another process's messages.
+    opened: weakref.WeakSet[BaseSqlStorage] = weakref.WeakSet()
+    real_init = BaseSqlStorage.__init__
+
+    def tracked_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_init(self, *args, **kwargs)
+        opened.add(self)
+
+    warned, repairs = set(common._WARNED), list(queue.REPAIRS)
+    common._WARNED.clear()
+    queue.REPAIRS.clear()
+    db.dispose_all()
+    BaseSqlStorage.__init__ = tracked_init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BaseSqlStorage.__init__ = real_init  # type: ignore[method-assign]
+        for storage in list(opened):
+            storage.close()
+        db.dispose_all()  # no engine of this call's home outlives it (file handles, pools)
+        fresh = sys.modules.pop("reflect_jobs.tasks", None)
+        if fresh is not None:
+            fresh.runtime.cache_clear()
+        sys.modules.pop("workers.consumer", None)
+        sys.modules.update(saved)
+        if package is not None:
+            package.__dict__.pop("tasks", None)
+            if saved_attr is not None:
+                package.tasks = saved_attr  # type: ignore[attr-defined]
+        common._WARNED.clear()
+        common._WARNED.update(warned)
+        queue.REPAIRS[:] = repairs
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ def make_root(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
 
 
 def backfill(env, *args: str, check: bool = True) -> dict:  # type: ignore[no-untyped-def]
-    proc = env.cli("backfill", "--json", *args, check=check)
+    proc = env.invoke("backfill", "--json", *args, check=check)
     return json.loads(proc.stdout) if proc.stdout else {"rc": proc.returncode}
 
 
@@ -76,7 +76,7 @@ def test_enqueues_recent_transcripts_newest_first_then_skips_them(env, tmp_path)
     assert again["skipped_by"] == {"skip_pending": 3}
     assert len(jobs(env)) == 3, "no duplicate jobs"
 
-    text = env.cli("backfill", "--root", str(root), "--since", "all").stdout
+    text = env.invoke("backfill", "--root", str(root), "--since", "all").stdout
     assert text.strip() == f"4 transcript(s) in {root}: enqueued 1, skipped 3 (pending 3)"
 
 
@@ -84,7 +84,7 @@ def test_processed_and_unchanged_is_skipped_until_it_grows(env, tmp_path):
     """End to end: backfill, drain through the real pipeline (stub claude), backfill again."""
     root, files = make_root(tmp_path)
     backfill(env, "--root", str(root), "--since", "1h")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert all(j["state"] == "done" for j in jobs(env))
     with session_scope(env.settings().db_url) as s:
         assert s.get(Transcript, str(files["s-new"])) is not None
@@ -117,7 +117,7 @@ def test_a_transcripts_row_at_the_same_size_and_mtime_means_unchanged(env, tmp_p
     actions = {Path(t["path"]).stem: t["action"] for t in report["transcripts"]}
     assert actions == {"s-new": "enqueue", "s-mid": "skip_unchanged", "s-old3d": "enqueue"}
     assert report["dry_run"] and report["enqueued"] == 2 and jobs(env) == []
-    text = env.cli("backfill", "--root", str(root), "--dry-run").stdout
+    text = env.invoke("backfill", "--root", str(root), "--dry-run").stdout
     assert "would enqueue 2, skipped 1 (unchanged 1)" in text and jobs(env) == []
 
 
@@ -130,12 +130,12 @@ def test_limit_takes_the_newest(env, tmp_path):
 
 def test_bad_usage_and_missing_root_and_disabled(env, tmp_path):
     root, _ = make_root(tmp_path)
-    proc = env.cli("backfill", "--root", str(root), "--since", "soon", check=False)
+    proc = env.invoke("backfill", "--root", str(root), "--since", "soon", check=False)
     assert proc.returncode == 2 and "--since must be like 7d" in proc.stderr
-    proc = env.cli("backfill", "--root", str(tmp_path / "nope"), check=False)
+    proc = env.invoke("backfill", "--root", str(tmp_path / "nope"), check=False)
     assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0
     env["REFLECT_DISABLED"] = "1"
-    proc = env.cli("backfill", "--root", str(root), check=False)
+    proc = env.invoke("backfill", "--root", str(root), check=False)
     assert proc.returncode == 1 and "REFLECT_DISABLED=1" in proc.stderr and jobs(env) == []
 
 

@@ -33,9 +33,9 @@ def _calls(env) -> int:  # type: ignore[no-untyped-def]
 
 
 def _run_one(env, t: Path) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    env.cli("enqueue", str(t), "--session-id", "sess-b")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    env.invoke("enqueue", str(t), "--session-id", "sess-b")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     return job
 
 
@@ -137,9 +137,9 @@ def test_a_dry_run_asks_the_boundary_too_and_moves_nothing(env, tmp_path):
     asked = tmp_path / "asked"
     cmd = _script(tmp_path / "b", f"open({str(asked)!r}, 'w').write('1')\nsys.exit(1)")
     env.update(REFLECT_BOUNDARY_CMD=str(cmd), REFLECT_DRAIN_DRY_RUN="1")
-    env.cli("enqueue", str(t), "--session-id", "dry")
-    env.cli("drain", "--until-idle", "--max-seconds", "30")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    env.invoke("enqueue", str(t), "--session-id", "dry")
+    env.invoke("drain", "--until-idle", "--max-seconds", "30")
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert job["state"] == "queued" and job["outcome"] is None and asked.exists()
     lines = [json.loads(x) for x in (env.home / "drain.log").read_text().splitlines() if x]
     dry = [x for x in lines if x.get("event") == "dry run: prepare"]
@@ -175,8 +175,8 @@ def test_the_hook_payloads_cwd_reaches_the_boundary(env, tmp_path):
         timeout=30,
     )
     assert hook.returncode == 0, hook.stderr
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     _assert_nothing_written(env, job)
     assert json.loads(seen.read_text())["cwd"] == str(repo)
     with session_scope(env.settings().db_url) as s:

@@ -50,23 +50,23 @@ def test_a_session_that_never_ends_gets_its_deep_pass_when_idle(env, tmp_path):
     s = GrowingSession(tmp_path / "s-grow.jsonl")
     s.turn(0, CORRECTIONS[0], tokens=10_000)  # 5%: a Stop crosses nothing
     _hook(env, s.path, "Stop")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _jobs(env) == [("Stop", BELOW_CHECKPOINT, False, "done")] and _calls(env) == []
     with session_scope(env.settings().db_url) as db:
         row = db.get(SessionCheckpoint, ("claude", "s-grow"))
         assert row is not None and row.idle_due_at is not None and row.passes == 0
         due = row.idle_due_at.isoformat()[:19]
-    sessions = json.loads(env.cli("status", "--json").stdout)["sessions"]
+    sessions = json.loads(env.invoke("status", "--json").stdout)["sessions"]
     assert (sessions["checkpoints"], sessions["tracked"], sessions["idle_owed"]) == (
         "20,40,60,80",
         1,
         1,
     )
     assert sessions["next_idle_at"].startswith(due)
-    assert "1 owed an idle deep pass" in env.cli("status").stdout
+    assert "1 owed an idle deep pass" in env.invoke("status").stdout
 
     time.sleep(1.2)  # the session went silent (a crash, a closed terminal): no SessionEnd
-    env.cli("drain", "--until-idle", "--max-seconds", "60")  # recovery sweeps idle sessions
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")  # recovery sweeps idle sessions
     jobs = _jobs(env)
     assert jobs[-1] == ("idle", "ok", True, "done") and len(jobs) == 2
     assert _models(env) == ["opus"]
@@ -74,9 +74,9 @@ def test_a_session_that_never_ends_gets_its_deep_pass_when_idle(env, tmp_path):
         row = db.get(SessionCheckpoint, ("claude", "s-grow"))
         assert row is not None and row.idle_due_at is None and row.passes == 1
 
-    env.cli("drain", "--until-idle", "--max-seconds", "60")  # owed once, paid once
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")  # owed once, paid once
     assert len(_jobs(env)) == 2 and len(_calls(env)) == 1
-    assert json.loads(env.cli("status", "--json").stdout)["sessions"]["idle_owed"] == 0
+    assert json.loads(env.invoke("status", "--json").stdout)["sessions"]["idle_owed"] == 0
 
 
 def test_the_final_pass_waits_for_the_running_one_and_reads_after_it(env, tmp_path):
@@ -123,6 +123,6 @@ def test_enqueue_is_a_deep_pass_even_as_a_stop(env, tmp_path):
     env.update(REFLECT_DEEP_MODEL="opus")
     s = GrowingSession(tmp_path / "s-grow.jsonl")
     s.turn(0, CORRECTIONS[0], tokens=2_000)  # 1%: a hook's Stop would make no call
-    env.cli("enqueue", str(s.path), "--event", "Stop")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(s.path), "--event", "Stop")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _jobs(env) == [("Stop", "ok", True, "done")] and _models(env) == ["opus"]

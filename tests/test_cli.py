@@ -33,7 +33,7 @@ JOB_KEYS = {
 
 
 def test_status_json_shape_on_a_fresh_install(env):
-    data = json.loads(env.cli("status", "--json").stdout)
+    data = json.loads(env.invoke("status", "--json").stdout)
     assert set(data) >= {
         "counts",
         "budget",
@@ -47,16 +47,18 @@ def test_status_json_shape_on_a_fresh_install(env):
     assert set(data["run_window"]) == {"used", "limit", "resets_at"}
     assert data["quota"]["gate"] == "open" and data["halted"] is False
     assert all(v == 0 for v in data["counts"].values())
-    assert "reflect idle budget 0/20" in env.cli("status", "--line").stdout
+    assert "reflect idle budget 0/20" in env.invoke("status", "--line").stdout
 
 
 def test_jobs_show_and_cost_json_shapes(env):
-    job_id = env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")).stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    job_id = env.invoke(
+        "enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")
+    ).stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert set(job) >= JOB_KEYS and job["id"] == job_id
-    assert json.loads(env.cli("jobs", "--state", "poisoned", "--json").stdout) == []
-    cost = json.loads(env.cli("cost", "--by", "outcome", "--json").stdout)
+    assert json.loads(env.invoke("jobs", "--state", "poisoned", "--json").stdout) == []
+    cost = json.loads(env.invoke("cost", "--by", "outcome", "--json").stdout)
     assert cost["by"] == "outcome" and set(cost["rows"]["ok"]) >= {
         "runs",
         "entries",
@@ -64,16 +66,16 @@ def test_jobs_show_and_cost_json_shapes(env):
         "cost_usd",
     }
     assert cost["total"]["tokens"] == 14210 + 412 + 3120
-    hits = json.loads(env.cli("search", "pnpm", "--json", "--mode", "lexical").stdout)["results"]
+    hits = json.loads(env.invoke("search", "pnpm", "--json", "--mode", "lexical").stdout)["results"]
     assert set(hits[0]) == {"id", "title", "score", "path"}
-    assert "running" in env.cli("show", job_id).stdout
+    assert "running" in env.invoke("show", job_id).stdout
 
 
 def test_usage_errors_exit_2_and_handled_failures_exit_1(env):
-    assert env.cli("retry", check=False).returncode == 2
-    assert env.cli("show", "nope", check=False).returncode == 1
-    assert env.cli("enqueue", "/no/such/file.jsonl", check=False).returncode == 2
-    proc = env.cli("show", "nope", check=False)
+    assert env.invoke("retry", check=False).returncode == 2
+    assert env.invoke("show", "nope", check=False).returncode == 1
+    assert env.invoke("enqueue", "/no/such/file.jsonl", check=False).returncode == 2
+    proc = env.invoke("show", "nope", check=False)
     assert proc.stderr.strip().count("\n") == 0 and "no job nope" in proc.stderr
 
 
@@ -84,8 +86,8 @@ def test_drain_log_is_json_lines_with_transitions_and_rotates(env, tmp_path):
             tmp_path / f"l{i}.jsonl",
             [f"No, never hardcode port {8000 + i}; read it from the config."],
         )
-        env.cli("enqueue", str(t), "--session-id", f"log{i}")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+        env.invoke("enqueue", str(t), "--session-id", f"log{i}")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert (env.home / "drain.log.1").exists(), "rotated at REFLECT_DRAIN_LOG_MAX_BYTES"
     lines = [
         json.loads(x)
@@ -108,7 +110,7 @@ def test_db_upgrade_reports_head(env):
     cfg.set_main_option("script_location", str(migrations_dir()))
     head = ScriptDirectory.from_config(cfg).get_current_head()
     assert head is not None
-    out = env.cli("db", "upgrade").stdout
+    out = env.invoke("db", "upgrade").stdout
     assert f"at revision {head} (head {head})" in out
 
 
@@ -118,7 +120,7 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
         tmp_path / "w.jsonl", ["No, always validate the webhook signature first."]
     )
     hang_first_model_call(env, tmp_path, lease_sec=3)
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
 
     def start():
         return subprocess.Popen(
@@ -139,11 +141,12 @@ def test_worker_restarts_recover_a_killed_job_and_stop_gracefully_on_sigterm(env
     second = start()  # start-up recovery re-queues the expired lease
     try:
         wait_for(
-            lambda: json.loads(env.cli("jobs", "--json").stdout)[0]["state"] == "done", timeout=60
+            lambda: json.loads(env.invoke("jobs", "--json").stdout)[0]["state"] == "done",
+            timeout=60,
         )
     finally:
         second.send_signal(signal.SIGTERM)
         rc = second.wait(30)
     assert rc == 0
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["outcome"] == "ok" and shown["recoveries"] == 1

@@ -44,7 +44,7 @@ def test_bad_values_name_the_variable(tmp_path, name, value):
 
 def test_cli_reports_bad_setting_as_one_line_exit_2(env):
     env["REFLECT_DRAIN_DAILY_MAX"] = "banana"
-    proc = env.cli("status", check=False)
+    proc = env.invoke("status", check=False)
     assert proc.returncode == 2
     assert "REFLECT_DRAIN_DAILY_MAX must be an integer, got 'banana'" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -102,7 +102,7 @@ def test_cli_reports_a_bad_index_setting_as_one_line_exit_2(env, bad, message, c
     silently taken as "on" (or failed at model load in a worker); now every command refuses
     it up front, as for every other setting."""
     env.update(bad)
-    proc = env.cli(*command, check=False)
+    proc = env.invoke(*command, check=False)
     assert proc.returncode == 2, proc
     assert "Traceback" not in proc.stderr
     named = [line for line in proc.stderr.splitlines() if next(iter(bad)) in line]
@@ -132,8 +132,8 @@ def test_debounce_zero_is_accepted(tmp_path):
 
 def test_status_with_debounce_zero_shows_no_run_window(env):
     env["REFLECT_DRAIN_DEBOUNCE_SEC"] = "0"
-    proc = env.cli("status", "--json")
+    proc = env.invoke("status", "--json")
     import json
 
     assert json.loads(proc.stdout)["run_window"]["limit"] is None
-    assert "no run window" in env.cli("status").stdout
+    assert "no run window" in env.invoke("status").stdout

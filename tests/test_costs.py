@@ -106,7 +106,7 @@ def test_cli_cost_table_flags_outliers(env):
     with scope(env.settings().db_url) as s:
         _row(s, tokens=6_000_000, cost_usd=1.0, transcript="/x/huge.jsonl")
         _row(s, tokens=100, cost_usd=0.01, transcript="/x/small.jsonl")
-    out = env.cli("cost", "--by", "transcript").stdout
+    out = env.invoke("cost", "--by", "transcript").stdout
     assert "huge.jsonl" in out and "⚠" in out and "TOTAL" in out
     assert out.index("huge.jsonl") < out.index("small.jsonl"), "sorted by tokens"
 

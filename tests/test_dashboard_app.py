@@ -118,7 +118,7 @@ def test_api_status_is_the_status_json_document(dash, env):
     body = client.get("/api/status").json()
     assert set(body) == set(collect_status(settings))
     assert body["counts"] == collect_status(settings)["counts"]
-    cli = json.loads(env.cli("status", "--json").stdout)
+    cli = json.loads(env.invoke("status", "--json").stdout)
     assert body["counts"] == cli["counts"] and body["budget"] == cli["budget"]
 
 
@@ -219,8 +219,8 @@ def test_ui_on_a_busy_port_is_a_one_line_error(env):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        proc = env.cli("ui", "--port", str(port), check=False, timeout=60)
+        proc = env.cli("ui", "--port", str(port), check=False, timeout=60)  # a hang guard
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
-    assert env.cli("ui", "--port", "70000", check=False).returncode == 2
+    assert env.invoke("ui", "--port", "70000", check=False).returncode == 2

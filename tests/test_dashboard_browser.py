@@ -79,8 +79,8 @@ def test_dashboard_in_chromium_shows_the_pipeline_and_retries_a_poisoned_job(env
         ("two", "Stop: the rule is to never log the session token."),
     ):
         t = write_claude_transcript(tmp_path / f"{name}.jsonl", [text], session=name)
-        env.cli("enqueue", str(t), "--session-id", name)
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+        env.invoke("enqueue", str(t), "--session-id", name)
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     env["STUB_CLAUDE_MODE"] = "ok"
     by_state = {j["state"]: j for j in _jobs(env).values()}
     assert set(by_state) == {"done", "poisoned"}, by_state

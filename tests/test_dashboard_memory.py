@@ -75,8 +75,8 @@ def drain_memory_session(env, tmp_path: Path) -> tuple[Path, dict[str, str]]:  #
     write_claude_transcript(path, [CORRECTION], session=SESSION)
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     path.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
-    env.cli("enqueue", str(path))
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(path))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
     with session_scope(env.settings().db_url, readonly=True) as s:
         rows = {r.title: (r.id, r.status) for r in s.query(Learning)}
     assert rows[TRUSTED["title"]][1] == "active" and rows[WEAK["title"]][1] == "proposed", rows
@@ -183,13 +183,13 @@ def test_forget_and_restore_from_the_page_take_it_out_of_circulation_and_back(st
     assert body["learnings"]["repositories"] == []
     (gone,) = body["withheld"]["repositories"][0]["learnings"]
     assert (gone["id"], gone["status"], gone["rule"]) == (lid, "archived", TRUSTED["rule"])
-    assert TRUSTED["title"] not in env.cli("context", "--cwd", str(repo)).stdout
+    assert TRUSTED["title"] not in env.invoke("context", "--cwd", str(repo)).stdout
     assert f'data-restore="{lid}"' in client.get("/fragment/memory").text
     r = client.post(f"/api/learnings/{lid}/restore", headers=headers)
     assert r.status_code == 200 and "restored" in r.json()["status"], r.text
     (group,) = client.get("/api/memory").json()["learnings"]["repositories"]
     assert [x["id"] for x in group["learnings"]] == [lid]
-    assert TRUSTED["rule"] in env.cli("context", "--cwd", str(repo)).stdout
+    assert TRUSTED["rule"] in env.invoke("context", "--cwd", str(repo)).stdout
     assert client.post("/api/learnings/lrn-nope-000000/forget", headers=headers).status_code == 409
 
 

@@ -36,13 +36,13 @@ def test_a_retried_poison_add_failed_job_that_succeeds_is_ok(env, tmp_path):
     env["REFLECT_DRAIN_MAX_RETRIES"] = "1"
     env.kb.mkdir(parents=True)
     (env.kb / "documents").write_text("not a folder")  # the note write fails with an OSError
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (job,) = admin.list_jobs(env.settings().db_url)
     assert (job["state"], job["outcome"]) == ("poisoned", "poison_add_failed"), job
     (env.kb / "documents").unlink()
-    env.cli("retry", job_id)
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("retry", job_id)
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (job,) = admin.list_jobs(env.settings().db_url)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job
 

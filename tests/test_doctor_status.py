@@ -55,7 +55,7 @@ def beat(env, ago: timedelta = timedelta(0)) -> None:  # type: ignore[no-untyped
 
 
 def status(env) -> dict:  # type: ignore[no-untyped-def]
-    return json.loads(env.cli("status", "--json").stdout)
+    return json.loads(env.invoke("status", "--json").stdout)
 
 
 def warnings_now(env) -> list[str]:  # type: ignore[no-untyped-def]
@@ -66,7 +66,7 @@ def warnings_now(env) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def line(env) -> str:  # type: ignore[no-untyped-def]
-    out = env.cli("status", "--line").stdout
+    out = env.invoke("status", "--line").stdout
     assert out.count("\n") == 1 and out.endswith("\n"), f"not one line: {out!r}"
     return out.strip()
 
@@ -121,7 +121,7 @@ def test_halt_is_reported_in_every_format(env):
     assert data["halted"] is True and data["halt_reason"].startswith("claude binary missing")
     assert "write stage halted: claude binary missing: /opt/claude" in data["warnings"]
     assert " HALTED ⚠1" in line(env)
-    text = env.cli("status").stdout
+    text = env.invoke("status").stdout
     assert "WRITE STAGE HALTED" in text and "reflect-jobs resume" in text
 
 
@@ -165,7 +165,7 @@ def test_status_line_stays_one_line_with_every_warning(env):
 
 
 def doctor(env):  # type: ignore[no-untyped-def]
-    proc = env.cli("doctor", "--json", check=False)
+    proc = env.invoke("doctor", "--json", check=False)
     return proc.returncode, {c["name"]: c for c in json.loads(proc.stdout)}
 
 
@@ -173,7 +173,7 @@ def test_doctor_passes_on_a_complete_install_and_names_its_stores(env, tmp_path)
     home = user_home(env, tmp_path)
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
-    env.cli("install", "hooks", "--harness", "claude")
+    env.invoke("install", "hooks", "--harness", "claude")
     beat(env)
     rc, checks = doctor(env)
     assert rc == 0, checks
@@ -183,7 +183,7 @@ def test_doctor_passes_on_a_complete_install_and_names_its_stores(env, tmp_path)
     assert checks["embedding model"]["detail"].startswith("skipped: REFLECT_INDEX_VECTORS=0")
     assert checks["hooks (claude)"]["detail"] == f"installed in {home}/.claude/settings.json"
     assert checks["hooks (codex)"]["detail"] == "Codex not set up here: skipped"
-    text = env.cli("doctor").stdout
+    text = env.invoke("doctor").stdout
     assert "FAIL" not in text and text.count("\n") == len(checks)
 
 
@@ -206,7 +206,7 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
 
     # a moved venv: the hook command points at a script that is gone
     hooks = home / ".codex" / "hooks.json"
-    env.cli("install", "hooks", "--harness", "codex")
+    env.invoke("install", "hooks", "--harness", "codex")
     assert codex_check() == {
         "name": "hooks (codex)",
         "ok": True,
@@ -215,7 +215,7 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
     }
     hooks.write_text(hooks.read_text().replace(str(BIN), "/gone/venv/bin"))
     assert "points at a missing script: /gone/venv/bin" in codex_check()["detail"]
-    env.cli("install", "hooks", "--harness", "codex")  # the printed fix repairs it
+    env.invoke("install", "hooks", "--harness", "codex")  # the printed fix repairs it
     assert codex_check()["ok"]
 
     # hand edits: an event missing, an entry twice, another harness's command
@@ -230,7 +230,7 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
         f"runs the hook for another harness: {BIN}/reflect-jobs-hook claude; "
         "no --event or the wrong one on PreCompact"
     )
-    env.cli("install", "hooks", "--harness", "codex")
+    env.invoke("install", "hooks", "--harness", "codex")
     assert codex_check()["ok"], codex_check()
     # a hand-set timeout Codex would clamp (SessionEnd: at most 3 s)
     doc = json.loads(hooks.read_text())
@@ -239,14 +239,14 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
     assert (
         codex_check()["detail"] == "Codex would not take SessionEnd: timeout 10 (accepted: 1-3 s)"
     )
-    env.cli("install", "hooks", "--harness", "codex")
+    env.invoke("install", "hooks", "--harness", "codex")
     assert codex_check()["ok"], codex_check()
 
 
 def test_doctor_redacts_store_credentials_and_fails_unreachable_stores(env, tmp_path):
     user_home(env, tmp_path)
     env["REFLECT_QUEUE_URL"] = "redis://:hunter2@127.0.0.1:1/0"
-    proc = env.cli("doctor", check=False)
+    proc = env.invoke("doctor", check=False)
     assert proc.returncode == 1 and "hunter2" not in proc.stdout + proc.stderr
     assert "FAIL queue: redis://:***@127.0.0.1:1/0" in proc.stdout
     assert "fix: check REFLECT_QUEUE_URL" in proc.stdout
@@ -254,7 +254,7 @@ def test_doctor_redacts_store_credentials_and_fails_unreachable_stores(env, tmp_
 
 def test_doctor_fails_without_a_worker_and_with_a_halt(env, tmp_path):
     user_home(env, tmp_path)
-    proc = env.cli("doctor", check=False)
+    proc = env.invoke("doctor", check=False)
     assert proc.returncode == 1
     assert "FAIL worker: no consumer has ever run\n     fix: reflect-jobs install service" in (
         proc.stdout

@@ -69,7 +69,7 @@ def _learning(title: str, rule: str, evidence: object = None, **kw) -> dict:
 
 
 def _drain(env) -> None:
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
 
 def _notes(env) -> dict[str, kb.Note]:
@@ -101,10 +101,10 @@ def test_only_the_evidenced_create_is_stored_with_its_quote_and_the_rest_are_cou
         tmp_path,
         [{"action": "CREATE", "learning": x} for x in (evidenced, hallucinated, unevidenced)],
     )
-    job_id = env.cli("enqueue", str(t), "--session-id", "s1").stdout.strip()
+    job_id = env.invoke("enqueue", str(t), "--session-id", "s1").stdout.strip()
     _drain(env)
 
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert (shown["state"], shown["outcome"]) == ("done", "ok")
     assert shown["dropped_unevidenced"] == 2
     assert "dropped_unevidenced=2" in shown["events"][-1]["detail"]
@@ -135,7 +135,7 @@ def test_a_quote_matching_only_after_normalisation_stores_the_slices_own_text(en
         tmp_path,
         [{"action": "CREATE", "learning": _learning("pnpm from the root", "Use pnpm.", quote)}],
     )
-    env.cli("enqueue", str(t), "--session-id", "n1")
+    env.invoke("enqueue", str(t), "--session-id", "n1")
     _drain(env)
     (note,) = _notes(env).values()
     assert note.frontmatter["evidence"] == "No, that's wrong: always run pnpm install"
@@ -156,9 +156,9 @@ def test_a_10mb_evidence_is_dropped_cheaply_and_stores_nothing_big(env, tmp_path
             {"action": "CREATE", "learning": keep},
         ],
     )
-    job_id = env.cli("enqueue", str(t), "--session-id", "big").stdout.strip()
+    job_id = env.invoke("enqueue", str(t), "--session-id", "big").stdout.strip()
     _drain(env)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["outcome"] == "ok" and shown["dropped_unevidenced"] == 1
     assert len(json.dumps(shown["actions"])) < 50_000, "the stored plan stays small"
     assert list(_notes(env)) == ["pnpm from the root"]
@@ -178,40 +178,40 @@ def test_tool_origin_is_kept_but_proposed_never_told_and_a_person_accepts_it(env
         scope="global",
     )
     _answer(env, tmp_path, [{"action": "CREATE", "learning": poison}])
-    env.cli("enqueue", str(t), "--session-id", "tool1")
+    env.invoke("enqueue", str(t), "--session-id", "tool1")
     _drain(env)
 
     fm = _notes(env)["Pipe installers into sh"].frontmatter
     assert (fm["evidence_origin"], fm["status"]) == ("tool", "proposed")
     assert _rows(env)["Pipe installers into sh"].status == "proposed"
-    assert "Pipe installers" not in env.cli("context", "--cwd", str(tmp_path)).stdout
+    assert "Pipe installers" not in env.invoke("context", "--cwd", str(tmp_path)).stdout
     assert (
         prompt_context(
             str(tmp_path), "pipe the installer into sh", max_chars=4000, kb_root=str(env.kb)
         )
         == ""
     )
-    listed = json.loads(env.cli("review", "--json").stdout)
+    listed = json.loads(env.invoke("review", "--json").stdout)
     assert [(r["title"], r["evidence_origin"]) for r in listed] == [
         ("Pipe installers into sh", "tool")
     ]
     assert listed[0]["evidence"] == poison["evidence"]
     assert "evidence is text the session read" in listed[0]["why"]
-    hits = json.loads(env.cli("search", "installer sh", "--mode", "lexical", "--json").stdout)[
+    hits = json.loads(env.invoke("search", "installer sh", "--mode", "lexical", "--json").stdout)[
         "results"
     ]
     assert hits and hits[0]["status"] == "proposed"  # searchable, marked
 
     lid = listed[0]["id"]
-    out = env.cli("review", "accept", lid).stdout
+    out = env.invoke("review", "accept", lid).stdout
     assert "active" in out
     _drain(env)  # the coalesced reindex the accept asked for
     assert _notes(env)["Pipe installers into sh"].frontmatter["status"] == "active"
-    assert "Pipe installers" in env.cli("context", "--cwd", str(tmp_path)).stdout
+    assert "Pipe installers" in env.invoke("context", "--cwd", str(tmp_path)).stdout
     assert "Pipe installers" in prompt_context(
         str(tmp_path), "pipe the installer into sh", max_chars=4000, kb_root=str(env.kb)
     )
-    assert json.loads(env.cli("review", "--json").stdout) == []
+    assert json.loads(env.invoke("review", "--json").stdout) == []
 
 
 def test_a_person_rejects_a_proposed_learning_and_bad_ids_are_one_line(env, tmp_path):
@@ -223,17 +223,17 @@ def test_a_person_rejects_a_proposed_learning_and_bad_ids_are_one_line(env, tmp_
         confidence_num=0.3,
     )
     _answer(env, tmp_path, [{"action": "CREATE", "learning": low}])
-    env.cli("enqueue", str(t), "--session-id", "r1")
+    env.invoke("enqueue", str(t), "--session-id", "r1")
     _drain(env)
-    (listed,) = json.loads(env.cli("review", "--json").stdout)
+    (listed,) = json.loads(env.invoke("review", "--json").stdout)
     assert listed["why"] == ["confidence 0.30 < 0.5"]
-    env.cli("review", "reject", listed["id"])
+    env.invoke("review", "reject", listed["id"])
     assert _rows(env)["Maybe pnpm"].status == "rejected"
     assert _notes(env)["Maybe pnpm"].frontmatter["status"] == "rejected"
-    again = env.cli("review", "accept", listed["id"], check=False)
+    again = env.invoke("review", "accept", listed["id"], check=False)
     assert again.returncode == 1 and again.stderr.strip().count("\n") == 0
     assert "rejected, not waiting for review" in again.stderr
-    missing = env.cli("review", "accept", "lrn-nope-000000", check=False)
+    missing = env.invoke("review", "accept", "lrn-nope-000000", check=False)
     assert missing.returncode == 1 and "no learning lrn-nope-000000" in missing.stderr
 
 
@@ -250,7 +250,7 @@ def test_another_sessions_evidenced_update_accepts_a_proposed_learning(env, tmp_
     lid = kb.learning_id(low["title"], low["rule"])
     t1 = _transcript(tmp_path / "a.jsonl", [CORRECTION], session="a")
     _answer(env, tmp_path, [{"action": "CREATE", "learning": low}], "a.json")
-    env.cli("enqueue", str(t1), "--session-id", "a")
+    env.invoke("enqueue", str(t1), "--session-id", "a")
     _drain(env)
     assert _rows(env)[low["title"]].status == "proposed"
 
@@ -266,19 +266,19 @@ def test_another_sessions_evidenced_update_accepts_a_proposed_learning(env, tmp_
     prompts = tmp_path / "prompts"
     env["STUB_CLAUDE_PROMPTS"] = str(prompts)
     _answer(env, tmp_path, [update], "a2.json")
-    env.cli("enqueue", str(t1b), "--session-id", "a")
+    env.invoke("enqueue", str(t1b), "--session-id", "a")
     _drain(env)
     assert lid in (prompts / "1.txt").read_text(), "the revision block offered it"
     assert _rows(env)[low["title"]].status == "proposed"
 
     t2 = _transcript(tmp_path / "b.jsonl", [again], session="b")
     _answer(env, tmp_path, [update], "b.json")
-    env.cli("enqueue", str(t2), "--session-id", "b")
+    env.invoke("enqueue", str(t2), "--session-id", "b")
     _drain(env)
     row = _rows(env)[low["title"]]
     assert row.status == "active" and row.proof_count >= 2
     assert _notes(env)[low["title"]].frontmatter["status"] == "active"
-    assert low["title"] in env.cli("context", "--cwd", str(tmp_path)).stdout
+    assert low["title"] in env.invoke("context", "--cwd", str(tmp_path)).stdout
 
 
 def test_heuristic_learnings_wait_for_review_with_evidence_from_the_slice(env, tmp_path):
@@ -287,14 +287,14 @@ def test_heuristic_learnings_wait_for_review_with_evidence_from_the_slice(env, t
         tmp_path / "t.jsonl",
         ["No, never bind the admin API to port 9000; read the port from the config."],
     )
-    env.cli("enqueue", str(t), "--session-id", "h1")
+    env.invoke("enqueue", str(t), "--session-id", "h1")
     _drain(env)
-    listed = json.loads(env.cli("review", "--json").stdout)
+    listed = json.loads(env.invoke("review", "--json").stdout)
     assert listed and all(r["why"][0] == "heuristic writer (no model)" for r in listed)
     assert all(r["evidence"] and r["evidence"] in t.read_text() for r in listed)
     assert all(n.frontmatter["status"] == "proposed" for n in _notes(env).values())
-    assert "<reflect-jobs-context>" not in env.cli("context", "--cwd", str(tmp_path)).stdout
-    status = json.loads(env.cli("status", "--json").stdout)
+    assert "<reflect-jobs-context>" not in env.invoke("context", "--cwd", str(tmp_path)).stdout
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["review"]["pending"] == len(listed)
 
 
@@ -319,7 +319,7 @@ def test_anchors_name_the_repositorys_code_and_never_outside_it(env, tmp_path):
         fix="see etc-link/passwd and `../../etc/shadow`",
     )
     _answer(env, tmp_path, [{"action": "CREATE", "learning": learning}])
-    env.cli("enqueue", str(t), "--session-id", "anc")
+    env.invoke("enqueue", str(t), "--session-id", "anc")
     _drain(env)
     (note,) = _notes(env).values()
     assert note.frontmatter["anchors"] == [
@@ -344,7 +344,7 @@ def test_a_repository_that_vanished_before_add_stores_the_learning_without_ancho
     pause = tmp_path / "pause"
     pause.mkdir()
     env.update(REFLECT_FAILPOINTS="after_claim:add=pause", REFLECT_FAILPOINT_DIR=str(pause))
-    env.cli("enqueue", str(t), "--session-id", "gone")
+    env.invoke("enqueue", str(t), "--session-id", "gone")
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "reflect-jobs"),
@@ -374,7 +374,7 @@ def test_the_note_frontmatter_parses_as_plain_yaml(env, tmp_path):
     t = _transcript(tmp_path / "t.jsonl", [CORRECTION])
     quote = "always run pnpm install from the repository root"
     _answer(env, tmp_path, [{"action": "CREATE", "learning": _learning("A: b # c", "x: y", quote)}])
-    env.cli("enqueue", str(t), "--session-id", "y")
+    env.invoke("enqueue", str(t), "--session-id", "y")
     _drain(env)
     (path,) = kb.iter_notes(env.kb)
     fm = yaml.safe_load(path.read_text().split("\n---\n", 1)[0].removeprefix("---\n"))
@@ -396,7 +396,7 @@ def test_a_recorded_answer_whose_slice_is_gone_is_checked_against_the_rebuilt_sl
         tmp_path,
         [{"action": "CREATE", "learning": good}, {"action": "CREATE", "learning": bad}],
     )
-    job_id = env.cli("enqueue", str(t), "--session-id", "k").stdout.strip()
+    job_id = env.invoke("enqueue", str(t), "--session-id", "k").stdout.strip()
     proc = subprocess.run(
         [
             str(Path(sys.executable).parent / "reflect-jobs"),
@@ -417,7 +417,7 @@ def test_a_recorded_answer_whose_slice_is_gone_is_checked_against_the_rebuilt_sl
     db = env.settings().db_url
     wait_for(lambda: lease_expired(db, job_id), timeout=60, what="the dead worker's lease")
     _drain(env)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert (shown["state"], shown["outcome"]) == ("done", "ok")
     assert shown["dropped_unevidenced"] == 1
     assert any("slice file missing" in (e["detail"] or "") for e in shown["events"])

@@ -34,7 +34,7 @@ GARBAGE = os.urandom(1) + b"\x00not a database at all\x00" * 200
 
 
 def _jobs(env) -> list[dict]:
-    return json.loads(env.cli("jobs", "--json").stdout)
+    return json.loads(env.invoke("jobs", "--json").stdout)
 
 
 def _calls(env) -> int:
@@ -50,11 +50,11 @@ def _calls(env) -> int:
 def test_drain_max_zero_means_no_per_window_cap_as_the_readme_says(env, tmp_path):
     env["REFLECT_DRAIN_MAX"] = "0"
     t = write_claude_transcript(tmp_path / "m.jsonl", ["No, always quote shell variables."])
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok"), "not deferred for ever"
-    window = json.loads(env.cli("status", "--json").stdout)["run_window"]
+    window = json.loads(env.invoke("status", "--json").stdout)["run_window"]
     assert window["limit"] is None and window["resets_at"] is None
 
 
@@ -150,7 +150,7 @@ def test_a_fifo_transcript_ends_its_job_unreadable_instead_of_hanging_prepare(en
     fifo.unlink()
     os.mkfifo(fifo)
     # A hang guard: on the old main this drain never returned.
-    env.cli("drain", "--until-idle", "--max-seconds", "60", timeout=90)
+    env.invoke("drain", "--until-idle", "--max-seconds", "60", timeout=90)
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "skip_unreadable")
     assert _calls(env) == 0
@@ -162,9 +162,9 @@ def test_a_fifo_in_the_spool_is_set_aside_not_read(env):
     entry_id = spool.new_id()
     os.makedirs(spool.spool_dir(str(env.home)), mode=0o700, exist_ok=True)
     os.mkfifo(spool.entry_path(str(env.home), entry_id))
-    env.cli("drain", "--until-idle", "--max-seconds", "30", timeout=90)
+    env.invoke("drain", "--until-idle", "--max-seconds", "30", timeout=90)
     assert (env.home / "spool" / f"{entry_id}.bad").exists()
-    errors = json.loads(env.cli("errors", "--json").stdout)
+    errors = json.loads(env.invoke("errors", "--json").stdout)
     assert [e["kind"] for e in errors] == ["spool_bad"]
 
 
@@ -175,8 +175,8 @@ def test_a_fifo_in_the_spool_is_set_aside_not_read(env):
 def test_a_garbled_queue_is_moved_aside_and_rebuilt_at_start_and_nothing_is_lost(env, tmp_path):
     env["REFLECT_DRAIN_DAILY_MAX"] = "1"
     first = write_claude_transcript(tmp_path / "a.jsonl", ["No, never push to main."], session="a")
-    env.cli("enqueue", str(first))
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(first))
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == 1  # today's one budget unit is spent
     queue = env.home / "queue.db"
     for extra in ("-wal", "-shm"):
@@ -259,8 +259,8 @@ def test_a_garbled_ledger_gives_one_line_and_db_rebuild_brings_the_learnings_bac
     from reflect_jobs.cli import main
 
     t = write_claude_transcript(tmp_path / "l.jsonl", ["No, never store tokens in logs."])
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     ledger = env.home / "reflect.db"
     with session_scope(f"sqlite:///{ledger}") as s:
         (before,) = [(r.id, r.title, r.proof_count, r.scope) for r in s.scalars(select(Learning))]

@@ -33,9 +33,9 @@ def test_a_5mb_title_and_body_become_a_bounded_note_with_a_recorded_reason(env, 
     t = write_claude_transcript(
         tmp_path / "t.jsonl", ["No, that's wrong: never mutate the shared config at import time."]
     )
-    job_id = env.cli("enqueue", str(t), "--session-id", "big").stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    job_id = env.invoke("enqueue", str(t), "--session-id", "big").stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert (shown["state"], shown["outcome"]) == ("done", "ok")
     (note,) = (env.kb / "documents").glob("*.md")
     assert note.stat().st_size < 100_000, "the note is bounded, not 10 MB"
@@ -72,8 +72,8 @@ def test_the_recorded_answer_of_a_runaway_model_is_bounded_too(env, tmp_path):
     answer.write_text(json.dumps(envelope))
     env.update(STUB_CLAUDE_MODE="file", STUB_CLAUDE_FILE=str(answer))
     t = write_claude_transcript(tmp_path / "t.jsonl", ["No, never log the request body."])
-    env.cli("enqueue", str(t), "--session-id", "big2")
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("enqueue", str(t), "--session-id", "big2")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     with session_scope(env.settings().db_url) as s:
         (row,) = s.scalars(select(CostRow)).all()
         assert row.outcome == "ok" and row.entries == 1

@@ -132,7 +132,7 @@ def test_60_concurrent_hooks_60_jobs_and_20_of_one_session_1_job(env):
     # queue took longer than its budget, logged that it left the capture in the spool.
     assert _spooled(env) == 80
     assert _queued(env) + _spool_fallbacks(env) == 80
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     assert _jobs(env) == 61
     with session_scope(env.settings().db_url) as s:
         one = s.scalars(select(Job).where(Job.session_id == "one-session")).one()

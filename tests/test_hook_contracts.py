@@ -34,7 +34,7 @@ def _hook(env, harness: str, event: str, payload: dict) -> subprocess.CompletedP
 
 def _jobs_after_drain(env) -> dict[str, Job]:
     env["REFLECT_CAPTURE_SETTLE_SEC"] = "3600"  # keep the jobs settling: we read captures
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     with session_scope(env.settings().db_url) as s:
         jobs = s.scalars(select(Job)).all()
         for j in jobs:
@@ -141,7 +141,7 @@ def test_copilot_session_end_derives_the_transcript_from_the_session_id(env, tmp
     end = {"timestamp": 1704618000000, "cwd": str(tmp_path), "reason": "complete"}
     # as Copilot runs it: the command install wrote under sessionEnd, through a shell
     env["HOME"] = str(tmp_path / "user")
-    env.cli("install", "hooks", "--harness", "copilot")
+    env.invoke("install", "hooks", "--harness", "copilot")
     installed = json.loads((home / "hooks" / "reflect-jobs.json").read_text())
     (entry,) = installed["hooks"]["sessionEnd"]
     assert entry["timeoutSec"] == 3 and entry["bash"].endswith(" copilot --event sessionEnd")

@@ -105,8 +105,8 @@ def test_an_ignored_repository_is_told_nothing_and_captured_for_nothing(env, tmp
     }
     assert _hook(env, stop).returncode == 0
     # And one enqueued by hand (no cwd on the message: the transcript's own is read, $0).
-    env.cli("enqueue", str(transcript), "--session-id", "s-shop-manual")
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(transcript), "--session-id", "s-shop-manual")
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
     with session_scope(env.settings().db_url, readonly=True) as s:
         jobs = s.execute(select(Job.session_id, Job.state, Job.outcome)).all()
         costs = s.execute(select(CostRow.outcome, CostRow.cost_usd, CostRow.tokens)).all()

@@ -266,7 +266,7 @@ def test_cli_install_hooks_twice_then_uninstall(env, tmp_path):
     original = json.dumps(user_settings(), indent=2, ensure_ascii=False) + "\n"
     settings.write_text(original, encoding="utf-8")
 
-    out = env.cli("install", "hooks", "--harness", "claude").stdout
+    out = env.invoke("install", "hooks", "--harness", "claude").stdout
     assert "added PreCompact, Stop, SessionEnd" in out and "backup" in out
     installed = settings.read_bytes()
     doc = json.loads(installed)
@@ -274,7 +274,7 @@ def test_cli_install_hooks_twice_then_uninstall(env, tmp_path):
     assert end == {"type": "command", "command": f"{HOOK} claude --event SessionEnd", "timeout": 3}
     assert Path(HOOK).is_absolute() and os.access(HOOK, os.X_OK)
 
-    again = env.cli("install", "hooks", "--harness", "claude").stdout
+    again = env.invoke("install", "hooks", "--harness", "claude").stdout
     assert "already installed" in again
     assert settings.read_bytes() == installed and len(backups(settings)) == 1
 
@@ -287,10 +287,10 @@ def test_cli_install_hooks_twice_then_uninstall(env, tmp_path):
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert not (env.home / "hook-errors.log").exists()
 
-    out = env.cli("install", "hooks", "--harness", "claude", "--uninstall").stdout
+    out = env.invoke("install", "hooks", "--harness", "claude", "--uninstall").stdout
     assert "removed" in out
     assert json.loads(settings.read_text(encoding="utf-8")) == user_settings()
-    out = env.cli("install", "hooks", "--harness", "claude", "--uninstall").stdout
+    out = env.invoke("install", "hooks", "--harness", "claude", "--uninstall").stdout
     assert "not installed" in out and len(backups(settings)) == 2
 
 
@@ -298,7 +298,7 @@ def test_cli_dry_run_shows_a_diff_and_writes_nothing(env, tmp_path):
     hook_isolated(env, tmp_path)
     f = tmp_path / "hooks.json"
     f.write_text('{\n  "hooks": {}\n}\n')
-    out = env.cli("install", "hooks", "--harness", "codex", "--settings", str(f), "--dry-run")
+    out = env.invoke("install", "hooks", "--harness", "codex", "--settings", str(f), "--dry-run")
     assert out.stdout.startswith(f"--- {f}\n+++ {f}\n")
     assert f'+            "command": "{HOOK} codex --event PreCompact",' in out.stdout
     assert "not written" in out.stdout
@@ -310,23 +310,23 @@ def test_cli_malformed_settings_exit_1_with_one_line_and_untouched(env, tmp_path
     f = tmp_path / "settings.json"
     broken = '{"model": "opus",\n  "hooks": {\n}\n'
     f.write_text(broken)
-    proc = env.cli("install", "hooks", "--harness", "claude", "--settings", str(f), check=False)
+    proc = env.invoke("install", "hooks", "--harness", "claude", "--settings", str(f), check=False)
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0
     assert "not valid JSON (line 4" in proc.stderr and "left untouched" in proc.stderr
     assert f.read_text() == broken and backups(f) == []
     f.write_text('{"hooks": []}')
-    proc = env.cli("install", "hooks", "--harness", "claude", "--settings", str(f), check=False)
+    proc = env.invoke("install", "hooks", "--harness", "claude", "--settings", str(f), check=False)
     assert proc.returncode == 1 and '"hooks" is a JSON list' in proc.stderr
 
 
 def test_cli_codex_and_copilot_default_paths(env, tmp_path):
     hook_isolated(env, tmp_path)
-    env.cli("install", "hooks", "--harness", "codex")
+    env.invoke("install", "hooks", "--harness", "codex")
     codex = json.loads((tmp_path / "user" / ".codex" / "hooks.json").read_text())
     assert list(codex["hooks"]) == ["PreCompact", "Stop", "SessionEnd", "SessionStart"]
     assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] <= 3, "Codex's cap"
-    env.cli("install", "hooks", "--harness", "copilot")
+    env.invoke("install", "hooks", "--harness", "copilot")
     assert (tmp_path / "user" / ".copilot" / "hooks" / "reflect-jobs.json").exists()
 
 
@@ -335,7 +335,7 @@ def test_cli_codex_and_copilot_default_paths(env, tmp_path):
 
 def test_systemd_unit_renders_validates_and_is_idempotent(env, tmp_path):
     out_path = tmp_path / "units" / "reflect-jobs.service"
-    proc = env.cli("install", "service", "--systemd", "--output", str(out_path))
+    proc = env.invoke("install", "service", "--systemd", "--output", str(out_path))
     text = out_path.read_text()
     sections = inst.parse_unit(text)
     assert set(sections) == {"Unit", "Service", "Install"}
@@ -352,13 +352,13 @@ def test_systemd_unit_renders_validates_and_is_idempotent(env, tmp_path):
     assert f"systemctl --user link {out_path}" in proc.stdout
     if Path("/usr/bin/systemd-analyze").exists() or "systemd-analyze" in proc.stdout:
         assert "systemd-analyze verify: ok" in proc.stdout
-    again = env.cli("install", "service", "--systemd", "--output", str(out_path))
+    again = env.invoke("install", "service", "--systemd", "--output", str(out_path))
     assert "unchanged" in again.stdout and list(out_path.parent.iterdir()) == [out_path]
 
 
 def test_launchd_plist_prints_and_parses(env):
     env["REFLECT_DRAIN_TIMEOUT"] = "600"
-    proc = env.cli("install", "service", "--launchd", "--print")
+    proc = env.invoke("install", "service", "--launchd", "--print")
     data = plistlib.loads(proc.stdout.encode())
     assert data["Label"] == "com.reflect-jobs.worker"
     assert data["ProgramArguments"] == [f"{BIN}/reflect-jobs", "worker"]

@@ -59,9 +59,9 @@ def test_cli_registers_in_each_harness_file_and_uninstall_removes_only_ours(env,
     claude_json.parent.mkdir(parents=True)
     claude_json.write_text(json.dumps({"numStartups": 3}))
     for harness in ("claude", "codex", "copilot"):
-        out = env.cli("install", "hooks", "--harness", harness).stdout
+        out = env.invoke("install", "hooks", "--harness", harness).stdout
         assert "MCP server reflect-jobs added" in out
-        again = env.cli("install", "hooks", "--harness", harness).stdout
+        again = env.invoke("install", "hooks", "--harness", harness).stdout
         assert "MCP server reflect-jobs unchanged" in again
     claude = json.loads(claude_json.read_text())
     assert claude["numStartups"] == 3 and claude["mcpServers"][SERVER_NAME]["type"] == "stdio"
@@ -76,7 +76,7 @@ def test_cli_registers_in_each_harness_file_and_uninstall_removes_only_ours(env,
     hooks = json.loads((user / ".claude" / "settings.json").read_text())["hooks"]
     assert "SessionStart" in hooks and "UserPromptSubmit" not in hooks
     for harness in ("claude", "codex", "copilot"):
-        env.cli("install", "hooks", "--harness", harness, "--uninstall")
+        env.invoke("install", "hooks", "--harness", harness, "--uninstall")
     assert json.loads(claude_json.read_text()) == {"numStartups": 3}
     assert tomllib.loads((user / ".codex" / "config.toml").read_text()) == {}
     assert json.loads((user / ".copilot" / "mcp-config.json").read_text()) == {}
@@ -85,16 +85,16 @@ def test_cli_registers_in_each_harness_file_and_uninstall_removes_only_ours(env,
 def test_prompt_recall_hook_is_installed_only_while_opted_in(env, tmp_path):
     user = _isolated(env, tmp_path)
     env["REFLECT_RECALL_ON_PROMPT"] = "1"
-    env.cli("install", "hooks", "--harness", "claude", "--no-mcp")
+    env.invoke("install", "hooks", "--harness", "claude", "--no-mcp")
     settings = user / ".claude" / "settings.json"
     assert "UserPromptSubmit" in json.loads(settings.read_text())["hooks"]
     # install recorded the opt-in in the config file: a re-run without the variable keeps it
     del env["REFLECT_RECALL_ON_PROMPT"]
-    out = env.cli("install", "hooks", "--harness", "claude", "--no-mcp").stdout
+    out = env.invoke("install", "hooks", "--harness", "claude", "--no-mcp").stdout
     assert "UserPromptSubmit" in json.loads(settings.read_text())["hooks"], out
     # the environment overrides the file: =0 turns it off, and the file now says so
     env["REFLECT_RECALL_ON_PROMPT"] = "0"
-    out = env.cli("install", "hooks", "--harness", "claude", "--no-mcp").stdout
+    out = env.invoke("install", "hooks", "--harness", "claude", "--no-mcp").stdout
     assert "removed UserPromptSubmit" in out
     assert "UserPromptSubmit" not in json.loads(settings.read_text())["hooks"]
     config = tomllib.loads((tmp_path / "xdg" / "reflect-jobs" / "config.toml").read_text())
@@ -105,10 +105,10 @@ def test_prompt_recall_hook_is_installed_only_while_opted_in(env, tmp_path):
 def test_a_custom_settings_file_leaves_the_real_mcp_config_alone(env, tmp_path):
     user = _isolated(env, tmp_path)
     custom = tmp_path / "custom.json"
-    env.cli("install", "hooks", "--harness", "codex", "--settings", str(custom))
+    env.invoke("install", "hooks", "--harness", "codex", "--settings", str(custom))
     assert custom.exists() and not (user / ".codex" / "config.toml").exists()
     mcp_file = tmp_path / "mcp.toml"
-    env.cli(
+    env.invoke(
         "install",
         "hooks",
         "--harness",

@@ -15,7 +15,7 @@ PNPM_ID = "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
 
 
 def _drain(env):
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
 
 def _frontmatter(path: Path) -> dict:
@@ -41,24 +41,24 @@ def test_burst_of_ten_adds_reindexes_far_fewer_than_ten_times_and_indexes_all(en
             tmp_path / f"b{i}.jsonl",
             [f"No, never bind the admin API to port {9000 + i}; read the port from the config."],
         )
-        env.cli("enqueue", str(t), "--session-id", f"b{i}")
+        env.invoke("enqueue", str(t), "--session-id", f"b{i}")
     _drain(env)
     log = [json.loads(line) for line in (env.home / "drain.log").read_text().splitlines()]
     reindexes = [x for x in log if x.get("event") == "reindexed"]
     assert 1 <= len(reindexes) < 10
     hits = json.loads(
-        env.cli("search", "admin API port", "--mode", "lexical", "-k", "20", "--json").stdout
+        env.invoke("search", "admin API port", "--mode", "lexical", "-k", "20", "--json").stdout
     )["results"]
     assert len(hits) == 10 == len(list((env.kb / "documents").glob("*.md")))
 
 
 def test_delete_of_a_listed_id_retires_the_note_and_search_hides_it(env, tmp_path):
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _drain(env)
     assert (
-        json.loads(env.cli("search", "pnpm", "--mode", "lexical", "--json").stdout)["results"][0][
-            "id"
-        ]
+        json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout)["results"][
+            0
+        ]["id"]
         == PNPM_ID
     )
     t = write_claude_transcript(
@@ -71,15 +71,15 @@ def test_delete_of_a_listed_id_retires_the_note_and_search_hides_it(env, tmp_pat
         ]
     }
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(actions))
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     _drain(env)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert "deleted=1" in shown["events"][-1]["detail"]
     note = env.kb / "documents" / f"{PNPM_ID}.md"
     assert note.exists(), "retirement keeps the note on disk"
     fm = _frontmatter(note)
     assert fm["status"] == "retired" and "npm" in fm["retired_reason"]
-    found = json.loads(env.cli("search", "pnpm", "--mode", "lexical", "--json").stdout)
+    found = json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout)
     assert found["results"] == [] and found["reason"]
 
 
@@ -89,9 +89,9 @@ def test_show_slice_prints_the_private_slice_while_the_job_waits(env, tmp_path):
         tmp_path / "s.jsonl",
         ["No, never print the token <private>sk-live-abc</private>, it's wrong."],
     )
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     _drain(env)
-    out = env.cli("show", job_id, "--slice").stdout
+    out = env.invoke("show", job_id, "--slice").stdout
     assert "never print the token" in out and "sk-live-abc" not in out
     slice_file = next((env.home / "slices").glob("*.txt"))
     assert oct(slice_file.stat().st_mode & 0o777) == "0o600"
@@ -106,13 +106,13 @@ def test_signal_set_seen_before_bumps_proof_and_skips(env, tmp_path):
     t = write_claude_transcript(
         tmp_path / "one.jsonl", ["Wrong: always close the cursor before committing."]
     )
-    env.cli("enqueue", str(t), "--session-id", "one")
+    env.invoke("enqueue", str(t), "--session-id", "one")
     _drain(env)
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(t.read_bytes())
-    job_id = env.cli("enqueue", str(copy), "--session-id", "copy").stdout.strip()
+    job_id = env.invoke("enqueue", str(copy), "--session-id", "copy").stdout.strip()
     _drain(env)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert (
         shown["outcome"] == "skip_dup_signal_hash"
         and "proof_bumped=1" in shown["events"][-1]["detail"]
@@ -132,7 +132,7 @@ def test_bad_transcripts_end_with_a_clear_outcome(env, tmp_path, kind):
     t = tmp_path / f"{kind}.jsonl"
     good = write_claude_transcript(tmp_path / "good.jsonl", ["No, never use eval on user input."])
     t.write_bytes(good.read_bytes())
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     if kind == "binary":
         t.write_bytes(bytes(range(256)) * 100)
     elif kind == "empty":
@@ -145,7 +145,7 @@ def test_bad_transcripts_end_with_a_clear_outcome(env, tmp_path, kind):
     elif kind == "truncated":
         t.write_bytes(good.read_bytes()[:-40] + b'\n{"type": "user", "mess')
     _drain(env)
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     expected = {
         "binary": "skip_unreadable",
         "empty": "skip_unreadable",
@@ -154,7 +154,7 @@ def test_bad_transcripts_end_with_a_clear_outcome(env, tmp_path, kind):
         "truncated": "ok",
     }[kind]
     assert (job["state"], job["outcome"]) == ("done", expected)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["events"][-1]["detail"], "a reason is recorded"
 
 
@@ -173,12 +173,12 @@ def test_cli_status_and_hook_never_import_torch_or_the_index(env):
 def test_vectors_hybrid_search_and_semantic_twin(env, tmp_path):
     """With the real offline MiniLM: hybrid search, and a near-duplicate CREATE becomes proof."""
     env.update(REFLECT_INDEX_VECTORS="1", REFLECT_DEDUP_THRESHOLD="0.95")
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _drain(env)
     hits = json.loads(
         # Every word in the note: the relevance floor drops a hit sharing 2 of 4 words in a
         # one-note KB (tests/test_search_relevance.py).
-        env.cli("search", "npm install breaks the lockfile", "--json").stdout
+        env.invoke("search", "npm install breaks the lockfile", "--json").stdout
     )["results"]
     assert hits and hits[0]["id"] == PNPM_ID
     twin = json.loads(
@@ -194,10 +194,10 @@ def test_vectors_hybrid_search_and_semantic_twin(env, tmp_path):
         tmp_path / "tw.jsonl", ["No, I already told you: pnpm, not npm, in the web workspace."]
     )
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(twin))
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     _drain(env)
     assert [p.name for p in (env.kb / "documents").glob("*.md")] == [f"{PNPM_ID}.md"]
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert "updated=1" in shown["events"][-1]["detail"]
     fm = _frontmatter(env.kb / "documents" / f"{PNPM_ID}.md")
     assert fm["proof_count"] == 2

@@ -95,8 +95,8 @@ PNPM_ID = kb.learning_id(PNPM["title"], PNPM["rule"])
 def _session(env, tmp_path, repo, name, corrections, actions, extra=()):  # type: ignore[no-untyped-def]
     t = _transcript(tmp_path / f"{name}.jsonl", corrections, repo, name, extra)
     _answer(env, tmp_path, actions, f"{name}.json")
-    env.cli("enqueue", str(t), "--session-id", name)
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(t), "--session-id", name)
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
     return t
 
 
@@ -112,7 +112,7 @@ def _confirmed_twice(env, tmp_path, repo) -> None:  # type: ignore[no-untyped-de
 
 
 def _nightly(env, *args: str, check: bool = True) -> dict:  # type: ignore[no-untyped-def]
-    out = env.cli("nightly", "--now", "--json", *args, check=check)
+    out = env.invoke("nightly", "--now", "--json", *args, check=check)
     return json.loads(out.stdout)
 
 
@@ -249,8 +249,8 @@ def test_a_revert_of_a_sessions_commit_demotes_its_learning(env, tmp_path):
     assert note.frontmatter["status"] == "reverted"
     # no longer told: it left MEMORY.md in the same run, and the session-start block
     assert PNPM_ID not in target.read_text() and target.read_text().count(BEGIN) == 0
-    env.cli("drain", "--until-idle", "--max-seconds", "60")  # the reindex it asked for
-    assert PNPM["title"] not in env.cli("context", "--cwd", str(repo)).stdout
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")  # the reindex it asked for
+    assert PNPM["title"] not in env.invoke("context", "--cwd", str(repo)).stdout
     report = Path(result["report"]).read_text()
     assert f"commit {short} (session sess-a) reverted by {reverting[:12]}" in report
 
@@ -294,7 +294,7 @@ def test_observations_from_the_weekly_synthesis_appear_in_the_next_write_prompt(
     notes = list((env.kb / "observations").rglob("obs-*.md"))
     assert len(notes) == 1 and all(i in notes[0].read_text() for i in ids)
     assert "Three learnings this week" in Path(result["report"]).read_text()
-    cost = json.loads(env.cli("cost", "--by", "outcome", "--json").stdout)
+    cost = json.loads(env.invoke("cost", "--by", "outcome", "--json").stdout)
     assert cost["rows"]["nightly_ok"]["runs"] == 1
     again = _nightly(env)  # synthesised this week: no second call
     assert len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()) == calls + 1
@@ -356,7 +356,7 @@ def test_a_directory_without_git_and_a_memory_md_over_the_limit(env, tmp_path):
     report = Path(result["report"]).read_text()
     assert "over Claude Code's limit already (240 lines" in report
     assert "no git repository here: the revert check was skipped" in report
-    env.cli("ignore", str(plain))  # an ignored repository: nothing promoted nor reported
+    env.invoke("ignore", str(plain))  # an ignored repository: nothing promoted nor reported
     assert _nightly(env, "--repo", str(plain))["repos"] == []
-    bad = env.cli("nightly", "--now", "--repo", str(tmp_path / "nope"), check=False)
+    bad = env.invoke("nightly", "--now", "--repo", str(tmp_path / "nope"), check=False)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "not a directory" in bad.stderr

@@ -21,7 +21,7 @@ from reflect_jobs.ledger.models import Learning
 
 
 def _jobs(env):
-    return json.loads(env.cli("jobs", "--json").stdout)
+    return json.loads(env.invoke("jobs", "--json").stdout)
 
 
 def _calls(env) -> int:
@@ -30,18 +30,18 @@ def _calls(env) -> int:
 
 
 def _cost(env, by="outcome"):
-    return json.loads(env.cli("cost", "--by", by, "--json").stdout)
+    return json.loads(env.invoke("cost", "--by", by, "--json").stdout)
 
 
 def _one(
     env, tmp_path, text="No, that's wrong: never mutate the shared config at import time.", name="t"
 ):
     t = write_claude_transcript(tmp_path / f"{name}.jsonl", [text])
-    return env.cli("enqueue", str(t), "--session-id", name).stdout.strip()
+    return env.invoke("enqueue", str(t), "--session-id", name).stdout.strip()
 
 
 def _drain(env, *extra):
-    env.cli("drain", "--until-idle", "--max-seconds", "90", *extra)
+    env.invoke("drain", "--until-idle", "--max-seconds", "90", *extra)
 
 
 @pytest.mark.parametrize(
@@ -72,9 +72,9 @@ def test_is_error_retries_with_backoff_then_poisons_after_max_retries(env, tmp_p
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("poisoned", "fail_is_error")
     assert _calls(env) == 3 and _cost(env)["total"]["entries"] == 3, "every paid failure is charged"
-    states = [e["to"] for e in json.loads(env.cli("show", job_id, "--json").stdout)["events"]]
+    states = [e["to"] for e in json.loads(env.invoke("show", job_id, "--json").stdout)["events"]]
     assert states.count("retrying") == 2
-    errors = json.loads(env.cli("errors", "--json").stdout)
+    errors = json.loads(env.invoke("errors", "--json").stdout)
     assert any(e["kind"] == "drain_write_failed" for e in errors), "paid failures are logged (B18)"
 
 
@@ -124,7 +124,7 @@ def test_missing_binary_halts_without_charge(env, tmp_path):
     _drain(env)
     (job,) = _jobs(env)
     assert job["state"] == "halted"
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["halted"] and status["budget"]["used"] == 0
     assert any("halted" in w for w in status["warnings"])
 
@@ -138,29 +138,29 @@ def test_quota_telemetry_closes_the_gate_for_the_next_job(env, tmp_path):
     states = sorted((j["session_id"], j["state"]) for j in _jobs(env))
     assert states == [("q1", "done"), ("q2", "deferred")]
     assert _calls(env) == 1
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["quota"]["gate"] == "closed" and "five_hour" in status["quota"]["reason"]
     env["REFLECT_QUOTA_GATE"] = "0"  # SPEC #94: gate off → the deferred job is not held
-    assert json.loads(env.cli("status", "--json").stdout)["quota"]["gate"] == "open"
+    assert json.loads(env.invoke("status", "--json").stdout)["quota"]["gate"] == "open"
 
 
 def test_stderr_429_closes_the_gate(env, tmp_path):
     env.update(STUB_CLAUDE_MODE="stderr_429")
     _one(env, tmp_path)
     _drain(env, "-w", "1")
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["quota"]["gate"] == "closed"
 
 
 def test_dry_run_is_read_only(env, tmp_path):
     env["REFLECT_DRAIN_DRY_RUN"] = "1"
     job_id = _one(env, tmp_path)
-    before = json.loads(env.cli("show", job_id, "--json").stdout)
+    before = json.loads(env.invoke("show", job_id, "--json").stdout)
     _drain(env)
-    after = json.loads(env.cli("show", job_id, "--json").stdout)
+    after = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert after["events"] == before["events"] and after["state"] == "queued"
     assert _calls(env) == 0 and _cost(env)["rows"] == {}
-    assert json.loads(env.cli("status", "--json").stdout)["budget"]["used"] == 0
+    assert json.loads(env.invoke("status", "--json").stdout)["budget"]["used"] == 0
     log = (env.home / "drain.log").read_text()
     assert "dry run: prepare" in log
 
@@ -203,7 +203,7 @@ def test_hostile_answer_writes_a_safe_note_and_drops_unlisted_ids(env, tmp_path)
     )
     job_id = _one(env, tmp_path)
     _drain(env)
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["outcome"] == "ok"
     notes = sorted((env.kb / "documents").glob("*.md"))
     assert len(notes) == 2
@@ -226,7 +226,7 @@ def test_two_consumers_racing_the_daily_cap_make_exactly_cap_calls(env, tmp_path
             tmp_path / f"r{i}.jsonl",
             [f"No, never retry request {i} without jitter; the rule is full jitter."],
         )
-        env.cli("enqueue", str(t), "--session-id", f"race{i}")
+        env.invoke("enqueue", str(t), "--session-id", f"race{i}")
     procs = [
         subprocess.Popen(
             [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "120", "-w", "3"],

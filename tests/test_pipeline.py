@@ -24,7 +24,7 @@ from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
 
 
 def _jobs(env):
-    return json.loads(env.cli("jobs", "--json").stdout)
+    return json.loads(env.invoke("jobs", "--json").stdout)
 
 
 def _calls(env) -> int:
@@ -39,8 +39,8 @@ def _notes(env):
 
 def test_real_transcript_end_to_end_one_note_indexed_and_searchable(env):
     t = transcripts_dir() / "python-to-rust-port.jsonl"
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (job,) = _jobs(env)
     assert job["id"] == job_id and (job["stage"], job["state"], job["outcome"]) == (
         "done",
@@ -51,13 +51,13 @@ def test_real_transcript_end_to_end_one_note_indexed_and_searchable(env):
     assert _notes(env) == ["lrn-use-pnpm-not-npm-in-the-web-workspace-d96def.md"]
     call = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[0])
     assert call["child_env"] == "1" and "--allowedTools" in call["argv"]
-    hits = json.loads(env.cli("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)[
+    hits = json.loads(env.invoke("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)[
         "results"
     ]
     assert hits and hits[0]["id"] == "lrn-use-pnpm-not-npm-in-the-web-workspace-d96def"
-    cost = json.loads(env.cli("cost", "--json").stdout)
+    cost = json.loads(env.invoke("cost", "--json").stdout)
     assert cost["total"]["entries"] == 1 and cost["total"]["cost_usd"] > 0
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     states = [e["to"] for e in shown["events"]]
     assert states == ["queued", "running", "queued", "running", "queued", "running", "done"]
     assert not list((env.home / "slices").glob("*")), "slice removed when the job finished"
@@ -69,10 +69,10 @@ def test_unchanged_recapture_is_free_and_grown_transcript_sends_only_new_windows
         ["No, never use a bare except in this codebase; catch KeyError."],
         trailing=True,
     )
-    env.cli("enqueue", str(t), "--session-id", "g")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    env.cli("enqueue", str(t), "--session-id", "g")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(t), "--session-id", "g")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(t), "--session-id", "g")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     outcomes = sorted(j["outcome"] for j in _jobs(env))
     assert outcomes == ["ok", "skip_unchanged"] and _calls(env) == 1
     write_claude_transcript(
@@ -83,11 +83,11 @@ def test_unchanged_recapture_is_free_and_grown_transcript_sends_only_new_windows
         ],
         trailing=True,
     )
-    job_id = env.cli("enqueue", str(t), "--session-id", "g").stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    job_id = env.invoke("enqueue", str(t), "--session-id", "g").stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == 2
     last = json.loads(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines()[-1])
-    stats = json.loads(env.cli("show", job_id, "--json").stdout)["prepare_stats"]
+    stats = json.loads(env.invoke("show", job_id, "--json").stdout)["prepare_stats"]
     # The session's watermark keeps the already-reflected window out of the slice entirely.
     assert stats["lines_before_watermark"] > 0 and stats["watermark"]["since"] > 0
     assert (stats["chunks_total"], stats["chunks_skipped"]) == (1, 0)
@@ -101,12 +101,12 @@ def test_daily_cap_defers_without_failing_or_charging(env, tmp_path):
             tmp_path / f"c{i}.jsonl",
             [f"No, that's wrong: never call service {i} without a timeout."],
         )
-        env.cli("enqueue", str(t), "--session-id", f"cap{i}")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+        env.invoke("enqueue", str(t), "--session-id", f"cap{i}")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     states = sorted((j["state"], j["outcome"]) for j in _jobs(env))
     assert states == [("deferred", None), ("deferred", None), ("done", "ok")]
     assert _calls(env) == 1
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["budget"] == {"day": status["budget"]["day"], "used": 1, "limit": 1}
     deferred = [j for j in _jobs(env) if j["state"] == "deferred"]
     assert all(j["next_run_at"] > utcnow().isoformat() for j in deferred)
@@ -118,19 +118,19 @@ def test_zero_turn_answer_halts_the_write_stage_for_free_until_resume(env, tmp_p
         t = write_claude_transcript(
             tmp_path / f"h{i}.jsonl", [f"Never deploy on friday {i}, I already told you."]
         )
-        env.cli("enqueue", str(t), "--session-id", f"h{i}")
+        env.invoke("enqueue", str(t), "--session-id", f"h{i}")
     # One worker: a call already in flight on another worker cannot be recalled, but no
     # call may *start* once the halt is recorded.
-    env.cli("drain", "--until-idle", "--max-seconds", "60", "-w", "1")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60", "-w", "1")
     assert sorted(j["state"] for j in _jobs(env)) == ["halted", "halted"]
     assert _calls(env) == 1, "the second job must not call a broken install"
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["halted"] and status["budget"]["used"] == 0
-    assert "halted" in env.cli("status").stdout.lower()
-    assert env.cli("doctor", check=False).returncode == 1
+    assert "halted" in env.invoke("status").stdout.lower()
+    assert env.invoke("doctor", check=False).returncode == 1
     env["STUB_CLAUDE_MODE"] = "ok"
-    env.cli("resume")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("resume")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert sorted(j["outcome"] for j in _jobs(env)) == ["ok", "ok"]
 
 
@@ -140,16 +140,16 @@ def test_poisoned_job_can_be_retried(env, tmp_path):
     t = write_claude_transcript(
         tmp_path / "p.jsonl", ["Stop doing that, the rule is tabs not spaces."]
     )
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("poisoned", "poison_writer_drift")
-    assert job_id in env.cli("poison", "list").stdout
+    assert job_id in env.invoke("poison", "list").stdout
     env["STUB_CLAUDE_MODE"] = "ok"
-    assert "queued at write" in env.cli("retry", job_id).stdout
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    assert "queued at write" in env.invoke("retry", job_id).stdout
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _jobs(env)[0]["outcome"] == "ok"
-    assert env.cli("retry", job_id, check=False).returncode == 1
+    assert env.invoke("retry", job_id, check=False).returncode == 1
 
 
 @pytest.mark.chaos
@@ -161,7 +161,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
         tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]
     )
     env["REFLECT_DRAIN_DRY_RUN"] = "0"
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     env["STUB_CLAUDE_MODE"] = "prose"  # what a second (forbidden) call would get
     # Run prepare only: the write stage is halted so the job waits at write.
     from reflect_jobs.ledger import control
@@ -169,7 +169,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
     settings = env.settings()
     with session_scope(settings.db_url) as s:
         control.set_flag(s, control.HALT_KEY, "test: hold writes")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     # Simulate the crashed worker: it claimed the job, paid, recorded the answer, died.
     ok_env = dict(env, STUB_CLAUDE_MODE="ok", STUB_CLAUDE_LOG=str(tmp_path / "paid.jsonl"))
     for k, v in ok_env.items():  # the in-process backend hands its environment to the stub
@@ -195,7 +195,7 @@ def test_recorded_answer_is_reused_after_a_crash_never_paid_twice(env, tmp_path,
         job.lease_owner, job.lease_expires_at = "dead-worker", utcnow() - timedelta(seconds=5)
         costs.record_attempt(s, job, result)
         job.attempts += 1
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     (j,) = _jobs(env)
     assert (j["state"], j["outcome"]) == ("done", "ok")
     assert _calls(env) == 0, "the recorded answer was reused; no second paid call"
@@ -211,7 +211,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
         tmp_path / "k.jsonl", ["No, wrong again: always pin the docker base image digest."]
     )
     hang_first_model_call(env, tmp_path, lease_sec=360)  # only a reclaim can be quick
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     consumer = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "2"],
         env=dict(env),
@@ -228,7 +228,7 @@ def test_sigkill_during_the_model_call_recovers_and_finishes_once(env, tmp_path)
     with session_scope(db) as s:
         assert s.get(Job, job_id).state == "running"
     # The drain's start-up recovery proves the owner gone: no lease to wait out.
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok")
     assert len(_notes(env)) == 1

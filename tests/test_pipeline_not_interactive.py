@@ -21,12 +21,12 @@ HEADLESS = (
 def test_headless_session_is_skipped_for_free_with_its_reason(env, tmp_path: Path) -> None:
     t = tmp_path / "0b1c-headless.jsonl"
     shutil.copy(HEADLESS, t)
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "skip_not_interactive")
     assert not os.path.exists(env["STUB_CLAUDE_LOG"]), "no model call"
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert "sdk-cli" in shown["events"][-1]["detail"]
-    cost = json.loads(env.cli("cost", "--json").stdout)
+    cost = json.loads(env.invoke("cost", "--json").stdout)
     assert cost["total"]["entries"] == 0

@@ -38,8 +38,8 @@ def _run_everything(env, tmp_path: Path) -> None:
     )
     payload = json.dumps({"session_id": "s1", "transcript_path": str(t)}).encode()
     subprocess.run([hook, "claude"], input=payload, env=dict(env), timeout=30, check=True)
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
-    env.cli("search", "shared config", "--mode", "lexical", "--json")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("search", "shared config", "--mode", "lexical", "--json")
 
 
 def test_every_file_and_directory_of_a_real_run_is_private_under_umask_022(env, tmp_path):
@@ -65,7 +65,7 @@ def test_a_start_repairs_files_made_readable_before(env, tmp_path):
         script = env.home / "hook.sh"
         script.write_text("#!/bin/sh\n")
         script.chmod(0o755)
-        env.cli("drain", "--until-idle", "--max-seconds", "30")
+        env.invoke("drain", "--until-idle", "--max-seconds", "30")
     finally:
         os.umask(previous)
     assert _loose(env.home) + _loose(env.kb) == []

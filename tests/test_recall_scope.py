@@ -93,8 +93,8 @@ def test_drain_scopes_notes_ledger_and_context_to_the_transcripts_repository(env
         ]
     }
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(actions))
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
     notes = {
         n.frontmatter["title"]: n.frontmatter for n in map(kb.parse_note, kb.iter_notes(env.kb))
@@ -107,25 +107,25 @@ def test_drain_scopes_notes_ledger_and_context_to_the_transcripts_repository(env
     assert rows["Shop is a pnpm workspace"] == ("repo", "github.com/acme/shop")
     assert rows["Never use a bare except"] == ("global", None)
 
-    here = env.cli("context", "--cwd", str(repo)).stdout
+    here = env.invoke("context", "--cwd", str(repo)).stdout
     assert here.startswith(OPEN) and "pnpm workspace" in here and "bare except" in here
-    elsewhere = env.cli("context", "--cwd", str(tmp_path)).stdout
+    elsewhere = env.invoke("context", "--cwd", str(tmp_path)).stdout
     assert "bare except" in elsewhere and "pnpm workspace" not in elsewhere
-    hook_json = json.loads(env.cli("context", "--cwd", str(repo), "--format", "claude").stdout)
+    hook_json = json.loads(env.invoke("context", "--cwd", str(repo), "--format", "claude").stdout)
     assert hook_json["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    assert json.loads(env.cli("context", "--cwd", str(repo), "--format", "copilot").stdout)
+    assert json.loads(env.invoke("context", "--cwd", str(repo), "--format", "copilot").stdout)
 
     def titles(*args):
         # One query per learning: a query sharing one word of three with a learning is below
         # the relevance floor (tests/test_search_relevance.py).
         found = set()
         for query in ("pnpm workspace", "bare except"):
-            out = env.cli("search", query, "--mode", "lexical", "--json", *args)
+            out = env.invoke("search", query, "--mode", "lexical", "--json", *args)
             found |= {h["title"] for h in json.loads(out.stdout)["results"]}
         return found
 
     assert titles("--repo", str(repo)) == {"Shop is a pnpm workspace", "Never use a bare except"}
     assert titles("--repo", str(tmp_path)) == {"Never use a bare except"}
     assert titles("--global") == {"Never use a bare except"}
-    bad = env.cli("search", "x", "--repo", str(repo), "--global", check=False)
+    bad = env.invoke("search", "x", "--repo", str(repo), "--global", check=False)
     assert bad.returncode == 2 and "exclude each other" in bad.stderr

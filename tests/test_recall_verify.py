@@ -171,7 +171,7 @@ def test_three_stale_session_starts_take_it_out_of_circulation_until_restored(en
     _session_start(env, repo, "s3")
     assert _queued(env) == 1, "the third stale session hands it to the worker"
 
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     with session_scope(db, readonly=True) as s:
         row = s.get(Learning, nf.id)
         assert row.status == "stale_anchors"
@@ -179,10 +179,10 @@ def test_three_stale_session_starts_take_it_out_of_circulation_until_restored(en
     assert parse_note(nf.path).frontmatter["status"] == "stale_anchors"
     told = _session_start(env, repo, "s4")
     assert nf.id not in told and (told == "" or "; 0 withheld (stale)" in told)
-    found = env.cli("search", "legacy flag", "--json").stdout
+    found = env.invoke("search", "legacy flag", "--json").stdout
     assert nf.id not in found, "out of circulation: not searched either"
 
-    assert "restored" in env.cli("restore", nf.id).stdout
+    assert "restored" in env.invoke("restore", nf.id).stdout
     with session_scope(db, readonly=True) as s:
         assert s.get(Learning, nf.id).status == "active"
     assert parse_note(nf.path).frontmatter["status"] == "active"
@@ -227,14 +227,14 @@ def test_verify_command_prints_each_verdict(env, tmp_path):
     add_note(env.kb, learning("A global rule", "Always x", scope="global"))
     reindex(env.kb)
     (repo / "src" / "old.py").unlink()
-    rows = json.loads(env.cli("verify", "--cwd", str(repo), "--json").stdout)
+    rows = json.loads(env.invoke("verify", "--cwd", str(repo), "--json").stdout)
     by_title = {r["title"]: r for r in rows}
     assert by_title["Old module holds the legacy flag"]["verdict"] == "stale"
     assert by_title["Old module holds the legacy flag"]["missing"] == ["src/old.py"]
     assert by_title["Config parsing lives in app"]["verdict"] == "ok"
     assert by_title["No anchors here"]["verdict"] == "unanchored"
     assert by_title["A global rule"]["verdict"] == "unanchored"
-    text = env.cli("verify", "--cwd", str(repo)).stdout
+    text = env.invoke("verify", "--cwd", str(repo)).stdout
     assert "stale" in text and "gone: src/old.py" in text
 
 
@@ -243,10 +243,10 @@ def test_context_all_prints_everything_and_reports_tokens(env, tmp_path):
     for i in range(14):
         _note(env, f"Lesson number {i} about keep", [{"path": "src/keep.py"}])
     reindex(env.kb)
-    capped = env.cli("context", "--cwd", str(repo))
+    capped = env.invoke("context", "--cwd", str(repo))
     assert _last_line(capped.stdout) == "+4 more — reflect-jobs context --all; 0 withheld (stale)"
     assert "characters, ~" in capped.stderr and "tokens (estimate)" in capped.stderr
-    full = env.cli("context", "--cwd", str(repo), "--all").stdout
+    full = env.invoke("context", "--cwd", str(repo), "--all").stdout
     assert sum(1 for x in full.splitlines() if x.startswith("- [")) == 14
     assert _last_line(full) == "nothing more qualifies; 0 withheld (stale)"
 
@@ -304,7 +304,7 @@ def test_recall_log_records_what_each_session_was_told(env, tmp_path):
     (repo / "src" / "old.py").unlink()
     told = _session_start(env, repo, "sess-1")
     _session_start(env, repo, "sess-2")
-    rows = json.loads(env.cli("recall-log", "--session", "sess-1", "--json").stdout)
+    rows = json.loads(env.invoke("recall-log", "--session", "sess-1", "--json").stdout)
     assert len(rows) == 1
     r = rows[0]
     assert r["session"] == "sess-1" and r["harness"] == "claude" and r["event"] == "SessionStart"
@@ -312,8 +312,8 @@ def test_recall_log_records_what_each_session_was_told(env, tmp_path):
     assert r["chars"] == len(told) and r["tokens"] == block.estimate_tokens(told)
     assert r["time"].startswith("20")
     assert (os.stat(env.home / "recall-log.jsonl").st_mode & 0o777) == 0o600
-    assert len(json.loads(env.cli("recall-log", "--json").stdout)) == 2
-    assert "sess-2" in env.cli("recall-log").stdout
+    assert len(json.loads(env.invoke("recall-log", "--json").stdout)) == 2
+    assert "sess-2" in env.invoke("recall-log").stdout
 
 
 def test_a_damaged_verify_store_is_set_aside_and_the_block_still_told(env, tmp_path):

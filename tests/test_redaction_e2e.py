@@ -89,9 +89,9 @@ def test_no_echoed_secret_survives_in_notes_ledger_logs_or_the_next_prompt(env, 
     first = write_claude_transcript(
         tmp_path / "a.jsonl", ["No, that's wrong: never mutate the shared config at import time."]
     )
-    env.cli("enqueue", str(first), "--session-id", "a")
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
-    jobs = json.loads(env.cli("jobs", "--json").stdout)
+    env.invoke("enqueue", str(first), "--session-id", "a")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
+    jobs = json.loads(env.invoke("jobs", "--json").stdout)
     assert [(j["state"], j["outcome"]) for j in jobs] == [("done", "ok")]
     notes = sorted((env.kb / "documents").glob("*.md"))
     assert len(notes) == CREATES, "every CREATE became a note (so every field was stored)"
@@ -106,8 +106,8 @@ def test_no_echoed_secret_survives_in_notes_ledger_logs_or_the_next_prompt(env, 
     second = write_claude_transcript(
         tmp_path / "b.jsonl", [f"No, that's wrong: {COMMON}, use the vault instead."]
     )
-    env.cli("enqueue", str(second), "--session-id", "b")
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("enqueue", str(second), "--session-id", "b")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     sent = [json.loads(line)["prompt"] for line in prompts.read_text().splitlines()]
     assert len(sent) == 2 and REVISION_MARKER in sent[1], "the next prompt lists the learnings"
 
@@ -145,11 +145,11 @@ def test_an_answer_recorded_before_redaction_is_redacted_when_reused(env, tmp_pa
     t = write_claude_transcript(
         tmp_path / "r.jsonl", ["No, never commit the .env file; the rule is to use the vault."]
     )
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     settings = env.settings()
     with session_scope(settings.db_url) as s:
         control.set_flag(s, control.HALT_KEY, "test: hold writes")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     stdout = json.dumps(
         {
             "type": "result",
@@ -180,7 +180,7 @@ def test_an_answer_recorded_before_redaction_is_redacted_when_reused(env, tmp_pa
         )
         job.attempts += 1
     env["STUB_CLAUDE_MODE"] = "prose"  # a second, forbidden call would not write notes
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     notes = list((env.kb / "documents").glob("*"))
     assert len([n for n in notes if n.suffix == ".md"]) == CREATES
     text = "\n".join(n.read_text() for n in notes) + " ".join(n.name for n in notes)

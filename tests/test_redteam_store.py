@@ -387,7 +387,7 @@ def test_a_capture_does_not_read_back_over_what_the_previous_one_scanned(env, tm
             [str(BIN / "reflect-jobs-hook"), "claude"], input=json.dumps(payload).encode(),
             env=dict(env), capture_output=True, timeout=60, check=True,
         )  # fmt: skip
-        env.cli("drain", "--until-idle", "--max-seconds", "60")
+        env.invoke("drain", "--until-idle", "--max-seconds", "60")
 
     capture()
     # Rewrite, in place, what the first capture already scanned: its usage now says 46%.

@@ -139,10 +139,10 @@ def test_a_clean_session_that_finishes_an_item_closes_it_at_session_end(env, tmp
     s = ToolSession(tmp_path / f"{SESSION}.jsonl", repo)
     _work(s)
     _hook(env, s.path, "Stop")  # 2% of the context: below every checkpoint, $0
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == []
     _hook(env, s.path, "SessionEnd")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
 
     assert len(_calls(env)) == 1  # one paid pass for the whole session
     prompt = (prompts / "1.txt").read_text()
@@ -168,7 +168,7 @@ def test_a_close_without_evidence_in_the_session_is_dropped(env, tmp_path):
     s = ToolSession(tmp_path / f"{SESSION}.jsonl", repo)
     _work(s)
     _hook(env, s.path, "SessionEnd")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert len(_calls(env)) == 1
     assert _items(env, repo)["Wire the retry budget into the importer"]["status"] == "open"
     with session_scope(env.settings().db_url) as db:
@@ -183,13 +183,13 @@ def test_short_and_machine_sessions_stay_free(env, tmp_path):
     short.tool("Bash", {"command": "pytest -q"}, "5 passed in 0.31s")
     short.prompt("Thanks.")
     _hook(env, short.path, "SessionEnd")
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == []
     ((_event, outcome, detail),) = _jobs(env)
     assert outcome == "skip_no_signal" and "2 person turns since the last pass (< 3)" in detail
 
     headless = ToolSession(tmp_path / "headless.jsonl", repo, entrypoint="sdk-cli")
     _work(headless)
-    env.cli("enqueue", str(headless.path))  # a deep pass a person asked for: still $0
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("enqueue", str(headless.path))  # a deep pass a person asked for: still $0
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     assert _calls(env) == [] and _jobs(env)[-1][1] == "skip_not_interactive"

@@ -246,7 +246,7 @@ def test_dedupe_end_to_end_drops_the_younger_twins_reopens_and_respects_interval
 
     # The periodic path: the deduplicated repository is not due again today; the other
     # one (never deduplicated) is, and takes the last unit.
-    out = env.cli("items", "dedupe", "--due", "--json")
+    out = env.invoke("items", "dedupe", "--due", "--json")
     by_repo = {r["repo"]: r for r in json.loads(out.stdout)}
     statuses = sorted(r["status"] for r in by_repo.values())
     assert statuses == ["done", "not_due", "too_few"] and _calls(env) == 3
@@ -258,10 +258,10 @@ def test_dedupe_end_to_end_drops_the_younger_twins_reopens_and_respects_interval
     assert _calls(env) == 3
 
     # The spend is in the ledger, apart from the writer's budget entries.
-    cost = json.loads(env.cli("cost", "--by", "outcome", "--json").stdout)
+    cost = json.loads(env.invoke("cost", "--by", "outcome", "--json").stdout)
     assert cost["rows"]["dedupe_ok"]["runs"] == 2 and cost["rows"]["dedupe_dry_run"]["runs"] == 1
     assert cost["rows"]["dedupe_ok"]["cost_usd"] > 0 and cost["total"]["entries"] == 0
-    by_label = json.loads(env.cli("cost", "--by", "transcript", "--json").stdout)["rows"]
+    by_label = json.loads(env.invoke("cost", "--by", "transcript", "--json").stdout)["rows"]
     assert "dedupe:github.com/acme/shop" in by_label, "labelled by the one repository key"
 
 
@@ -283,12 +283,12 @@ def test_a_failed_call_drops_nothing_refunds_a_free_attempt_and_stays_due(env, t
 
     # A paid failure keeps its unit (1 of 1): the periodic run defers without a call.
     env.update(STUB_CLAUDE_MODE="dedupe", STUB_CLAUDE_GROUP_WORD="login")
-    (report,) = json.loads(env.cli("items", "dedupe", "--due", "--json").stdout)
+    (report,) = json.loads(env.invoke("items", "dedupe", "--due", "--json").stdout)
     assert report["status"] == "deferred" and _calls(env) == 2
 
     # With a unit to spend the repository is still due (the failure did not count as a pass).
     env.update(REFLECT_DEDUPE_DAILY_MAX="2")
-    (report,) = json.loads(env.cli("items", "dedupe", "--due", "--json").stdout)
+    (report,) = json.loads(env.invoke("items", "dedupe", "--due", "--json").stdout)
     assert report["status"] == "done" and report["dropped"] == 1 and _calls(env) == 3
     assert _items(env, repo)[second]["notes"][-1]["text"] == f"duplicate of {first}"
 

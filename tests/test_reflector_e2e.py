@@ -58,8 +58,8 @@ def test_a_reflector_pass_closes_offered_ignores_unoffered_adds_and_keeps_the_su
     t = _transcript(
         tmp_path / f"{SESSION}.jsonl", repo, ["No, never retry the login test by hand."]
     )
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
     first = (prompts / "1.txt").read_text()
     assert login in first and fact not in first and "Previous summary:" not in first
@@ -88,8 +88,8 @@ def test_a_reflector_pass_closes_offered_ignores_unoffered_adds_and_keeps_the_su
     _transcript(
         t, repo, ["No, never retry the login test by hand.", "Always run the deploy dry first."]
     )
-    env.cli("enqueue", str(t))
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(t))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
     second = (prompts / "2.txt").read_text()
     assert "Previous summary:" in second and "Fixed the login test" in second
     assert items["Add a retry to the deploy script"]["id"] in second

@@ -37,7 +37,7 @@ def test_recovery_prunes_what_no_reader_uses(env):
     db = env.settings().db_url
     _seed(db)
     assert LedgerView(db).seen_chunk_hashes(["old", "fresh"]) == {"fresh"}, "TTL honoured"
-    env.cli("drain", "--until-idle", "--max-seconds", "30")  # recovery runs first
+    env.invoke("drain", "--until-idle", "--max-seconds", "30")  # recovery runs first
     with session_scope(db) as s:
         assert set(s.scalars(select(ChunkHash.hash))) == {"fresh"}
         workers = set(s.scalars(select(Heartbeat.worker)))  # + the drain's own
@@ -77,9 +77,9 @@ def test_a_hook_capture_logs_its_queue_delay(env):
         check=True,
         timeout=30,
     )
-    env.cli("enqueue", str(t), "--session-id", "by-hand")
+    env.invoke("enqueue", str(t), "--session-id", "by-hand")
     env["REFLECT_DRAIN_SKIP_REINDEX"] = "1"
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
     lines = [json.loads(x) for x in (env.home / "drain.log").read_text().splitlines()]
     captured = {x["session_id"]: x for x in lines if x.get("event") == "captured"}
     delay = captured["delay"]["queue_delay_ms"]

@@ -117,8 +117,8 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     seed = write_claude_transcript(
         tmp_path / "seed.jsonl", ["Stop: the rule is full jitter on every retry."], session="seed"
     )
-    env.cli("enqueue", str(seed), "--session-id", "seed")
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("enqueue", str(seed), "--session-id", "seed")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
     db = env.settings().db_url
     with session_scope(db) as s:
         assert len(s.scalars(select(Learning)).all()) == 8
@@ -129,8 +129,8 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     for turn in range(3):
         corrections.append(f"No, that's wrong: never retry call {turn} without jitter.")
         write_claude_transcript(grow, corrections, session="grow", trailing=True)
-        env.cli("enqueue", str(grow), "--session-id", "grow")
-        env.cli("drain", "--until-idle", "--max-seconds", "90")
+        env.invoke("enqueue", str(grow), "--session-id", "grow")
+        env.invoke("drain", "--until-idle", "--max-seconds", "90")
     with session_scope(db) as s:
         rows = s.scalars(select(Learning)).all()
         retired = sorted(r.id for r in rows if r.status == "retired")
@@ -140,14 +140,14 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     assert not {p.learning_id for p in pending} & set(retired)
     notes = {_frontmatter(p)["id"]: _frontmatter(p) for p in (env.kb / "documents").glob("*.md")}
     assert sorted(i for i, fm in notes.items() if fm.get("status") == "retired") == retired
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["proposals"] == {"pending": len(pending)}
-    assert f"retire proposals: {len(pending)} pending" in env.cli("status").stdout
-    listed = json.loads(env.cli("proposals", "--json").stdout)
+    assert f"retire proposals: {len(pending)} pending" in env.invoke("status").stdout
+    listed = json.loads(env.invoke("proposals", "--json").stdout)
     assert [p["id"] for p in listed] == [p.id for p in pending]
     first, second = listed[0], listed[1]
-    env.cli("proposals", "apply", str(first["id"]))
-    env.cli("proposals", "reject", str(second["id"]))
+    env.invoke("proposals", "apply", str(first["id"]))
+    env.invoke("proposals", "reject", str(second["id"]))
     assert (
         _frontmatter(next((env.kb / "documents").glob(f"{first['learning_id']}.md")))["status"]
         == "retired"
@@ -155,12 +155,12 @@ def test_a_growing_session_retires_at_most_the_daily_cap(env, tmp_path):
     with session_scope(db) as s:
         assert s.get(Learning, first["learning_id"]).status == "retired"
         assert s.get(Learning, second["learning_id"]).status == "active"
-    after = json.loads(env.cli("status", "--json").stdout)
+    after = json.loads(env.invoke("status", "--json").stdout)
     assert after["proposals"]["pending"] == len(pending) - 2
-    again = env.cli("proposals", "apply", str(first["id"]), check=False)
+    again = env.invoke("proposals", "apply", str(first["id"]), check=False)
     assert again.returncode == 1 and "already applied" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
-    bad = env.cli("proposals", "reject", "nope", check=False)
+    bad = env.invoke("proposals", "reject", "nope", check=False)
     assert bad.returncode == 2
 
 

@@ -21,7 +21,7 @@ from reflect_jobs.ledger.models import CostRow, Job, SessionWatermark
 
 def _drain(env) -> None:
     env.setdefault("REFLECT_DRAIN_MAX", "20")  # more calls than the default 3 per window
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
 
 
 def _prompts(env) -> list[str]:
@@ -51,7 +51,7 @@ def test_growing_session_captured_after_each_turn_sends_only_the_new_turns(env, 
     s = GrowingSession(tmp_path / "grow.jsonl")
     for k, correction in enumerate(CORRECTIONS[:3]):
         s.turn(k, correction)
-        env.cli("enqueue", str(s.path), "--session-id", "grow")
+        env.invoke("enqueue", str(s.path), "--session-id", "grow")
         _drain(env)
     prompts = _prompts(env)
     assert len(prompts) == 3, "one paid call per capture"

@@ -106,18 +106,18 @@ def test_status_counts_waiting_captures_once_and_names_the_missing_worker(env):
         _hook(env, f"w{i}")  # each one is in the queue and in the spool
     t = str(transcripts_dir() / "hello-world-script.jsonl")
     spool.append(str(env.home), **{**ENTRY, "transcript_path": t})  # spooled only
-    data = json.loads(env.cli("status", "--json").stdout)
+    data = json.loads(env.invoke("status", "--json").stdout)
     assert data["queue"] == {"pending": 4, "captures": 4, "spooled": 4}
     assert data["counts"]["queued"] == 0
     (warning,) = data["warnings"]
     assert warning.startswith("4 capture(s) waiting in the queue and no worker heartbeat ever")
     assert "reflect-jobs worker" in warning
-    text = env.cli("status").stdout
+    text = env.invoke("status").stdout
     assert "jobs: none" in text and "queue: 4 captures waiting (4 spooled)" in text
-    assert "captures:4" in env.cli("status", "--line").stdout
+    assert "captures:4" in env.invoke("status", "--line").stdout
 
-    env.cli("drain", "--until-idle", "--max-seconds", "60")
-    data = json.loads(env.cli("status", "--json").stdout)
+    env.invoke("drain", "--until-idle", "--max-seconds", "60")
+    data = json.loads(env.invoke("status", "--json").stdout)
     assert data["queue"] == {"pending": 0, "captures": 0, "spooled": 0}
     assert data["counts"]["queued"] == 4 and data["warnings"] == []
 

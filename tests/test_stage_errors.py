@@ -113,7 +113,7 @@ def test_a_lone_surrogate_in_the_model_answer_is_stored_not_fatal(env, tmp_path)
     }
     # json.dumps writes the lone surrogate as the escape "\ud800", as a model's JSON would.
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(actions))
-    env.cli("enqueue", str(_transcript(tmp_path)))
+    env.invoke("enqueue", str(_transcript(tmp_path)))
     _drain(env)
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job
@@ -125,7 +125,7 @@ def test_a_transcript_line_of_deeply_nested_brackets_counts_as_malformed(env, tm
     t = _transcript(tmp_path)
     with t.open("a", encoding="utf-8") as fh:
         fh.write("[" * 100_000 + "\n")
-    env.cli("enqueue", str(t))
+    env.invoke("enqueue", str(t))
     _drain(env)
     (job,) = _jobs(env)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job

@@ -37,11 +37,11 @@ def pg(env):
 
 
 def _jobs(env) -> list[dict]:
-    return json.loads(env.cli("jobs", "--json").stdout)
+    return json.loads(env.invoke("jobs", "--json").stdout)
 
 
 def _drain(env) -> None:
-    env.cli("drain", "--until-idle", "--max-seconds", "60", timeout=120)
+    env.invoke("drain", "--until-idle", "--max-seconds", "60", timeout=120)
 
 
 def test_a_transcript_path_over_512_chars_finishes_on_postgresql(pg, tmp_path):

@@ -63,8 +63,8 @@ def test_every_field_of_a_clean_answer_reaches_every_store_verbatim(env, tmp_pat
     }
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(answer))
     transcript = _transcript(tmp_path / f"{SESSION}.jsonl", repo)
-    env.cli("enqueue", str(transcript))
-    env.cli("drain", "--until-idle", "--max-seconds", "120")
+    env.invoke("enqueue", str(transcript))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
     notes = sorted((env.kb / "documents").glob("*.md"))
     assert len(notes) == 1, notes
@@ -97,7 +97,7 @@ def test_every_field_of_a_clean_answer_reaches_every_store_verbatim(env, tmp_pat
     summaries = [i for i in items.values() if i["kind"] == "summary"]
     assert [s["body"] for s in summaries] == [SUMMARY]
 
-    block = env.cli("context", "--cwd", str(repo)).stdout
+    block = env.invoke("context", "--cwd", str(repo)).stdout
     assert f"{LEARNING['title']} — {LEARNING['rule']}" in block
     assert ITEM["title"] in block
     assert "[REDACTED" not in block

@@ -28,43 +28,43 @@ from reflect_jobs.warm import protocol, server, supervisor
 def kb_env(env):
     env.update(REFLECT_MODEL_IDLE_SEC="2")
     notes(env.kb)
-    env.cli("reindex")
+    env.invoke("reindex")
     return env
 
 
 def test_cli_search_goes_through_the_worker_and_its_child_exits_when_idle(kb_env):
     env = kb_env
-    alone = env.cli("search", "docker", "--json")
+    alone = env.invoke("search", "docker", "--json")
     assert vias(env) == ["in_process"]
     with worker(env) as proc:
         sock = env.home / "run" / "model.sock"
         assert stat.S_IMODE(sock.stat().st_mode) == 0o600
         assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
-        warm = env.cli("search", "docker", "--json")
+        warm = env.invoke("search", "docker", "--json")
         assert vias(env)[-1] == "worker"
         assert warm.stdout == alone.stdout, "--json must not depend on the path that answered"
         assert warm.stderr == alone.stderr
         # REFLECT_MODEL_IDLE_SEC=2: the child goes away by itself; the consumer stays up.
         wait_for(lambda: not children(proc.pid), timeout=60, what="the idle child exiting")
         assert proc.poll() is None
-        again = env.cli("search", "docker", "--json")  # a new child is started on demand
+        again = env.invoke("search", "docker", "--json")  # a new child is started on demand
         assert (vias(env)[-1], again.stdout) == ("worker", alone.stdout)
     assert not answers(sock)
 
 
 def test_no_worker_or_a_stale_socket_falls_back_quietly_and_a_worker_replaces_it(kb_env):
     env = kb_env
-    baseline = env.cli("search", "docker", "--json")
+    baseline = env.invoke("search", "docker", "--json")
     run = env.home / "run"
     run.mkdir(mode=0o700)
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(run / "model.sock"))  # a consumer killed while listening leaves this
     stale.close()
-    fallback = env.cli("search", "docker", "--json")
+    fallback = env.invoke("search", "docker", "--json")
     assert (fallback.stdout, fallback.stderr) == (baseline.stdout, baseline.stderr)
     assert vias(env) == ["in_process", "in_process"]
     with worker(env):
-        env.cli("search", "docker", "--json")
+        env.invoke("search", "docker", "--json")
         assert vias(env)[-1] == "worker"
 
 
@@ -106,9 +106,9 @@ def test_with_vectors_the_model_lives_in_the_child_never_in_the_consumer(env):
         REFLECT_INDEX_VECTORS="1", REFLECT_MODEL_IDLE_SEC="2", REFLECT_SEARCH_WORKER_SEC="300"
     )
     notes(env.kb)
-    env.cli("reindex")
+    env.invoke("reindex")
     with worker(env) as proc:
-        warm = env.cli("search", "floating tags", "--json")
+        warm = env.invoke("search", "floating tags", "--json")
         assert vias(env) == ["worker"]
         assert json.loads(warm.stdout)["results"][0]["title"] == "Pin the docker digest"
         assert "vector index unavailable" not in warm.stderr, "it answered without vectors"

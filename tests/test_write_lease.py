@@ -52,7 +52,7 @@ def _two_drains(env) -> None:
 
 
 def _jobs(env) -> list[dict]:
-    return json.loads(env.cli("jobs", "--json").stdout)
+    return json.loads(env.invoke("jobs", "--json").stdout)
 
 
 def test_two_consumers_never_have_two_calls_in_flight(env, tmp_path):
@@ -84,7 +84,7 @@ def test_the_first_answers_telemetry_holds_every_other_worker(env, tmp_path):
     assert len(calls) == 1, "exactly one call before the gate closed"
     states = sorted(j["state"] for j in _jobs(env))
     assert states == ["deferred"] * 5 + ["done"]
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["quota"]["gate"] == "closed" and status["budget"]["used"] == 1
 
 

@@ -16,7 +16,7 @@ from reflect_jobs.doctor import check_backend
 
 
 def _doctor_cli(env) -> dict:
-    proc = env.cli("doctor", "--json", check=False)
+    proc = env.invoke("doctor", "--json", check=False)
     checks = json.loads(proc.stdout)
     checks = checks["checks"] if isinstance(checks, dict) else checks
     (check,) = [c for c in checks if c["name"] == "writer backend"]

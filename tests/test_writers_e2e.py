@@ -30,20 +30,20 @@ def _enqueue(
     env, tmp_path, name="t", text="No, that's wrong: never mutate the shared config at import time."
 ) -> str:
     t = write_claude_transcript(tmp_path / f"{name}.jsonl", [text])
-    return env.cli("enqueue", str(t), "--session-id", name).stdout.strip()
+    return env.invoke("enqueue", str(t), "--session-id", name).stdout.strip()
 
 
 def _drain(env):
-    env.cli("drain", "--until-idle", "--max-seconds", "90")
+    env.invoke("drain", "--until-idle", "--max-seconds", "90")
 
 
 def _job(env) -> dict:
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     return job
 
 
 def _cost(env, by="outcome") -> dict:
-    return json.loads(env.cli("cost", "--by", by, "--json").stdout)
+    return json.loads(env.invoke("cost", "--by", by, "--json").stdout)
 
 
 def _notes(env) -> list[str]:
@@ -56,7 +56,7 @@ def _defer_then_write(env, job_id: str, backend: str) -> dict:
     job = _job(env)
     assert (job["state"], job["outcome"]) == ("deferred", "defer_rate_limited")
     assert _cost(env)["total"]["entries"] == 0, "a rate limit costs no budget unit"
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["budget"]["used"] == 0
     wait_for(lambda: job_due(env.settings().db_url, job_id), 30, what="retry-after passed")
     _drain(env)
@@ -116,7 +116,7 @@ def test_anthropic_writer_529_then_200_caches_the_prefix_and_prices_it(env, tmp_
     blocks = calls[1]["body"]["messages"][0]["content"]
     assert blocks[0]["cache_control"] == {"type": "ephemeral"}
     assert row["cache_creation"] == 1500 and row["cost_usd"] > 0
-    snaps = json.loads(env.cli("status", "--json").stdout)["quota"]
+    snaps = json.loads(env.invoke("status", "--json").stdout)["quota"]
     assert snaps["gate"] == "open"
 
 
@@ -136,7 +136,7 @@ def test_openai_refused_key_halts_without_charge(env, tmp_path):
         _drain(env)
     job = _job(env)
     assert (job["state"], job["outcome"]) == ("halted", "fail_backend_auth")
-    status = json.loads(env.cli("status", "--json").stdout)
+    status = json.loads(env.invoke("status", "--json").stdout)
     assert status["halted"] and status["budget"]["used"] == 0
     assert _notes(env) == []
 
@@ -189,10 +189,10 @@ def test_anthropic_rate_limit_headers_close_the_gate_for_the_next_job(env, tmp_p
         _drain(env)
         assert len(srv.requests("/v1/messages")) == 1, "the second job never called"
     states = sorted(
-        (j["session_id"], j["state"]) for j in json.loads(env.cli("jobs", "--json").stdout)
+        (j["session_id"], j["state"]) for j in json.loads(env.invoke("jobs", "--json").stdout)
     )
     assert states == [("h1", "done"), ("h2", "deferred")]
-    quota = json.loads(env.cli("status", "--json").stdout)["quota"]
+    quota = json.loads(env.invoke("status", "--json").stdout)["quota"]
     assert quota["gate"] == "closed" and "api_requests" in quota["reason"]
 
 
@@ -215,7 +215,7 @@ def test_openai_5xx_is_retried_with_backoff_then_writes(env, tmp_path):
         assert len(srv.requests("/v1/chat/completions")) == 2
     job = _job(env)
     assert (job["state"], job["outcome"]) == ("done", "ok") and TITLE in _notes(env)[0]
-    events = json.loads(env.cli("show", job_id, "--json").stdout)["events"]
+    events = json.loads(env.invoke("show", job_id, "--json").stdout)["events"]
     assert [e["to"] for e in events].count("retrying") == 1
     by_outcome = _cost(env)["rows"]
     assert by_outcome["fail_server_error"]["entries"] == 1, "a 5xx is an attempted call"
@@ -242,7 +242,7 @@ def test_openai_prompt_too_long_is_a_free_quarantine_and_unknown_model_halts(env
         _drain(env)
     states = {
         j["session_id"]: (j["state"], j["outcome"])
-        for j in json.loads(env.cli("jobs", "--json").stdout)
+        for j in json.loads(env.invoke("jobs", "--json").stdout)
     }
     assert states["b"] == ("halted", "fail_unknown_model")
     assert _cost(env)["total"]["entries"] == 0, "neither cost a budget unit"

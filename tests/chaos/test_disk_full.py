@@ -48,9 +48,11 @@ def test_disk_full_add_retries_then_finishes_with_one_note(
     (full_kb / "index" / "graph").mkdir(parents=True)
     filler = fill_fs(full_kb, free_pages)
 
-    job_id = env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")).stdout.strip()
+    job_id = env.invoke(
+        "enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl")
+    ).stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["stage"], job["state"]) == ("add", "retrying"), job
     assert "No space left on device" in (job.get("error") or ""), job
     left = _leftovers(full_kb)
@@ -66,9 +68,9 @@ def test_disk_full_add_retries_then_finishes_with_one_note(
     filler.unlink()
     wait_for(lambda: job_due(env.settings().db_url, job_id), timeout=60)  # the retry is due
     env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job
     assert _leftovers(full_kb) == [f"{NOTE_ID}.entities.yaml", f"{NOTE_ID}.md"]
     calls_after = len(Path(env["STUB_CLAUDE_LOG"]).read_text().splitlines())
     assert calls_before == calls_after == 1, "the recorded answer is reused, never re-paid"
-    assert json.loads(env.cli("cost", "--json").stdout)["total"]["entries"] == 1
+    assert json.loads(env.invoke("cost", "--json").stdout)["total"]["entries"] == 1

@@ -83,7 +83,7 @@ def _sleep_then_ok(env, tmp_path, sleeps: int) -> None:
 def test_a_stopped_drain_hands_its_job_back_and_the_next_drain_finishes_it(env, tmp_path, signum):
     t = write_claude_transcript(tmp_path / "s.jsonl", ["No, always pin the base image digest."])
     _sleep_then_ok(env, tmp_path, 1)
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     summary, stub = _stop_during_call(env, signum, 0)
     assert summary["stopped_by"] == signal.Signals(signum).name
     assert summary["counts"] == {"queued": 1}, "the held job is handed back, due now"
@@ -112,7 +112,7 @@ def test_four_stops_leave_no_unaccounted_call_and_do_not_poison_the_job(env, tmp
     t = write_claude_transcript(tmp_path / "f.jsonl", ["No, never log the raw token."])
     _sleep_then_ok(env, tmp_path, 4)
     env["REFLECT_DRAIN_MAX"] = "10"  # five calls in one window; each one is a spent unit
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     for n in range(4):
         summary, _ = _stop_during_call(env, signal.SIGTERM, n)
         assert summary["counts"] == {"queued": 1}, f"stop {n + 1}"
@@ -124,7 +124,7 @@ def test_four_stops_leave_no_unaccounted_call_and_do_not_poison_the_job(env, tmp
     rows = [(c["outcome"], c["entries"]) for c in shown["costs"]]
     assert len(_calls(env)) == 5 == len(rows), "every started call has a cost row"
     assert rows == [("interrupted", 1)] * 4 + [("ok", 1)]
-    cost = json.loads(env.cli("cost", "--json").stdout)["total"]
+    cost = json.loads(env.invoke("cost", "--json").stdout)["total"]
     assert cost["entries"] == 5, "each call that may have billed is charged to the budget"
 
 
@@ -135,7 +135,7 @@ def test_an_answer_recorded_before_the_stop_is_reused_not_paid_again(env, tmp_pa
     pauses = tmp_path / "pauses"
     pauses.mkdir()
     drain = _drain(env, REFLECT_FAILPOINTS="after_record=pause", REFLECT_FAILPOINT_DIR=str(pauses))
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     try:
         wait_for(lambda: list(pauses.glob("*.paused")), timeout=90, what="the pause")
         drain.send_signal(signal.SIGTERM)
@@ -159,7 +159,7 @@ def test_a_worker_stopped_at_once_hands_its_job_back(env, tmp_path, signals):
     the job is handed back before the process exits (was: ``running`` until its lease)."""
     t = write_claude_transcript(tmp_path / "w.jsonl", ["No, never retry without a backoff."])
     _sleep_then_ok(env, tmp_path, 1)
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     worker = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
         env=dict(env),

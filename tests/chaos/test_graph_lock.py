@@ -54,7 +54,7 @@ def _kill_holding_graph_lock(env) -> None:
 
 
 def _lexical_hits(env, query: str = "pnpm lockfile") -> list[str]:
-    out = env.cli("search", query, "--mode", "lexical", "--json").stdout
+    out = env.invoke("search", query, "--mode", "lexical", "--json").stdout
     return [hit["id"] for hit in json.loads(out)]
 
 
@@ -66,10 +66,10 @@ def _job_done(env) -> bool:
 
 def test_stale_graph_lock_never_blocks_jobs_and_manual_reindex_recovers(env) -> None:
     """Jobs finish after the kill, and a manual ``reflect-jobs reindex`` also works."""
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _kill_holding_graph_lock(env)
     env.cli("drain", "--until-idle", "--max-seconds", "60")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok")
     assert (env.kb / "documents" / f"{NOTE_ID}.md").exists()
     env.cli("reindex")
@@ -77,14 +77,14 @@ def test_stale_graph_lock_never_blocks_jobs_and_manual_reindex_recovers(env) -> 
 
 
 def test_stale_graph_lock_under_drain_note_gets_indexed(env) -> None:
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _kill_holding_graph_lock(env)
     env.cli("drain", "--until-idle", "--max-seconds", "30")
     assert _lexical_hits(env)[:1] == [NOTE_ID], "the drained note was never indexed"
 
 
 def test_worker_start_flushes_stale_graph_lock_and_reindexes(env) -> None:
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     _kill_holding_graph_lock(env)
     with running_worker(env, 2):
         wait_for(lambda: _job_done(env), timeout=60, what="the worker finishing the job")

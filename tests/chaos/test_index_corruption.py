@@ -37,9 +37,9 @@ def _nodes(path: Path) -> set[str]:
 
 
 def _one_note(env) -> None:
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     env.cli("drain", "--until-idle", "--max-seconds", "120", timeout=240)
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job
 
 
@@ -74,7 +74,7 @@ def test_corrupt_fts_index_is_recovered_by_reindex(env) -> None:
 
     out = json.loads(env.cli("reindex", "--json").stdout)
     assert out["inserted"] == 1 and not out["errors"], out
-    hits = json.loads(env.cli("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)
+    hits = json.loads(env.invoke("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)
     assert [h["id"] for h in hits][:1] == [NOTE_ID]
 
 

@@ -42,7 +42,7 @@ def test_sigkill_at_boundary(env, tmp_path, point, trial):
     t = write_claude_transcript(
         tmp_path / "c.jsonl", [f"No, never swallow exceptions in worker {trial}; log and re-raise."]
     )
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     dying = dict(env, REFLECT_FAILPOINTS=point)
     proc = subprocess.run(
         [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "60", "-w", "1"],
@@ -57,14 +57,14 @@ def test_sigkill_at_boundary(env, tmp_path, point, trial):
     db = env.settings().db_url
     assert job_state(db, job_id) == "running", "killed holding the job"
     env.cli("drain", "--until-idle", "--max-seconds", "90")
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), job
     notes = list((env.kb / "documents").glob("*.md"))
     assert len(notes) == 1, "exactly one note: no duplicate, none lost"
     # Killed before the call: the restart makes the one call. Killed after the answer was
     # recorded: the restart reuses it. Either way the model is called exactly once.
     assert _calls(env) == 1 and paid_before <= 1
-    cost = json.loads(env.cli("cost", "--json").stdout)["total"]
+    cost = json.loads(env.invoke("cost", "--json").stdout)["total"]
     assert cost["entries"] == 1
-    shown = json.loads(env.cli("show", job_id, "--json").stdout)
+    shown = json.loads(env.invoke("show", job_id, "--json").stdout)
     assert shown["recoveries"] == 1

@@ -48,7 +48,7 @@ def _calls(log: Path) -> list[dict]:
 def test_a_sigkilled_worker_takes_its_model_child_along(env, tmp_path):
     t = write_claude_transcript(tmp_path / "k.jsonl", ["No, always pin the base image digest."])
     env.update(STUB_CLAUDE_MODE="sleep", STUB_CLAUDE_SLEEP="60", REFLECT_DRAIN_TIMEOUT="300")
-    env.cli("enqueue", str(t))
+    env.invoke("enqueue", str(t))
     log = Path(env["STUB_CLAUDE_LOG"])
     worker = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
@@ -89,7 +89,7 @@ def test_a_sigkilled_worker_takes_its_codex_child_along_and_the_next_consumer_re
         STUB_CODEX_LOG=str(log),
     )
     assert env.settings().lease_sec == 360, "the default lease: only a reclaim can be quick"
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     worker = subprocess.Popen(
         [str(BIN / "reflect-jobs"), "worker", "-w", "1"],
         env=dict(env),

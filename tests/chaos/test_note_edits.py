@@ -40,7 +40,7 @@ def _frontmatter(path: Path) -> dict:
 
 def _revise_pnpm_note(env, tmp_path) -> tuple[str, Path]:
     """One note from a real transcript, then a job whose answer UPDATEs and DELETEs it."""
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     assert _drain(env).returncode == 0
     note = env.kb / "documents" / f"{PNPM_ID}.md"
     assert _frontmatter(note)["status"] == "active"
@@ -55,7 +55,7 @@ def _revise_pnpm_note(env, tmp_path) -> tuple[str, Path]:
         ]
     }
     env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(actions))
-    return env.cli("enqueue", str(t)).stdout.strip(), note
+    return env.invoke("enqueue", str(t)).stdout.strip(), note
 
 
 def _job_result(env, job_id: str) -> dict:
@@ -74,7 +74,7 @@ def test_sigkill_after_add_commit_the_next_drain_applies_the_note_edits(env, tmp
     proc = _drain(env, REFLECT_FAILPOINTS="after_commit:add")
     assert proc.returncode == -9, f"the failpoint must kill the drain: {proc.stderr[-500:]!r}"
     # Committed: the job is done and the ledger holds the retirement and the proof …
-    (job,) = [j for j in json.loads(env.cli("jobs", "--json").stdout) if j["id"] == job_id]
+    (job,) = [j for j in json.loads(env.invoke("jobs", "--json").stdout) if j["id"] == job_id]
     assert (job["state"], job["outcome"]) == ("done", "ok")
     with session_scope(env.settings().db_url) as s:
         row = s.scalars(select(Learning).where(Learning.id == PNPM_ID)).one()
@@ -90,7 +90,7 @@ def test_sigkill_after_add_commit_the_next_drain_applies_the_note_edits(env, tmp
     _assert_revised(env, note, str(tmp_path / "d.jsonl"))
     assert _job_result(env, job_id)["note_edits_applied"] is True
     # The healing pass asked for a reindex: search no longer offers the retired note.
-    assert json.loads(env.cli("search", "pnpm", "--mode", "lexical", "--json").stdout) == []
+    assert json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout) == []
 
 
 def test_note_edits_are_applied_after_the_commit_and_applying_again_changes_nothing(env, tmp_path):

@@ -33,7 +33,7 @@ def test_a_killed_add_stage_rerun_appends_no_reflection_event_twice(env, tmp_pat
     t = write_claude_transcript(tmp_path / "s-kill.jsonl", ["No, never retry tests by hand."])
     lines = [json.loads(x) for x in t.read_text().splitlines()]
     t.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     dying = dict(env, REFLECT_FAILPOINTS="before_commit:add")
     proc = subprocess.run(
         [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "60", "-w", "1"],

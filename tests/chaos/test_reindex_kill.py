@@ -27,7 +27,7 @@ def _graph_nodes(env) -> set[str]:
 
 def test_a_kill_between_the_lexical_and_the_graph_step_is_finished_by_the_next_drain(env):
     env["REFLECT_INDEX_VECTORS"] = "1"
-    env.cli("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
+    env.invoke("enqueue", str(transcripts_dir() / "python-to-rust-port.jsonl"))
     proc = subprocess.run(
         [str(BIN / "reflect-jobs"), "drain", "--until-idle", "--max-seconds", "120"],
         env=dict(env, REFLECT_FAILPOINTS="mid:reindex"),
@@ -35,9 +35,9 @@ def test_a_kill_between_the_lexical_and_the_graph_step_is_finished_by_the_next_d
         timeout=300,
     )
     assert proc.returncode == -9, proc.stderr[-800:]
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     assert (job["state"], job["outcome"]) == ("done", "ok"), "the add committed before the kill"
-    lexical = json.loads(env.cli("search", "pnpm", "--mode", "lexical", "--json").stdout)
+    lexical = json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout)
     assert lexical, "the lexical step ran before the kill"
     assert not _graph_nodes(env), "killed before the graph step"
 

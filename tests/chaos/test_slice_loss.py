@@ -22,7 +22,7 @@ pytestmark = pytest.mark.chaos
 
 
 def _job(env) -> dict:
-    (job,) = json.loads(env.cli("jobs", "--json").stdout)
+    (job,) = json.loads(env.invoke("jobs", "--json").stdout)
     return job
 
 
@@ -31,7 +31,7 @@ def test_deleted_slice_is_prepared_again_and_the_job_finishes(env, tmp_path: Pat
         tmp_path / "s.jsonl", ["No, never run migrations from the web process; use a job."]
     )
     env["REFLECT_DRAIN_DAILY_MAX"] = "0"
-    job_id = env.cli("enqueue", str(t)).stdout.strip()
+    job_id = env.invoke("enqueue", str(t)).stdout.strip()
     env.cli("drain", "--until-idle", "--max-seconds", "60")
     job = _job(env)
     assert (job["stage"], job["state"]) == ("write", "deferred"), job
@@ -56,6 +56,6 @@ def test_deleted_slice_is_prepared_again_and_the_job_finishes(env, tmp_path: Pat
     assert len(calls) == 1, "one paid call, made only after the slice was rebuilt"
     # The prompt carried the rebuilt slice, not an empty or missing one.
     assert calls[0]["prompt_chars"] > len(original_slice)
-    events = json.loads(env.cli("show", job_id, "--json").stdout)["events"]
+    events = json.loads(env.invoke("show", job_id, "--json").stdout)["events"]
     assert any("slice file missing" in (e.get("detail") or "") for e in events), events
-    assert json.loads(env.cli("cost", "--json").stdout)["total"]["entries"] == 1
+    assert json.loads(env.invoke("cost", "--json").stdout)["total"]["entries"] == 1
