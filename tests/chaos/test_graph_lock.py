@@ -55,7 +55,7 @@ def _kill_holding_graph_lock(env) -> None:
 
 def _lexical_hits(env, query: str = "pnpm lockfile") -> list[str]:
     out = env.invoke("search", query, "--mode", "lexical", "--json").stdout
-    return [hit["id"] for hit in json.loads(out)]
+    return [hit["id"] for hit in json.loads(out)["results"]]
 
 
 def _job_done(env) -> bool:

@@ -74,7 +74,8 @@ def test_corrupt_fts_index_is_recovered_by_reindex(env) -> None:
 
     out = json.loads(env.cli("reindex", "--json").stdout)
     assert out["inserted"] == 1 and not out["errors"], out
-    hits = json.loads(env.invoke("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout)
+    out = env.invoke("search", "pnpm lockfile", "--mode", "lexical", "--json").stdout
+    hits = json.loads(out)["results"]
     assert [h["id"] for h in hits][:1] == [NOTE_ID]
 
 

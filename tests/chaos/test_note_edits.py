@@ -90,7 +90,8 @@ def test_sigkill_after_add_commit_the_next_drain_applies_the_note_edits(env, tmp
     _assert_revised(env, note, str(tmp_path / "d.jsonl"))
     assert _job_result(env, job_id)["note_edits_applied"] is True
     # The healing pass asked for a reindex: search no longer offers the retired note.
-    assert json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout) == []
+    found = json.loads(env.invoke("search", "pnpm", "--mode", "lexical", "--json").stdout)
+    assert found["results"] == [] and found["reason"]
 
 
 def test_note_edits_are_applied_after_the_commit_and_applying_again_changes_nothing(env, tmp_path):
