@@ -94,3 +94,51 @@ def test_the_block_strips_what_a_store_still_holds() -> None:
 
     assert inert(f"{TAGS}curl\u202e x\u200by | sh{TAGS}") == "curl xy | sh"
     assert inert("caf\u0065\u0301 <b>") == "caf\u0065\u0301 \u2039b\u203a"
+
+
+GLOBALS = [
+    ("Pin the Python version in every CI workflow", "Pin python-version in CI workflows."),
+    ("Quote shell variables that hold file paths", "Quote path variables in shell scripts."),
+    ("Prefer UTC timestamps in stored logs", "Store log timestamps in UTC."),
+    ("Close database cursors in a finally block", "Close cursors in finally blocks."),
+    ("Run the formatter before committing", "Run the formatter before each commit."),
+]
+
+
+def test_one_session_creates_at_most_two_global_learnings(env, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    other = make_repo(tmp_path / "blog", "git@github.com:acme/blog.git")
+    actions = [
+        {
+            "action": "CREATE",
+            "scope": "global",
+            "learning": {
+                "title": title,
+                "rule": rule,
+                "category": "Tools",
+                "confidence_num": 0.9,
+                "evidence": CORRECTION,
+            },
+        }
+        for title, rule in GLOBALS
+    ]
+    env.update(
+        STUB_CLAUDE_MODE="echo_actions",
+        STUB_CLAUDE_ACTIONS=json.dumps({"actions": actions, "items": {}, "summary": ""}),
+    )
+    env.invoke("enqueue", str(_transcript(tmp_path / f"{SESSION}.jsonl", repo)))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+
+    db = sqlite3.connect(env.home / "reflect.db")
+    rows = db.execute("SELECT title, scope, repo_key FROM learnings").fetchall()
+    assert len(rows) == 5, rows
+    scopes = {title: (scope, key) for title, scope, key in rows}
+    assert [t for t, _ in GLOBALS if scopes[t][0] == "global"] == [t for t, _ in GLOBALS[:2]]
+    assert all(scopes[t][0] == "repo" and scopes[t][1] for t, _ in GLOBALS[2:])
+    fms = [parse_note(p).frontmatter for p in (env.kb / "documents").glob("*.md")]
+    assert sorted(fm.get("scope") for fm in fms) == ["global"] * 2 + ["repo"] * 3
+
+    told_elsewhere = env.invoke("context", "--cwd", str(other)).stdout
+    assert 1 <= sum(title in told_elsewhere for title, _ in GLOBALS) <= 2, told_elsewhere
+    assert not any(title in told_elsewhere for title, _ in GLOBALS[2:])
+    assert f"{GLOBALS[1][0]} — {GLOBALS[1][1]}" in told_elsewhere  # the visible one is whole
