@@ -410,7 +410,15 @@ def _stamp(root: str, names: list[str]) -> dict[str, list[float]]:
 
 
 def cache_path(home: str, root: str) -> str:
-    """Where the profile of ``root`` is cached under the home."""
+    """Where the profile of ``root`` is cached under the home.
+
+    Args:
+        home: ``$REFLECT_HOME``.
+        root: The repository's root directory.
+
+    Returns:
+        ``<home>/recall/profiles/<hash of the root's path>.json``.
+    """
     digest = hashlib.sha256(os.path.abspath(root).encode("utf-8", "surrogateescape")).hexdigest()
     return os.path.join(home, "recall", "profiles", digest[:32] + ".json")
 

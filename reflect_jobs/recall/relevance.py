@@ -285,7 +285,14 @@ def fitting_globals(
 
 
 def prompt_text(prompt: object) -> str:
-    """The part of a prompt that is read: its head and tail, bounded."""
+    """The part of a prompt that is read: its head and tail, bounded.
+
+    Args:
+        prompt: The payload's prompt (anything that is not a string reads as empty).
+
+    Returns:
+        At most ``PROMPT_HEAD + PROMPT_TAIL`` characters plus a joining space.
+    """
     text = prompt if isinstance(prompt, str) else ""
     if len(text) > PROMPT_HEAD + PROMPT_TAIL:
         text = text[:PROMPT_HEAD] + " " + text[-PROMPT_TAIL:]
@@ -294,7 +301,14 @@ def prompt_text(prompt: object) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased words of a text, identifiers split too (the code-aware tokeniser's
-    words, ``index/tokens.py``: ``retryUntil`` → ``retryuntil``, ``retry``, ``until``)."""
+    words, ``index/tokens.py``: ``retryUntil`` → ``retryuntil``, ``retry``, ``until``).
+
+    Args:
+        text: Free text.
+
+    Returns:
+        The words, in order, stop words dropped.
+    """
     from reflect_jobs.index.tokens import words as token_words
 
     return token_words(text)
@@ -329,7 +343,14 @@ def terms(prompt: object, limit: int = MAX_TERMS) -> list[str]:
 
 def is_identifier(term: str) -> bool:
     """Whether a term is code (``find_each``, ``os.environ``, ``UV_INDEX_URL``): one such
-    term, rare in the store, is enough to tell a learning; one rare prose word is not."""
+    term, rare in the store, is enough to tell a learning; one rare prose word is not.
+
+    Args:
+        term: One word of the prompt.
+
+    Returns:
+        True when it holds ``_ . / : \\`` or a digit.
+    """
     return any(c in term for c in "_./:\\") or any(c.isdigit() for c in term)
 
 
@@ -383,7 +404,15 @@ def _stem(word: str) -> str:
 
 
 def score_text(weights: dict[str, float], fields: dict[str, str]) -> tuple[float, int]:
-    """Score free text (an open item) against weighted terms: (score, matched terms)."""
+    """Score free text (an open item) against weighted terms.
+
+    Args:
+        weights: Term → its weight (idf) from the prompt.
+        fields: Field name → text (``title``, ``body``…; an unknown field weighs 0.6).
+
+    Returns:
+        ``(score, matched terms)``: each matched term's weight times its best field's.
+    """
     score, matched = 0.0, 0
     stems = {name: {_stem(w) for w in words(text)} for name, text in fields.items()}
     for t, w in weights.items():
@@ -398,7 +427,15 @@ def score_text(weights: dict[str, float], fields: dict[str, str]) -> tuple[float
 def score_note(weights: dict[str, float], row: dict) -> tuple[float, int]:
     """Score a note the index says holds these terms: each term's idf times the weight of
     the best field it appears in (a substring test of its crude stem: the index already
-    said the note holds it, this only says where; the insight's weight when unseen)."""
+    said the note holds it, this only says where; the insight's weight when unseen).
+
+    Args:
+        weights: Term → its weight (idf) from the prompt.
+        row: The context store's row of the note (title, rule, key_insight…).
+
+    Returns:
+        ``(score, matched terms)``; every term counts as matched (the index matched it).
+    """
     fields = {k: str(row.get(k) or "").lower() for k in FIELD_WEIGHT}
     score = 0.0
     for t, w in weights.items():
@@ -411,7 +448,15 @@ def score_note(weights: dict[str, float], row: dict) -> tuple[float, int]:
 
 
 def rows_for_ids(conn: sqlite3.Connection, ids: list[str]) -> list[int]:
-    """The row ids of notes by note id (the worker's similarity answers name notes)."""
+    """The row ids of notes by note id (the worker's similarity answers name notes).
+
+    Args:
+        conn: The context store.
+        ids: Note ids (unknown ones are left out).
+
+    Returns:
+        The ``rid`` of each note found, queried 500 at a time.
+    """
     out: list[int] = []
     for i in range(0, len(ids), 500):
         chunk = [str(x) for x in ids[i : i + 500]]
@@ -425,7 +470,16 @@ def rows_for_ids(conn: sqlite3.Connection, ids: list[str]) -> list[int]:
 
 
 def passes(score: float, matched: int, best_idf: float) -> bool:
-    """The relevance floor: a clear score from two terms, or one rare identifier."""
+    """The relevance floor: a clear score from two terms, or one rare identifier.
+
+    Args:
+        score: The note's score.
+        matched: How many prompt terms it matched.
+        best_idf: The highest idf among its matched terms.
+
+    Returns:
+        True when the score reaches ``FLOOR`` with ``MIN_MATCHED`` terms or a rare one.
+    """
     if round(score, 6) < FLOOR:  # 3 × 0.3 is 0.8999…
         return False
     return matched >= MIN_MATCHED or best_idf >= RARE_IDF

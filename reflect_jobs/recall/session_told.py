@@ -27,7 +27,13 @@ class SessionTold:
     """
 
     def __init__(self, home: str, harness: str, session_id: object) -> None:
-        """Locate the session's file (nothing is read or written yet)."""
+        """Locate the session's file (nothing is read or written yet).
+
+        Args:
+            home: ``$REFLECT_HOME``.
+            harness: The harness (sessions of two harnesses never share a set).
+            session_id: The payload's session id; without one nothing is remembered.
+        """
         sid = str(session_id or "")
         self.enabled = bool(sid)
         digest = hashlib.sha256(f"{harness}\0{sid}".encode("utf-8", "surrogateescape")).hexdigest()
@@ -35,7 +41,11 @@ class SessionTold:
         self.path = os.path.join(self.dir, digest[:32] + ".json")
 
     def read(self) -> set[str]:
-        """The ids told so far (empty when unknown, unreadable or expired)."""
+        """The ids told so far.
+
+        Returns:
+            The set (empty when the session is unknown, the file unreadable or expired).
+        """
         if not self.enabled:
             return set()
         from reflect_jobs.fsio import open_regular
@@ -51,7 +61,12 @@ class SessionTold:
         return {str(x) for x in ids} if isinstance(ids, list) else set()
 
     def write(self, ids: list[str], *, replace: bool = False) -> None:
-        """Record ``ids`` as told (added to the set, or replacing it); failures only log."""
+        """Record ``ids`` as told; a failure is logged, never raised (the answer is out).
+
+        Args:
+            ids: The ids told now.
+            replace: Replace the set (a session start) instead of adding to it.
+        """
         if not self.enabled:
             return
         keep = list(dict.fromkeys([*([] if replace else sorted(self.read())), *ids]))[-TOLD_MAX:]

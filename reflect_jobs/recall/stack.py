@@ -229,10 +229,24 @@ def fit(applies: Iterable[str], profile: Iterable[str]) -> float | None:
 
 
 def dumps(terms: Iterable[str]) -> str:
-    """Terms as the context store keeps them: one space-separated string."""
+    """Terms as the context store keeps them: one space-separated string.
+
+    Args:
+        terms: Stack terms (empty ones are left out).
+
+    Returns:
+        The string.
+    """
     return " ".join(t for t in terms if t)
 
 
 def loads(text: object) -> list[str]:
-    """The stored string back as terms."""
+    """The stored string back as terms.
+
+    Args:
+        text: The stored value (``None`` or a non-string reads as none).
+
+    Returns:
+        The terms.
+    """
     return [t for t in str(text or "").split() if t]

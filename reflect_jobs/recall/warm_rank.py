@@ -31,7 +31,11 @@ MAX_TEXT = 2000
 
 
 def budget_sec() -> float:
-    """The budget in seconds (the variable, else the config file, else the default)."""
+    """The budget in seconds (the variable, else the config file, else the default).
+
+    Returns:
+        ``REFLECT_RECALL_WORKER_MS`` / 1000 (a bad value reads as the default; never < 0).
+    """
     from reflect_jobs.envpaths import get
 
     raw = get(BUDGET_ENV)
