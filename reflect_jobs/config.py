@@ -110,6 +110,7 @@ class Settings:
     write_lease_ttl_sec: int = _d("write_lease_ttl_sec")
     # blast radius (ARCHITECTURE §7): retirements applied per UTC day; the rest are proposals
     max_retire_per_day: int = _d("max_retire_per_day")
+    max_new_global_per_session: int = _d("max_new_global_per_session")
     # retries, poison, timeouts (SPEC-drain §5.7)
     max_retries: int = _d("max_retries")
     retry_base_sec: int = _d("retry_base_sec")

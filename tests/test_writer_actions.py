@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.lifecycle import CAUSAL_TYPES
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer import (
@@ -193,8 +194,9 @@ def test_hostile_strings_in_every_field(nasty: str) -> None:
     plan = plan_actions(parse_actions(text), allowed_ids={"lrn-ok"})
     [learned] = plan.creates
     # Within its size bound a hostile string is kept as written (item 9 cuts only the size),
-    # NUL dropped: PostgreSQL refuses it in any text.
-    stored = clean_text(nasty).strip()
+    # NUL dropped: PostgreSQL refuses it in any text; invisible characters (escape, bidi
+    # override…) dropped: nothing hides in a stored field (issue 24).
+    stored = strip_invisible(clean_text(nasty)).strip()
     assert learned["title"] == _cut(stored, FIELD_MAX_CHARS["title"])
     assert learned["tags"] == ([_cut(stored, ITEM_MAX_CHARS)] if stored else [])
     assert learned["confidence_num"] == 0.6

@@ -42,7 +42,7 @@ from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
 from reflect_jobs.writer.outcomes import retries_exhausted
 
-from . import note_edits
+from . import global_cap, note_edits
 from .middleware import Stage, StageRun, no_preview, run_stage
 from .runtime import Runtime, backoff, finish, log, log_transition, owned
 
@@ -137,6 +137,15 @@ def _add(run: StageRun) -> None:
     # The review queue (ARCHITECTURE §7.1): what no model vouched for is written proposed.
     with session_scope(rt.db, readonly=True) as session:
         known = review.statuses(session, [_own_id(x) for x in creates])
+        already = global_cap.globals_created(session, session_id)
+    # No single source takes over (issue 24): a session's new global learnings are capped;
+    # the rest stay in the session's repository (pipeline/global_cap.py).
+    narrowed = global_cap.cap_new_globals(
+        creates,
+        is_new=[_own_id(x) not in known for x in creates],
+        already=already,
+        cap=s.max_new_global_per_session,
+    )
     kept_forgotten = 0
     try:
         for learning in creates:
@@ -278,6 +287,8 @@ def _add(run: StageRun) -> None:
             summary += f" contradicted={demoted}"
         if kept_forgotten:
             summary += f" kept_forgotten={kept_forgotten}"
+        if narrowed:
+            summary += f" narrowed_to_repo={narrowed} (global cap {s.max_new_global_per_session})"
         if accepted_n:
             summary += f" accepted={accepted_n}"
         if applied:

@@ -21,6 +21,8 @@ import math
 import re
 import time
 
+from reflect_jobs.invisible import strip_invisible
+
 OPEN = "<reflect-jobs-context>"
 CLOSE = "</reflect-jobs-context>"
 MARKER_TAG = "reflect-jobs-context"
@@ -43,12 +45,14 @@ def inert(text: object, limit: int = MAX_ITEM_CHARS) -> str:
         limit: Cut to this many characters (an ellipsis marks the cut).
 
     Returns:
-        One line: control characters and newlines become spaces, runs of whitespace one
+        One line: control characters and newlines become spaces, invisible characters
+        (tag characters, bidi overrides, zero-width…: :func:`strip_invisible`) are dropped —
+        again here, whatever the store holds — runs of whitespace one
         space, ``<`` and ``>`` become ``‹`` and ``›`` (so neither marker nor any tag can
         appear), then cut to ``limit``.
     """
     s = "" if text is None else str(text)
-    s = _CONTROL.sub(" ", s).replace("<", "\u2039").replace(">", "\u203a")
+    s = strip_invisible(_CONTROL.sub(" ", s)).replace("<", "\u2039").replace(">", "\u203a")
     s = " ".join(s.split())
     return s if len(s) <= limit else s[: max(limit - 1, 0)].rstrip() + "\u2026"
 

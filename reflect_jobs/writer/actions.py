@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.lifecycle import normalise_causal_type
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer.evidence import EVIDENCE_MAX_CHARS, SCAN_CHARS, SentSlice, quote_key
@@ -149,15 +150,18 @@ def _to_str(value: Any) -> str:
     """Scalars become their text, containers their JSON; ``None`` becomes ``""``.
 
     Always storable (``clean_text``): a lone surrogate from a ``\\ud800`` escape or a NUL
-    in the model's answer would otherwise fail the note write or the ledger commit."""
+    in the model's answer would otherwise fail the note write or the ledger commit. And
+    never hiding anything (``strip_invisible``): tag characters, bidi overrides and
+    zero-width characters a hostile transcript steered into the answer are dropped here, at
+    the write boundary, so no note, ledger row or block carries them (issue 24)."""
     if value is None:
         return ""
     if isinstance(value, str):
-        return clean_text(value)
+        return strip_invisible(clean_text(value))
     if isinstance(value, bool | int | float):
         return str(value)
     try:
-        return clean_text(json.dumps(value, ensure_ascii=False))
+        return strip_invisible(clean_text(json.dumps(value, ensure_ascii=False)))
     except (TypeError, ValueError, RecursionError):
         return ""
 
@@ -174,7 +178,7 @@ def _to_str_list(value: Any) -> list[str]:
     for item in items:
         if isinstance(item, bool) or not isinstance(item, str | int | float):
             continue
-        text = clean_text(str(item)).strip()
+        text = strip_invisible(clean_text(str(item))).strip()
         if text:
             out.setdefault(text)
     return list(out)

@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer.evidence import SentSlice
 
@@ -66,10 +67,11 @@ def answer_object(text: Any) -> dict[str, Any]:
 
 
 def _text(value: Any, limit: int) -> tuple[str, bool]:
-    """A string field cleaned, whitespace-trimmed and cut to ``limit`` (and whether it was)."""
+    """A string field cleaned (invisible characters stripped), whitespace-trimmed and cut to
+    ``limit`` (and whether it was)."""
     if not isinstance(value, str):
         return "", False
-    text = clean_text(value).strip()
+    text = strip_invisible(clean_text(value)).strip()
     if len(text) > limit:
         return text[: limit - 1] + "…", True
     return text, False
