@@ -67,18 +67,21 @@ def build(root: Path, notes: int) -> dict[str, str]:
     from reflect_jobs.config import load_settings
     from reflect_jobs.ledger.db import session_scope
     from reflect_jobs.ledger.jobs import record_capture, transition
-    from reflect_jobs.ledger.models import CostRow, Job, utcnow
+    from reflect_jobs.ledger.models import CostRow, Job, Learning, utcnow
 
     settings = load_settings(env)
+    written = []
     for note in corpus.corpus(notes):
-        kb.write_learning(
+        learning = corpus.learning(note)
+        nf = kb.write_learning(
             settings.kb_path,
-            corpus.learning(note),
+            learning,
             created="2026-11-01T00:00:00Z",
             updated="2026-11-01T00:00:00Z",
             source_path="bench",
             session_id="bench",
         )
+        written.append((nf, learning))
     rng = random.Random(20261201)
     now = utcnow()
     with session_scope(settings.db_url) as s:
@@ -97,6 +100,24 @@ def build(root: Path, notes: int) -> dict[str, str]:
             job = s.get(Job, res.job_id)
             transition(s, job, to_state="running")
             transition(s, job, to_state=state, outcome=f"bench_{state}", detail="bench")
+        # The ledger's rows for the notes, as the add stage writes them: the memory view
+        # lists learnings per repository (six repositories and the global ones), with ten
+        # waiting for review.
+        for i, (nf, learning) in enumerate(written):
+            s.add(
+                Learning(
+                    id=nf.id,
+                    title=str(learning.get("title", ""))[:300],
+                    scope="repo" if i % 3 else "global",
+                    repo_key=f"github.com/acme/r{i % 6}" if i % 3 else None,
+                    status="proposed" if i < 10 else "active",
+                    confidence_num=float(learning.get("confidence_num", 0.6)),
+                    note_path=str(nf.path),
+                    evidence=str(learning.get("key_insight", ""))[:300],
+                    evidence_origin="person",
+                    session_id=f"bench-{i % 40}",
+                )
+            )
         for d in range(30):
             day = now - timedelta(days=d)
             for _ in range(rng.randint(0, settings.daily_max)):
