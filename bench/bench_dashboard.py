@@ -65,8 +65,9 @@ def build(root: Path, notes: int) -> dict[str, str]:
     os.environ.update(env)  # this process builds the ledger with the same settings
     from reflect_jobs import kb
     from reflect_jobs.config import load_settings
+    from reflect_jobs.ledger.captures import record_capture
     from reflect_jobs.ledger.db import session_scope
-    from reflect_jobs.ledger.jobs import record_capture, transition
+    from reflect_jobs.ledger.jobs import transition
     from reflect_jobs.ledger.models import CostRow, Job, Learning, utcnow
 
     settings = load_settings(env)

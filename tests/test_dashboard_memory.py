@@ -111,7 +111,8 @@ def test_memory_view_shows_what_was_learned_per_repository(stored) -> None:
     (items,) = body["items"]["repositories"]
     assert [(i["title"], i["body"]) for i in items["items"]] == [(ITEM["title"], ITEM["body"])]
 
-    page = client.get("/").text
+    assert '<main id="memory" aria-busy="false" hidden></main>' in client.get("/").text
+    page = client.get("/fragment/memory").text
     assert f'<p class="rule">{TRUSTED["rule"]}</p>' in page
     assert HOSTILE not in page and "&lt;img src=x onerror=alert(&#x27;review&#x27;)&gt;" in page
     assert f'data-review="accept" data-id="{ids[WEAK["title"]]}"' in page

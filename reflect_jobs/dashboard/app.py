@@ -145,7 +145,7 @@ def create_app(
             snapshot = overview(request)
         except ValueError as exc:  # a bad ?state= in a bookmarked address
             return PlainTextResponse(f"{exc}\n", status_code=400, headers=SECURITY_HEADERS)
-        return html(render.render_page(snapshot, memory.memory(settings), token=token))
+        return html(render.render_page(snapshot, token=token))
 
     def fragment(request: Request) -> Response:
         try:

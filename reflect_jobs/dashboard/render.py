@@ -14,7 +14,7 @@ from typing import Any
 
 from .chart import spend_chart_svg
 from .escaping import esc as _e
-from .render_memory import jobs_section, render_memory
+from .render_memory import jobs_section
 
 #: Seconds between refreshes of the live sections.
 REFRESH_SEC = 5
@@ -161,16 +161,17 @@ def render_sections(data: dict[str, Any]) -> str:
     )
 
 
-def render_page(data: dict[str, Any], memory: dict[str, Any], *, token: str) -> str:
+def render_page(data: dict[str, Any], *, token: str) -> str:
     """The whole page: the token in a meta tag, the search box, the two views.
 
-    The queue view (``#live``) refreshes itself; the memory view (``#memory``) is rendered
-    now too (first paint, no second request) but reloads only after an action or on its
-    Refresh button, so a note being typed into a Done form is never wiped by a refresh.
+    The queue view (``#live``) arrives rendered and refreshes itself. The memory view
+    (``#memory``) is loaded from ``/fragment/memory`` when its tab is opened — at 241 notes
+    it is five times the rest of the page, which most visits do not look at — and reloads
+    only after an action or on its Refresh button, so a note being typed into a Done form
+    is never wiped by a refresh.
 
     Args:
         data: :func:`reflect_jobs.dashboard.data.overview` output.
-        memory: :func:`reflect_jobs.dashboard.memory.memory` output.
         token: This run's token, which the page's script sends on every POST.
 
     Returns:
@@ -194,5 +195,5 @@ def render_page(data: dict[str, Any], memory: dict[str, Any], *, token: str) -> 
         '<p id="flash" role="status"></p>'
         '<section id="search-results" hidden></section>'
         f'<main id="live">{render_sections(data)}</main>'
-        f'<main id="memory" aria-busy="false" hidden>{render_memory(memory)}</main></body></html>'
+        '<main id="memory" aria-busy="false" hidden></main></body></html>'
     )
