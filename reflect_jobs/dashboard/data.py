@@ -29,8 +29,24 @@ STUCK_STATES = tuple(s for s in JOB_STATES if s in NEEDS_PERSON_STATES)
 NOTE_TEXT_MAX = 1200
 #: Search modes the page accepts; lexical is the default (no model load on a keystroke).
 SEARCH_MODES = ("lexical", "hybrid")
+#: Characters of a rule, evidence or item body shown (the file keeps all of it).
+TEXT_MAX = 600
 #: path → (mtime_ns, size, the note's entry or ``None`` when it did not parse).
 _NOTE_CACHE: dict[str, tuple[int, int, dict[str, Any] | None]] = {}
+
+
+def cut(text: object, limit: int = TEXT_MAX) -> str:
+    """Text as the page shows it: at most ``limit`` characters, an ellipsis when cut.
+
+    Args:
+        text: Any value (``None`` is empty).
+        limit: The most characters shown.
+
+    Returns:
+        The text, whole or cut.
+    """
+    s = "" if text is None else str(text)
+    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
 def spend_series(db_url: str, *, days: int = DAYS) -> list[dict[str, Any]]:
@@ -193,7 +209,9 @@ def search_notes(settings: Settings, query: str, *, mode: str = "lexical") -> di
     return {"hits": result.hits, "warnings": result.warnings, "error": None}
 
 
-def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str, Any]:
+def open_items_by_repository(
+    settings: Settings, *, shown: int = 5, bodies: bool = False
+) -> dict[str, Any]:
     """The Reflection Store's open items per repository this machine knows (ARCHITECTURE §14).
 
     A repository is known when its logs sit in a default memory home
@@ -206,6 +224,8 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     Args:
         settings: The settings (the KB root, ``$REFLECT_HOME`` for the index).
         shown: How many of each repository's open items to list (handoffs first, newest).
+        bodies: Also give each item's ``body`` (cut to ``TEXT_MAX`` characters),
+            ``created_at`` and ``by`` (the memory view's Done/Drop list).
 
     Returns:
         ``{"available": True, "repositories": [{"repository", "open", "items": [{"id",
@@ -218,8 +238,22 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
     from ..reflections.index import ReflectionIndex, index_path
     from ..reflections.store import Store, known_repos
 
-    cutoffs = stale_cutoffs(now_utc())
+    now = now_utc()
+    cutoffs = stale_cutoffs(now)
     out: list[dict[str, Any]] = []
+
+    def entry(item: Any) -> dict[str, Any]:
+        shown_item = {"id": item.id, "kind": item.kind, "title": item.title}
+        if bodies:
+            data = item.to_json(now)
+            shown_item.update(
+                title=cut(data["title"], 300),
+                body=cut(data.get("body"), TEXT_MAX),
+                created_at=data.get("created_at"),
+                by=data.get("by"),
+            )
+        return shown_item
+
     try:
         index = ReflectionIndex(index_path(settings.home))
     except (OSError, sqlite3.Error):
@@ -233,9 +267,7 @@ def open_items_by_repository(settings: Settings, *, shown: int = 5) -> dict[str,
                     {
                         "repository": repo.display,
                         "open": total,
-                        "items": [
-                            {"id": i.id, "kind": i.kind, "title": i.title} for i in items[:shown]
-                        ],
+                        "items": [entry(i) for i in items[:shown]],
                     }
                 )
     except (OSError, sqlite3.Error):

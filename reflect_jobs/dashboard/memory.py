@@ -27,14 +27,13 @@ from ..ledger import admin
 from ..ledger.db import session_scope
 from ..ledger.models import Job, Learning, utcnow
 from ..lifecycle import ACTIVE, JOB_STATES, LEARNING_STATUSES, PROPOSED
+from .data import cut, open_items_by_repository
 
 #: Learnings listed per repository (the count says how many more there are).
 PER_REPOSITORY = 25
 #: Statuses of learnings out of circulation that ``restore`` brings back (forgotten,
 #: superseded, withheld as stale…): every status but the told and the waiting one.
 WITHHELD_STATUSES = tuple(sorted(LEARNING_STATUSES - {ACTIVE, PROPOSED}))
-#: Characters of a rule, evidence or item body shown (the file keeps all of it).
-TEXT_MAX = 600
 #: The label of learnings that hold in every repository.
 GLOBAL = "global"
 #: Where ``forget`` moves a note (``pipeline/curation.py``).
@@ -43,11 +42,6 @@ FORGOTTEN = ".forgotten"
 NOTE_MAX_BYTES = 1 << 20
 #: path → (mtime_ns, size, rule) so a refresh does not parse every note's YAML again.
 _RULES: dict[str, tuple[int, int, str]] = {}
-
-
-def _cut(text: object, limit: int = TEXT_MAX) -> str:
-    s = "" if text is None else str(text)
-    return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
 def _age_days(at: datetime | None, now: datetime) -> int | None:
@@ -112,15 +106,15 @@ def learning_dict(row: Learning, kb_path: Path, now: datetime) -> dict[str, Any]
     """
     return {
         "id": row.id,
-        "title": _cut(row.title, 300),
-        "rule": _cut(note_rule(kb_path, row.note_path)),
+        "title": cut(row.title, 300),
+        "rule": cut(note_rule(kb_path, row.note_path)),
         "scope": row.scope,
         "repository": row.repo_key if row.scope == "repo" and row.repo_key else GLOBAL,
         "status": row.status,
         "confidence": float(row.confidence_num or 0.0),
         "proof": int(row.proof_count or 0),
         "age_days": _age_days(row.updated_at or row.created_at, now),
-        "evidence": _cut(row.evidence),
+        "evidence": cut(row.evidence),
         "evidence_origin": row.evidence_origin,
         "anchors": [
             {"path": str(a.get("path", "")), "symbol": str(a.get("symbol") or "")}
@@ -298,9 +292,9 @@ def review_queue(settings: Settings) -> list[dict[str, Any]]:
         r["scope"] = scope
         r["repository"] = key if scope == "repo" and key else GLOBAL
         r["age_days"] = _age_days(at, now)
-        r["rule"] = _cut(note_rule(settings.kb_path, r.get("note_path")))
-        r["evidence"] = _cut(r.get("evidence"))
-        r["title"] = _cut(r.get("title"), 300)
+        r["rule"] = cut(note_rule(settings.kb_path, r.get("note_path")))
+        r["evidence"] = cut(r.get("evidence"))
+        r["title"] = cut(r.get("title"), 300)
     return rows
 
 
@@ -312,48 +306,10 @@ def items_by_repository(settings: Settings, *, shown: int = 20) -> dict[str, Any
         shown: At most this many items per repository.
 
     Returns:
-        ``{"available", "repositories": [{"repository", "open", "items": [{"id", "kind",
-        "title", "body", "created_at", "by"}]}]}``, repositories with open items only.
+        :func:`reflect_jobs.dashboard.data.open_items_by_repository` with bodies: each item
+        ``id``, ``kind``, ``title``, ``body``, ``created_at`` and ``by``.
     """
-    import sqlite3
-
-    from ..reflections.fold import now_utc, stale_cutoffs
-    from ..reflections.index import ReflectionIndex, index_path
-    from ..reflections.store import Store, known_repos
-
-    cutoffs = stale_cutoffs(now_utc())
-    now = now_utc()
-    out: list[dict[str, Any]] = []
-    try:
-        index = ReflectionIndex(index_path(settings.home))
-    except (OSError, sqlite3.Error):
-        return {"available": False, "repositories": []}
-    try:
-        for repo in known_repos(index, settings.kb_path):
-            Store(repo, "dashboard", index).refresh()
-            items, total = index.fresh_open(repo.key, cutoffs, shown)
-            if not total:
-                continue
-            rows = []
-            for item in items[:shown]:
-                data = item.to_json(now)
-                rows.append(
-                    {
-                        "id": data["id"],
-                        "kind": data["kind"],
-                        "title": _cut(data["title"], 300),
-                        "body": _cut(data.get("body")),
-                        "created_at": data.get("created_at"),
-                        "by": data.get("by"),
-                    }
-                )
-            out.append({"repository": repo.display, "open": total, "items": rows})
-    except (OSError, sqlite3.Error):
-        return {"available": False, "repositories": []}
-    finally:
-        index.close()
-    out.sort(key=lambda r: (-r["open"], r["repository"]))
-    return {"available": True, "repositories": out}
+    return open_items_by_repository(settings, shown=shown, bodies=True)
 
 
 def change_item(settings: Settings, repository: str, ident: str, op: str, note: str) -> str:
