@@ -392,34 +392,6 @@ def get_row(conn: sqlite3.Connection, note_id: str) -> dict | None:
     return rows[0] if rows else None
 
 
-def match_rows(conn: sqlite3.Connection, fts_query: str, limit: int = 10) -> list[dict]:
-    """Learnings matching an FTS5 expression over title, rule and key insight, best first.
-
-    Args:
-        conn: A connection.
-        fts_query: An FTS5 MATCH expression built only of quoted phrases (the caller's job).
-        limit: At most this many.
-
-    Returns:
-        Row mappings, as :func:`repo_rows`, each with ``bm25`` added (lower is better).
-    """
-    cur = conn.execute(
-        "SELECT n.id, n.scope, n.repo_key, n.title, n.rule, n.key_insight, n.category, n.path,"
-        " n.proof_count, n.confidence, n.updated_ts, bm25(notes_fts, 4.0, 2.0, 1.0) AS r"
-        " FROM notes_fts JOIN notes n ON n.rid = notes_fts.rowid"
-        " WHERE notes_fts MATCH ? ORDER BY r, n.id LIMIT ?",
-        (fts_query, int(limit)),
-    )
-    out = []
-    for r in cur.fetchall():
-        row = dict(zip(_KEYS[:11], r[:-1], strict=True))
-        row["anchors"] = ""  # per-prompt recall tells a few strong matches unverified
-        row["applies_to"] = ""
-        row["bm25"] = float(r[-1])
-        out.append(row)
-    return out
-
-
 def rows_by_rid(conn: sqlite3.Connection, rids: list[int]) -> list[dict]:
     """Learnings by their row ids (the FTS table's rowids), each with ``rid`` added.
 
