@@ -30,20 +30,26 @@ MAX_TERMS = 32
 #: A single token longer than this is a hash, a blob or base64, not a word anyone searches.
 MAX_TOKEN_CHARS = 64
 
-#: English function words and question filler: they occur in almost every note, so matching
-#: them says nothing about relevance (BM25 gives them some weight all the same).
+#: The one stop-word list (search, the lexical index's queries and per-prompt recall all read
+#: it): English function words, question filler and a prompt's conversational words
+#: ("please", "thanks", "something", "actually"). They occur in almost every note or prompt,
+#: so matching them says nothing about relevance (BM25 gives them some weight all the same).
+#: Contractions are split at the apostrophe by the word pattern, so their stems are here too
+#: ("don't" → ``don``; the single letter ``t`` is dropped anyway).
 _STOP_TEXT = """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can cannot could did do does doing done down during each
-    either else etc even ever every few for from further get gets getting got had has have
-    having he her here hers herself him himself his how i if in into is it its itself just
-    least less let lets like ll may me might more most much must my myself no nor not now of
-    off on once one only or other ought our ours ourselves out over own per please quite
-    rather re really same shall she should since so some such than that the their theirs them
-    themselves then there these they this those though through thus to too under until up upon
-    us use used uses using very via want wants was way ways we were what whatever when where
-    whether which while who whom whose why will with within without would yet you your yours
-    yourself yourselves
+    a about above actually after again against all also always am an and another any anything
+    are as at be because been before being below between both but by can cannot could did do
+    does doing done down during each either else etc even ever every few for from further get
+    gets getting got had has have having he her here hers herself hey hi him himself his how i
+    if in into is it its itself just least less let lets like ll make makes may maybe me might
+    more most much must my myself need needs never new no nor not now of off ok okay on once
+    one only or other ought our ours ourselves out over own per please quite rather re really
+    same shall she should since so some something still stuff such sure than thank thanks that
+    the their theirs them themselves then there these they thing things this those though
+    through thus to too two under until up upon us use used uses using very via want wants was
+    way ways we were what whatever when where whether which while who whom whose why will with
+    within without would yeah yes yet you your yours yourself yourselves
+    aren couldn didn doesn don hadn hasn haven isn mustn shouldn ve wasn weren won wouldn
 """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
