@@ -71,3 +71,16 @@ def test_the_hook_path_can_import_it_standard_library_only() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['reflect_jobs', 'reflect_jobs.index', 'reflect_jobs.index.tokens']"
+
+
+def test_one_stop_word_list_for_search_and_prompt_recall() -> None:
+    """Search and per-prompt recall read the same words of the same text: a conversational
+    word or a contraction's stem is dropped by both, and the terms they keep agree."""
+    from reflect_jobs.recall import relevance
+
+    prompt = "Hey, please don't make the new retryUntil thing flaky; it's still failing"
+    words = set(query_terms(prompt).words)
+    assert {"retryuntil", "retry", "flaky", "failing"} <= words
+    assert not words & {"hey", "please", "don", "make", "new", "thing", "still"}
+    assert set(relevance.terms(prompt)) <= words | set(query_terms(prompt).idents) | {"retryuntil"}
+    assert not hasattr(relevance, "STOPWORDS")  # one owner: index/tokens.STOP_WORDS
