@@ -25,6 +25,11 @@ checkout, and then for every situation:
 * **prompt** — the UserPromptSubmit hook with ``REFLECT_RECALL_ON_PROMPT=1``, once in a
   fresh session (hit, precision, silence when nothing is needed) and once after the block
   in the same session (what the session was told in all);
+* **context** (with the prompt section) — MCP ``context`` with the situation's query as its
+  ``query`` (what an agent asks when its task needs more than the block holds: at most 8,
+  above the relevance floor). The *reach* figures count a learning reached when the block,
+  per-prompt recall in that session, or this ``context`` call told it — the issue's route
+  for repositories with more learnings than the block can hold;
 * **search** — ``reflect-jobs search QUERY --json -k 5`` per mode, with ``--repo`` and
   without: hit@1 / hit@5 for repository and global learnings, and how often an irrelevant
   query is answered with nothing.
@@ -41,6 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +83,18 @@ def hook(event: str, cwd: Path, session: str, prompt: str = "") -> str:
     if not text:
         return ""
     return json.loads(text)["hookSpecificOutput"]["additionalContext"]
+
+
+def context(query: str, cwd: Path) -> str:
+    """The block MCP ``context`` answers for ``query`` in ``cwd`` (``""`` when nothing fits)."""
+    from reflect_jobs.envpaths import kb_root_str
+    from reflect_jobs.recall.mcp_scope import ServerScope
+    from reflect_jobs.recall.tools import context_tool
+
+    text = context_tool(
+        Path(kb_root_str()), str(cwd), scope=ServerScope.here(str(cwd)), query=query
+    )
+    return text if "- [" in text else ""
 
 
 def search(query: str, mode: str, repo_dir: Path | None, runner: CliRunner) -> list[str]:
@@ -208,16 +226,25 @@ def measure(
                 lat.setdefault(kind, []).append(time.perf_counter() - s)
                 return r
 
+            # Session ids unique to this run: a reused KB's home keeps what earlier runs'
+            # sessions were told, and a session is never told a learning twice.
+            run = uuid.uuid4().hex[:8]
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = after = alone = ""
+                block = after = alone = ctx = ""
                 if "block" in sections:
-                    block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-session")
+                    block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-{run}-session")
                 if "prompt" in sections:
-                    after = hook("UserPromptSubmit", cwd, f"{s['id']}-session", s["prompt"])
+                    after = hook("UserPromptSubmit", cwd, f"{s['id']}-{run}-session", s["prompt"])
                     alone = timed(
-                        "prompt", hook, "UserPromptSubmit", cwd, f"{s['id']}-fresh", s["prompt"]
+                        "prompt",
+                        hook,
+                        "UserPromptSubmit",
+                        cwd,
+                        f"{s['id']}-{run}-fresh",
+                        s["prompt"],
                     )
+                    ctx = timed("context", context, s["query"], cwd)
                 found = {}
                 for mode in modes if "search" in sections else ():
                     for scope, rd in (("repo", cwd), ("all", None)):
@@ -236,6 +263,7 @@ def measure(
                         "session_ids": sorted(
                             set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
                         ),
+                        "context_ids": judge.told(ctx, s["repo"])["ids"],
                         "search": found,
                     }
                 )
@@ -286,6 +314,16 @@ def summarise(
         block["session_" + name] = _mean(
             [sum(e in r["session_ids"] for e in part(r, scope)) / len(part(r, scope)) for r in sel]
         )
+
+        def reached(r: dict, scope: str = scope) -> float:
+            got = set(r["session_ids"]) | set(r.get("context_ids", ()))
+            return sum(e in got for e in part(r, scope)) / len(part(r, scope))
+
+        block["reach_" + name] = _mean([reached(r) for r in sel])
+        if scope == "repo":
+            block["reach_repo_hit_40plus"] = _mean(
+                [reached(r) for r in sel if r["repo_size"] >= BIG_REPO]
+            )
     lines = [r["block_lines"][e] for r in rel for e in r["expected"] if e in r["block_lines"]]
     block["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
     block["chars_mean"] = (
