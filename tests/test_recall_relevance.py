@@ -317,3 +317,29 @@ def test_an_old_store_without_applies_to_still_tells_and_is_rebuilt(env, tmp_pat
     conn.close()
     reindex(env.kb)
     assert rust in _ids(_hook("SessionStart", repo, "o2"))
+
+
+def test_the_learning_a_prompt_is_about_comes_before_a_neighbour_sharing_its_words(
+    env, tmp_path, monkeypatch
+):
+    """Both learnings hold every word of the prompt (the same evidence, the same floor);
+    only the first is *about* it — its title is what the prompt names — so it alone is told
+    (the neighbour falls below ``RELATIVE`` of it once the title share orders them)."""
+    _kb(env, tmp_path, monkeypatch)
+    about = add_note(
+        env.kb,
+        learning("Flaky e2e tests", "Poll with retry() instead of sleeping", repo=KEY),
+    )
+    brushes = add_note(
+        env.kb,
+        learning(
+            "Run the standalone bundle check before a release",
+            "The flaky e2e tests job runs it too",
+            repo=KEY,
+        ),
+    )
+    reindex(env.kb)
+    assert relevance.title_share(["flaky", "e2e", "tests"], "Flaky e2e tests") == 1.0
+    assert relevance.title_share(["flaky"], "Run the standalone bundle check") == 0.0
+    told = _ids(_hook("UserPromptSubmit", _rust_repo(tmp_path), "t1", "the e2e tests are flaky"))
+    assert told == [about.id] and brushes.id not in told

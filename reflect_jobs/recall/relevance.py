@@ -40,11 +40,14 @@ RARE_IDF = 0.8
 #: one topic, and idf alone would then say nothing ever matches.
 MIN_WEIGHT = 0.3
 #: A candidate must score at least this share of the best candidate's score.
-RELATIVE = 0.85
+RELATIVE = 0.9
 #: The worker's cosine: what it adds above its base, and what passes on its own.
 SEM_WEIGHT = 2.5
 SEM_BASE = 0.3
 SEM_ALONE = 0.6
+#: Ranking (not the floor) multiplies a score by ``1 + TITLE_SHARE × the share of the
+#: title's words the prompt names`` (:func:`title_share`; tuned on dev with RELATIVE).
+TITLE_SHARE = 1.0
 #: Notes read and scored per prompt at most (those holding the most term weight).
 CANDIDATES = 300
 FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
@@ -261,6 +264,29 @@ def score_note(weights: dict[str, float], row: dict) -> tuple[float, int]:
     return score, len(weights)
 
 
+def title_share(term_list: list[str], title: object) -> float:
+    """The share of a title's words the prompt names (its crude stems).
+
+    A learning's title says what it is about in a few words; a prompt naming most of them
+    is about that learning, one sharing a word or two of a long title with it only brushes
+    past (``Test PPR with __NEXT_CACHE_COMPONENTS=true`` for a prompt about a flaky e2e
+    test). Ranking by this share too puts the learning the prompt is about before its
+    neighbours that share the repository's vocabulary.
+
+    Args:
+        term_list: The prompt's terms the note holds.
+        title: The note's title.
+
+    Returns:
+        In [0, 1]; 0 for an empty title.
+    """
+    title_words = [_stem(w) for w in words(str(title or "")) if len(w) > 1]
+    if not title_words:
+        return 0.0
+    stems = {_stem(t) for t in term_list}
+    return sum(w in stems for w in title_words) / len(title_words)
+
+
 def rows_for_ids(conn: sqlite3.Connection, ids: list[str]) -> list[int]:
     """The row ids of notes by note id (the worker's similarity answers name notes).
 
@@ -318,6 +344,9 @@ def rank_for_prompt(
     idf of the prompt's terms it holds (title and rule count whole, the insight 0.6);
     ``semantic`` (note id → cosine from the worker) adds
     ``SEM_WEIGHT·max(0, cos − SEM_BASE)``, and a cosine of :data:`SEM_ALONE` passes alone.
+    Those that pass the floor are ordered by that score times ``1 + TITLE_SHARE ×``
+    :func:`title_share` (the learning the prompt is about before its neighbours), and only
+    those within :data:`RELATIVE` of the best are told.
 
     Args:
         conn: A context-store connection.
@@ -369,8 +398,11 @@ def rank_for_prompt(
         score += SEM_WEIGHT * max(0.0, cos - SEM_BASE)
         if row["scope"] == "repo":
             score *= 1.1  # the repository's own rule before a general one at equal relevance
+        # The floor decides on the evidence (so whether anything is told is the title's
+        # business not at all); the title share only orders what passed.
         if passes(score, matched, best) or cos >= SEM_ALONE:
-            scored.append({**row, "relevance": round(score, 3)})
+            ranked = score * (1.0 + TITLE_SHARE * title_share(held, row.get("title")))
+            scored.append({**row, "relevance": round(ranked, 3)})
     for item in items or []:
         ident = str(item.get("id"))
         if ident in told:
