@@ -66,6 +66,7 @@ def collect(kb_root: Path, dirs: dict, situations: list[dict], weights: tuple) -
                     "lex": [(h.doc_id, h.score, h.coverage) for h in hits],
                     "vec": vec,
                     "own": sorted(own),
+                    "docs": lex.size(),
                 }
             )
     lex.close()
@@ -77,7 +78,8 @@ def evaluate(records: list[dict], fusion: Fusion, use_vector: bool, kinds: dict)
     res: dict[str, list[float]] = {}
     for r in records:
         hits = [LexicalHit(*h) for h in r["lex"]]
-        ranked = [d for d, _ in fuse(hits, r["vec"], set(r["own"]), fusion, use_vector=use_vector)][
+        sized = fusion.sized(r.get("docs", fusion.floor_docs))  # the floor search applies
+        ranked = [d for d, _ in fuse(hits, r["vec"], set(r["own"]), sized, use_vector=use_vector)][
             :5
         ]
         if not r["expected"]:

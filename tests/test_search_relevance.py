@@ -162,9 +162,43 @@ def test_the_repositorys_own_learning_beats_a_global_one_at_equal_relevance(env,
     reindex(env.kb)
     for mode in ("lexical", "hybrid"):
         results, _, _ = cli("docker base image digest", "--mode", mode, "--repo", str(shop))
-        assert _ids(results) == [mine, theirs], mode
+        # The same lesson (the same rule) takes one slot: the repository's own copy.
+        assert _ids(results) == [mine], mode
     results, _, _ = cli("docker base image digest", "--global")
     assert _ids(results) == [theirs]
+
+
+def test_one_lesson_recorded_in_many_repositories_takes_one_result_slot(env, cli, tmp_path):
+    """Six copies of one lesson (global and in five repositories, as an un-deduplicated KB
+    holds it) would fill an unscoped top 5; the different learning asked for stays in it."""
+    rule = "Never make a cargo feature remove functionality from the crate."
+    copies = [
+        add_note(
+            env.kb,
+            learning(
+                f"{part}: cargo features must be additive",
+                rule,
+                repo=f"github.com/acme/{part}" if part != "global" else None,
+                scope="global" if part == "global" else "repo",
+            ),
+        ).id
+        for part in ("global", "indexer", "watchdog", "cli", "agent", "server")
+    ]
+    wanted = add_note(
+        env.kb,
+        learning(
+            "Cargo unifies features across the dependency graph",
+            "Two crates enabling different cargo features of one dependency build it once "
+            "with both: a feature seen in one crate leaks into the other.",
+            scope="global",
+        ),
+    ).id
+    reindex(env.kb)
+    for mode in ("lexical", "hybrid"):
+        results, _, _ = cli("additive cargo features graph", "--mode", mode, "-k", "5")
+        ids = _ids(results)
+        assert wanted in ids, mode
+        assert len(set(ids) & set(copies)) == 1, mode
 
 
 class _Stub:

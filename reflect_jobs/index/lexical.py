@@ -370,6 +370,29 @@ class LexicalIndex:
         ).fetchone()
         return None if row is None else {"title": row[0], "path": row[1], "status": row[2]}
 
+    def size(self) -> int:
+        """How many documents the index holds (what the relevance floor is sized by).
+
+        Returns:
+            The count of indexed documents, any status.
+        """
+        return int(self._conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+
+    def rule_of(self, doc_id: str) -> str:
+        """A document's rule (its ``rule`` column), ``""`` when it has none or is unknown.
+
+        Args:
+            doc_id: The note's id.
+
+        Returns:
+            The rule text as indexed.
+        """
+        row = self._conn.execute(
+            "SELECT f.rule FROM docs d JOIN docs_fts f ON f.rowid = d.rid WHERE d.doc_id = ?",
+            (doc_id,),
+        ).fetchone()
+        return str(row[0] or "") if row else ""
+
     def search(
         self,
         query: str,

@@ -25,8 +25,9 @@ step with the notes).
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,31 @@ class Fusion:
     cosine_zero: float = 0.1
     #: Multiplier on the repository's own learnings (global ones at equal relevance lose).
     own_boost: float = 1.25
-    #: A hit must reach this coverage …
+    #: A hit must reach this coverage (in a KB of :attr:`floor_docs` notes; see
+    #: :meth:`sized`) …
     floor_coverage: float = 0.4
     #: … or this cosine (hybrid/vector modes) to be returned.
     floor_cosine: float = 0.55
+    #: The KB size :attr:`floor_coverage` is set for, and how much the floor rises per
+    #: tenfold more notes. The more notes, the more an unrelated query matches some of its
+    #: words by chance: on the dev split the best-covered *irrelevant* query reached 0.31 at
+    #: 248 notes and 0.38 at 2,342, the worst-covered relevant hit kept 0.42 at both; the
+    #: floor sits midway at each size (0.37 and 0.40).
+    floor_docs: int = 2000
+    floor_per_decade: float = 0.033
+
+    def sized(self, docs: int) -> Fusion:
+        """These settings with the coverage floor for a KB of ``docs`` notes.
+
+        Args:
+            docs: Notes in the lexical index.
+
+        Returns:
+            A copy whose :attr:`floor_coverage` is moved by :attr:`floor_per_decade` per
+            tenfold from :attr:`floor_docs`, kept within [0.2, 0.6].
+        """
+        shift = self.floor_per_decade * math.log10(max(docs, 1) / self.floor_docs)
+        return replace(self, floor_coverage=min(max(self.floor_coverage + shift, 0.2), 0.6))
 
 
 FUSION = Fusion()
@@ -220,6 +242,30 @@ def scope_filter(kb_path: Path, repo_key: str | None, only_global: bool) -> Scop
     return Scope(frozenset(exclude), frozenset(own))
 
 
+#: A rule shorter than this many words is not taken as one lesson's fingerprint.
+LESSON_MIN_WORDS = 4
+
+
+def lesson_key(rule: str) -> str:
+    """What makes two results the same lesson: their rule's words, in order.
+
+    An un-deduplicated KB records one lesson many times — once global, again in every
+    repository that learned it ("watchdog: Feature flags must be additive", "indexer: …"),
+    each with the same rule. An unscoped search would fill its five results with copies and
+    push out the different learning that was asked for; the best-ranked copy stands for all.
+
+    Args:
+        rule: A result's rule text.
+
+    Returns:
+        Its lower-cased words joined by spaces (stop words included: "never" and "always"
+        change a rule), or ``""`` when it has fewer than :data:`LESSON_MIN_WORDS` (no
+        fingerprint: never merged).
+    """
+    found = [w.lower() for w in tokens.WORD.findall(rule)]
+    return " ".join(found) if len(found) >= LESSON_MIN_WORDS else ""
+
+
 def fuse(
     lexical: list[LexicalHit],
     vector: list[tuple[str, float]],
@@ -306,6 +352,7 @@ def _search(
         if lex.outdated:
             warnings.append("the lexical index predates this version: run `reflect-jobs reindex`")
         lexical = lex.scored(query, CANDIDATES, exclude=exclude, coverage=True)
+        fusion = fusion.sized(lex.size())
         vector: list[tuple[str, float]] = []
         vector_ok = False
         if mode != "lexical":
@@ -340,10 +387,16 @@ def _search(
                 or (mode == "naive" and s >= fusion.floor_cosine)
             ]
         hits = []
+        lessons: set[str] = set()
         for doc_id, score in ranked:
             meta = lex.lookup(doc_id)
             if meta is None or meta["status"] not in (ACTIVE, PROPOSED):
                 continue  # unknown to the (status-aware) index, retired or superseded
+            lesson = lesson_key(lex.rule_of(doc_id))
+            if lesson in lessons:
+                continue  # the same lesson, recorded again elsewhere: one result slot
+            if lesson:
+                lessons.add(lesson)
             hit = {
                 "id": doc_id,
                 "title": meta["title"],

@@ -53,7 +53,8 @@ _STOP_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")
+
 # Word runs joined by path, module, namespace or kebab separators: next.js, try/except,
 # foo_bar.py, std::sync::Mutex, pnpm-lock.yaml, C:\Users\x.
 _COMPOUND = re.compile(r"\w+(?:(?:::|[./\\:-])\w+)*")
@@ -155,7 +156,7 @@ def words(text: str) -> list[str]:
         The words, de-duplicated in first-seen order.
     """
     out: dict[str, None] = {}
-    for run in _WORD.findall(text):
+    for run in WORD.findall(text):
         whole = run.lower()
         if _keep(whole):
             out[whole] = None
@@ -209,7 +210,7 @@ def index_text(text: str) -> str:
     extra: dict[str, None] = {}
     for ident in identifiers(text):
         extra[squash(ident)] = None
-    for run in _WORD.findall(text):
+    for run in WORD.findall(text):
         parts = split_word(run)
         if len(parts) > 1 and "_" not in run:
             for part in parts:
