@@ -343,3 +343,16 @@ def test_the_learning_a_prompt_is_about_comes_before_a_neighbour_sharing_its_wor
     assert relevance.title_share(["flaky"], "Run the standalone bundle check") == 0.0
     told = _ids(_hook("UserPromptSubmit", _rust_repo(tmp_path), "t1", "the e2e tests are flaky"))
     assert told == [about.id] and brushes.id not in told
+
+
+def test_a_manifests_versions_and_section_names_are_not_its_dependencies(tmp_path):
+    """``tokio = "1"`` names tokio, not "1"; ``[workspace.dependencies]`` is no dependency
+    called "dependencies"; ``[dependencies.serde]`` names serde, not its ``version`` key."""
+    repo = make_repo(tmp_path / "ws", "https://github.com/acme/ws.git")
+    (repo / "Cargo.toml").write_text(
+        '[workspace]\nmembers = ["crates/*"]\n\n[workspace.dependencies]\ntokio = "1"\n'
+        'clap = "4"\n\n[dependencies.serde]\nversion = "1.0"\n'
+    )
+    deps = profile.profile(str(repo), str(tmp_path / "home"))["dependencies"]
+    assert {"tokio", "clap", "serde"} <= set(deps)
+    assert not {"1", "4", "1.0", "dependencies", "version"} & set(deps)

@@ -41,7 +41,8 @@ TOP_EXTENSIONS = 6
 #: An extension counts when it is at least this share of the files seen.
 EXTENSION_SHARE = 0.04
 CACHE_TTL_SEC = 86400.0
-CACHE_VERSION = 1
+#: Bumped when what a profile holds changes (2: versions and section names are not names).
+CACHE_VERSION = 2
 MAX_DEPENDENCIES = 400
 
 MANIFESTS = (
@@ -245,11 +246,19 @@ def _toml_names(text: str) -> set[str]:
     bounds = [*(s for s, _ in sections), len(text)]
     for i, (start, title) in enumerate(sections):
         body = text[start : bounds[i + 1]]
+        head, _, tail = title.partition(".")
+        if head.endswith("dependencies") and tail:  # [dependencies.serde]: its keys are
+            names.add(tail.strip("'\""))  # the dependency's settings, not names
+            continue
         if "dependencies" in title:
             names.update(k for k in _TOML_KEY.findall(body))
-            names.update(re.split(r"[<>=!~\[; ]", q, maxsplit=1)[0] for q in _QUOTED.findall(body))
-        if title.endswith("dependencies") and "." in title:
-            names.add(title.rsplit(".", 1)[-1])
+            # Quoted names in arrays (``test = ["pytest>=8"]``); a quoted value after a key
+            # is a version (``tokio = "1"``), never a name: names start with a letter.
+            names.update(
+                n
+                for q in _QUOTED.findall(body)
+                if (n := re.split(r"[<>=!~\[; ]", q, maxsplit=1)[0])[:1].isalpha()
+            )
     for m in re.finditer(
         r"^\s*(dependencies|requires|members|dev-dependencies)\s*=\s*\[([^\]]*)\]",
         text,
@@ -259,7 +268,7 @@ def _toml_names(text: str) -> set[str]:
             names.add(re.split(r"[<>=!~\[; ]", q, maxsplit=1)[0].rsplit("/", 1)[-1])
     for m in re.finditer(r"^\s*name\s*=\s*[\"']([^\"']+)", text, re.MULTILINE):
         names.add(m.group(1))
-    return names
+    return {n for n in names if n[:1].isalpha()}
 
 
 def _manifest_names(name: str, text: str) -> set[str]:
