@@ -120,6 +120,10 @@ SPECS: tuple[tuple, ...] = (
      "A local model directory or a hub id owner/name."),
     ("recall_worker_ms", "REFLECT_RECALL_WORKER_MS", ADVANCED, "int", 30, "30", {"min": 0},
      "Per-prompt recall waits this long for the worker's model, then ranks lexically."),
+    ("forget_unused_days", "REFLECT_FORGET_UNUSED_DAYS", ADVANCED, "int", 180, "180",
+     {"min": 0},
+     "A learning nobody confirmed for this many days is dormant: not told at session start"
+     " (0: never)."),
     ("model_idle_sec", "REFLECT_MODEL_IDLE_SEC", ADVANCED, "int", 600, "600", {"min": 1},
      "The worker's model child exits after this long idle."),
     ("search_worker_sec", "REFLECT_SEARCH_WORKER_SEC", ADVANCED, "float", 30.0, "30",

@@ -263,6 +263,45 @@ def stale_anchors(reached: list) -> list[str]:
 
 
 @huey.task()
+def confirm_learnings(entries: list) -> list[str]:
+    """Record confirmations the MCP server saw (an agent's ``get``; ARCHITECTURE §13.3).
+
+    Args:
+        entries: ``[[id, by, session or None], …]``.
+
+    Returns:
+        The ids whose confirmation was recorded.
+    """
+    from .pipeline.confirm import apply_confirmations
+
+    rt = runtime()
+    done = apply_confirmations(rt.settings.kb_path, rt.db, entries)
+    if done:
+        log.info("confirmed", learnings=done)
+        if not rt.settings.skip_reindex:
+            rt.dispatcher.kb_changed()
+    return done
+
+
+@huey.periodic_task(crontab(minute="41"))
+def forget_expired() -> list[str]:
+    """Hourly: forget every learning whose own ``forget_after`` has passed (seed 003).
+
+    Returns:
+        The ids forgotten (``pipeline/expiry.py:forget_expired``).
+    """
+    from .pipeline.expiry import forget_expired as sweep
+
+    rt = runtime()
+    done = sweep(rt.settings.kb_path, rt.db)
+    if done:
+        log.info("forget_after", learnings=done)
+        if not rt.settings.skip_reindex:
+            rt.dispatcher.kb_changed()
+    return done
+
+
+@huey.task()
 def reindex_task(force: bool = False) -> dict | None:
     """Repair the graph, then reindex — one graph writer at a time, coalesced.
 

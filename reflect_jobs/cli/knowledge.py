@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 def search(
     query: str, mode: str, k: int, repo_dir: str | None, only_global: bool, as_json: bool
 ) -> None:
-    """Search the knowledge base (retired notes never appear; proposed ones are marked).
+    """Search the knowledge base (retired notes never appear; proposed and dormant ones are
+    marked).
 
     Nothing is returned below a relevance floor. --json prints {"results": [...], "reason":
     ...}; reason says why results is empty. The graph modes (local, global) are explicit only.
@@ -74,6 +75,12 @@ def search(
         repo_key = ref.key
     quiet_libraries(s)
     result = _search(s, query, mode, k, repo_key=repo_key, only_global=only_global)
+    from ..recall import fading
+
+    dormant = fading.dormant_ids(str(s.kb_path), [str(h["id"]) for h in result.hits])
+    for h in result.hits:
+        if h["id"] in dormant:  # found, but not told at session start (issue 23)
+            h["dormant"] = True
     if as_json:
         emit({"results": result.hits, "reason": result.reason})
     else:
@@ -81,6 +88,8 @@ def search(
             click.echo(f"no matches: {result.reason}" if result.reason else "no matches")
         for i, h in enumerate(result.hits, 1):
             mark = "  (proposed: waiting for review)" if h.get("status") == "proposed" else ""
+            if h.get("dormant"):
+                mark += "  " + fading.mark(fading.unused_days())
             click.echo(
                 f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}{mark}\n   {h['path']}"
             )

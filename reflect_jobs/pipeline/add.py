@@ -26,6 +26,7 @@ from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
 from reflect_jobs.kb import anchors
 from reflect_jobs.ledger import (
+    confirmations,
     contradiction,
     control,
     learnings,
@@ -37,6 +38,7 @@ from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Learning, utcnow
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, PROPOSED, normalise_learning_type
+from reflect_jobs.recall import fading
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
@@ -207,24 +209,42 @@ def _add(run: StageRun) -> None:
         # One that carries its own evidence from another session accepts a proposed
         # learning (ARCHITECTURE §7.1).
         model = writer != review.HEURISTIC
-        proofs: list[tuple[str, str | None, bool, Any]] = []  # id, why, trusted, origin
+        # id, why, trusted, origin, with evidence
+        proofs: list[tuple[str, str | None, bool, Any, bool]] = []
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
             twin_why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
             proofs.append(
-                (twin_id, twin_why, not learning["review"], learning.get("evidence_origin"))
+                (
+                    twin_id,
+                    twin_why,
+                    not learning["review"],
+                    learning.get("evidence_origin"),
+                    bool(learning.get("evidence")),
+                )
             )
         for upd in plan.get("updates", []):
             reason: str | None = upd.get("reason")
             if upd.get("evidence"):
                 reason = f"{reason or 'confirmed'} — evidence: {upd['evidence']}"
             proofs.append(
-                (str(upd.get("target_id", "")), reason, model, upd.get("evidence_origin"))
+                (
+                    str(upd.get("target_id", "")),
+                    reason,
+                    model,
+                    upd.get("evidence_origin"),
+                    bool(upd.get("evidence")),
+                )
             )
-        for lid, why, trusted, origin in proofs:
+        for lid, why, trusted, origin, evidenced in proofs:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
+            # With evidence, from a later session: a confirmation (ledger/confirmations.py).
+            if evidenced and confirmations.record_confirmation(
+                session, lid, by=confirmations.BY_UPDATE, session_id=session_id
+            ):
+                edits.append(note_edits.confirm(lid, now_iso))
             row = session.get(Learning, lid)
             if review.confirms(row, session_id=session_id, trusted=trusted, origin=origin):
                 assert row is not None
@@ -340,10 +360,12 @@ def record_learning(
         repo_key: The repository it was learned in (kept only for a ``repo`` learning).
 
     Returns:
-        What :func:`reflect_jobs.ledger.learnings.upsert_learning` did.
+        What :func:`reflect_jobs.ledger.learnings.upsert_learning` did. A learning carrying
+        ``forget_after`` (an ISO UTC time, ``recall/fading.py``) has it recorded too, for
+        the hourly sweep (``pipeline/expiry.py``); one without keeps what the row had.
     """
     scope = kb.note_scope(learning)
-    return learnings.upsert_learning(
+    res = learnings.upsert_learning(
         session,
         learning_id=note.id,
         title=str(learning.get("title", "")),
@@ -363,6 +385,11 @@ def record_learning(
         evidence_origin=str(learning.get("evidence_origin") or "") or None,
         anchors=list(learning.get("anchors") or []),
     )
+    if learning.get("forget_after"):
+        row = session.get(Learning, res.learning_id)
+        if row is not None:
+            row.forget_after = fading.parse_forget_after(learning["forget_after"])
+    return res
 
 
 def contradictions(

@@ -37,6 +37,7 @@ from reflect_jobs.ledger import contradiction, learnings
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, FORGOTTEN_DIR, PROPOSED, is_restorable
+from reflect_jobs.recall import fading
 from reflect_jobs.redaction import redact_value
 from reflect_jobs.repo import repo_for
 from reflect_jobs.writer.actions import FIELD_MAX_CHARS, cap_learning, normalise_learning
@@ -48,7 +49,7 @@ MAX_ADD_BYTES = 8 * 1024 * 1024
 #: Frontmatter keys ``add`` reads; any other is reported and ignored.
 KNOWN_KEYS = frozenset(
     {"title", "rule", "scope", "category", "key_insight", "problem", "root_cause", "fix",
-     "learning_type", "confidence", "confidence_num", "tags", "entities"}
+     "learning_type", "confidence", "confidence_num", "tags", "entities", "forget_after"}
 )  # fmt: skip
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -81,7 +82,8 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     Args:
         path: A markdown file: ``---`` frontmatter with ``title`` and ``rule`` (and optionally
             ``scope: repo|global``, ``category``, ``key_insight``, ``problem``,
-            ``root_cause``, ``fix``, ``learning_type``, ``confidence``, ``tags``), then the
+            ``root_cause``, ``fix``, ``learning_type``, ``confidence``, ``tags``,
+            ``forget_after``: a date, an ISO date-time or a TTL such as ``30d``), then the
             body.
 
     Returns:
@@ -131,7 +133,13 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     scope = str(fm.get("scope") or "repo").strip().lower()
     if scope not in ("repo", "global"):
         raise CurationError(f"{shown}: scope must be `repo` or `global`, not {scope[:40]!r}")
-    raw = {k: v for k, v in fm.items() if k in KNOWN_KEYS}
+    try:
+        expires = fading.parse_forget_after(fm.get("forget_after"))
+    except ValueError as exc:
+        raise CurationError(f"{shown}: {exc}") from None
+    if expires is not None and expires <= datetime.now(UTC):
+        raise CurationError(f"{shown}: forget_after {fading.iso(expires)} is already past")
+    raw = {k: v for k, v in fm.items() if k in KNOWN_KEYS and k != "forget_after"}
     if "confidence" in raw and "confidence_num" not in raw:
         raw["confidence_num"] = raw.pop("confidence")
     raw.setdefault("confidence_num", 0.8)  # a person wrote it down: more than a guess
@@ -153,6 +161,8 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     if learning.get("learning_type") is None and isinstance(fm.get("learning_type"), str):
         learning["learning_type"] = fm["learning_type"]
     redacted, _ = redact_value(learning)
+    if expires is not None:
+        redacted["forget_after"] = fading.iso(expires)
     ignored = sorted(str(k) for k in fm if k not in KNOWN_KEYS)
     return redacted, ignored
 
@@ -208,6 +218,9 @@ def add_learning(
             source_path=os.path.abspath(path),
             session_id=None,
             status=ACTIVE,
+            extra={"forget_after": learning["forget_after"]}
+            if learning.get("forget_after")
+            else None,
         )
     except (OSError, NoteError) as exc:
         raise CurationError(f"the note could not be written: {exc}") from None

@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import select
 
 from reflect_jobs import kb
-from reflect_jobs.ledger import control, proposals, review
+from reflect_jobs.ledger import confirmations, control, proposals, review
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning, RetireProposal
 from reflect_jobs.lifecycle import ACTIVE, REJECTED, SUPERSEDED, is_retired
@@ -102,6 +102,21 @@ def accept(learning_id: str, at: str) -> NoteEdit:
     return {"id": learning_id, "op": "accept", "at": at}
 
 
+def confirm(learning_id: str, at: str) -> NoteEdit:
+    """A confirmation edit: the note takes the ledger's ``confirmations`` and
+    ``last_confirmed`` (``ledger/confirmations.py``; what the context store's dormancy
+    clock reads).
+
+    Args:
+        learning_id: The note's id.
+        at: When the edit was made owed (the figures come from the ledger).
+
+    Returns:
+        The edit, as stored on the job.
+    """
+    return {"id": learning_id, "op": "confirm", "at": at}
+
+
 def record(job: Job, edits: list[NoteEdit]) -> None:
     """Store ``edits`` on the job, pending, in the caller's (finishing) transaction.
 
@@ -118,12 +133,20 @@ class _Row:
     note_path: str | None
     proof_count: int
     status: str
+    confirmations: int = 0
+    last_confirmed: str | None = None
 
 
 def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
     with session_scope(db, readonly=True) as s:
         return {
-            r.id: _Row(r.note_path, r.proof_count, r.status)
+            r.id: _Row(
+                r.note_path,
+                r.proof_count,
+                r.status,
+                int(r.confirmations or 0),
+                f"{r.last_confirmed_at:%Y-%m-%dT%H:%M:%SZ}" if r.last_confirmed_at else None,
+            )
             for r in s.scalars(select(Learning).where(Learning.id.in_(ids)))
         }
 
@@ -148,6 +171,12 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
         )
     elif edit["op"] == "accept" and row.status == ACTIVE:
         kb.accept_note(Path(row.note_path), now=str(edit["at"]))
+    elif edit["op"] == "confirm" and row.last_confirmed:
+        kb.confirm_note(
+            Path(row.note_path),
+            confirmations=row.confirmations,
+            last_confirmed=row.last_confirmed,
+        )
 
 
 def apply_direct(db: str, edits: list[NoteEdit]) -> list[str]:
@@ -364,13 +393,18 @@ def review_decide(db: str, learning_id: str, verb: str, *, by: str) -> dict[str,
     with session_scope(db) as session:
         row = review.decide(session, learning_id, verb, by=by)
         shown: dict[str, Any] = {"id": row.id, "status": row.status, "title": row.title}
-    if verb == "accept":
-        edit = accept(learning_id, now)
-    else:
-        edit = retire(learning_id, f"rejected in review by {by}", now)
-        edit["status"] = REJECTED
+        if verb == "accept":  # a person vouched for it: a confirmation (it wakes if dormant)
+            confirmations.record_confirmation(
+                session, learning_id, by=confirmations.BY_PERSON, session_id=None
+            )
+    edits = [accept(learning_id, now), confirm(learning_id, now)]
+    if verb != "accept":
+        edits = [retire(learning_id, f"rejected in review by {by}", now)]
+        edits[0]["status"] = REJECTED
     try:
-        _apply_one(edit, _rows(db, [learning_id]).get(learning_id))
+        rows = _rows(db, [learning_id])
+        for edit in edits:
+            _apply_one(edit, rows.get(learning_id))
         shown["note_synced"] = True
     except (OSError, kb.NoteError) as exc:
         with session_scope(db) as session:

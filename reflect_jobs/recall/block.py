@@ -57,25 +57,54 @@ def inert(text: object, limit: int = MAX_ITEM_CHARS) -> str:
     return s if len(s) <= limit else s[: max(limit - 1, 0)].rstrip() + "\u2026"
 
 
+#: What a partly verified learning (``recall/verify.py``: some anchors gone) loses in rank.
+PARTIAL_PENALTY = 1.0
+
+
 def rank_score(row: dict, now: float | None = None) -> float:
-    """How strongly a learning should be told: proof, then confidence, then recency.
+    """How strongly a learning should be told — the one ranking of the block, its general
+    section (``recall/relevance.py:fitting_globals``) and ``context --all``.
 
     Args:
-        row: A context-store row (``proof_count``, ``confidence``, ``updated_ts``).
+        row: A context-store row (``proof_count``, ``confidence``, ``confirmations``,
+            ``awake_ts`` — the later of creation and last confirmation — else
+            ``updated_ts``), plus ``verdict`` once its anchors were checked.
         now: The current Unix time (default ``time.time()``).
 
     Returns:
-        ``2·ln(1+proof) + confidence + 0.5·e^(−age/90 days)``: a learning confirmed by three
-        sessions outranks a fresh one seen once; among equals the newer wins.
+        ``2·ln(1+proof) + 0.5·ln(1+confirmations) + confidence + 0.5·e^(−age/90 days)``
+        with the age counted from the last confirmation (else creation, else the last
+        update), minus :data:`PARTIAL_PENALTY` when the verification found some anchors
+        gone: a learning confirmed by three sessions outranks a fresh one seen once, one
+        agents keep fetching outranks one nobody used, among equals the recently
+        confirmed wins, and one whose code partly vanished ranks below an intact one.
     """
     now = time.time() if now is None else now
-    proof = max(int(row.get("proof_count") or 1), 1)
-    age_days = max(now - float(row.get("updated_ts") or 0.0), 0.0) / 86400.0
-    return (
+    proof = max(_int(row.get("proof_count"), 1), 1)
+    confirmations = max(_int(row.get("confirmations"), 0), 0)
+    since = _float(row.get("awake_ts")) or _float(row.get("updated_ts"))
+    age_days = max(now - since, 0.0) / 86400.0
+    score = (
         2.0 * math.log1p(proof)
-        + float(row.get("confidence") or 0.0)
+        + 0.5 * math.log1p(confirmations)
+        + _float(row.get("confidence"))
         + 0.5 * math.exp(-age_days / RECENCY_DAYS)
     )
+    return score - (PARTIAL_PENALTY if row.get("verdict") == "partial" else 0.0)
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(value or default)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return default
+
+
+def _float(value: object) -> float:
+    try:
+        return float(value or 0.0)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def ranked(rows: list[dict], now: float | None = None) -> list[dict]:

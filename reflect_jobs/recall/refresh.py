@@ -22,7 +22,7 @@ from reflect_jobs import kb
 from reflect_jobs.kb.render import anchors_value
 from reflect_jobs.lifecycle import is_told
 
-from . import stack, store
+from . import fading, stack, store
 
 
 def _ts(value: object) -> float:
@@ -59,7 +59,11 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         frontmatter (else its ``sources``, else 1); ``anchors`` the note's anchors as
         compact JSON (``""`` for none), which the SessionStart hook checks against the
         working tree before telling it (``recall/verify.py``); ``applies_to`` the note's
-        own, else the stack its tags, entities and wording name (``recall/stack.py``).
+        own, else the stack its tags, entities and wording name (``recall/stack.py``);
+        ``confirmations`` the note's count and ``awake_ts`` where its dormancy clock starts
+        (``recall/fading.py``: the later of ``created`` and ``last_confirmed``; a note that
+        never recorded a confirmation but has proof from 2+ sources — written before
+        confirmations were recorded — counts its last ``updated`` as one).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -91,7 +95,21 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         ),
         "content_hash": digest,
         "anchors": _anchors_json(fm.get("anchors")),
+        "confirmations": _count(fm.get("confirmations")),
+        "awake_ts": _awake(fm, int(proof)),
     }
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _awake(fm: dict, proof: int) -> float:
+    """Where a note's dormancy clock starts (``recall/fading.py:awake_ts``)."""
+    last = _ts(fm.get("last_confirmed") or "")
+    if "confirmations" not in fm and proof >= 2:
+        last = max(last, _ts(fm.get("updated") or ""))  # before confirmations were recorded
+    return fading.awake_ts(_ts(fm.get("created") or ""), last)
 
 
 def _anchors_json(value: object) -> str:

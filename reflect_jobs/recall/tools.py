@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflect_jobs.repo import key_of
 
-from . import block, store
+from . import block, fading, store
 from .tool_errors import ToolError
 
 if TYPE_CHECKING:
@@ -375,6 +375,9 @@ def get_tool(kb_path: Path, note_id: str, *, scope: ServerScope | None = None) -
     Raises:
         ToolError: The id is malformed, no such note exists, it cannot be read safely
             (:func:`load_note`), or it is another repository's learning.
+
+    The fetch is a confirmation of the learning (``ledger/confirmations.py``), handed to
+    the worker through the queue (:func:`reflect_jobs.recall.fading.hand_over`).
     """
     bounds = _scope(scope)
     note, text = load_note(kb_path, note_id)
@@ -384,6 +387,8 @@ def get_tool(kb_path: Path, note_id: str, *, scope: ServerScope | None = None) -
             f"refused: {note.id} is a learning of repository {key[:200]}, not this server's"
             f" ({bounds.key or 'none'}); REFLECT_MCP_ALL_REPOS=1 lets it read others"
         )
+    # An agent fetched it whole: a confirmation (recorded by the worker; it wakes a dormant one).
+    fading.hand_over([[note.id, "get", None]])
     return wrap(f"id: {note.id}\npath: {note.path}\n\n{text}")
 
 
