@@ -497,7 +497,7 @@ def global_stack_rows(
     have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
     if "applies_to" not in have:
         return []  # a store from before applies_to: no general rule until the refill
-    keys = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
+    keys: tuple[str, ...] = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
     keys += tuple(k for k in ("confirmations", "awake_ts") if k in have)
     cond, extra = _awake(conn, awake_since)
     cur = conn.execute(
