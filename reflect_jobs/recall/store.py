@@ -164,10 +164,12 @@ def _upgrade(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         # Covers the session start's pass over the global learnings (recall/relevance.py):
         # read in the index alone, strongest first, without touching a row.
-        # (``notes_fit`` before schema 4 lacked the fading columns.)
-        conn.execute("DROP INDEX IF EXISTS notes_fit")
+        # (``notes_fit`` before schema 4 lacked the fading columns: made again.)
+        fit = [r[2] for r in conn.execute("PRAGMA index_info(notes_fit)")]
+        if fit and fit[-1] != "awake_ts":
+            conn.execute("DROP INDEX notes_fit")
         conn.execute(
-            "CREATE INDEX IF NOT EXISTS notes_fit4 ON notes (scope, strength DESC, id,"
+            "CREATE INDEX IF NOT EXISTS notes_fit ON notes (scope, strength DESC, id,"
             " applies_to, proof_count, confidence, updated_ts, confirmations, awake_ts)"
         )
 
