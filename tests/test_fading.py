@@ -176,6 +176,8 @@ def test_a_dormant_learning_is_not_told_is_found_marked_and_an_mcp_get_revives_i
     every = env.invoke("context", "--all", "--cwd", str(shop)).stdout
     line = next(x for x in every.splitlines() if old.id in x)
     assert "(dormant: not confirmed for 180+ days" in line, "context --all shows it, marked"
+    checked = json.loads(env.invoke("verify", "--cwd", str(shop), "--json").stdout)
+    assert {r["id"]: r["dormant"] for r in checked} == {fresh.id: False, old.id: True}
 
     env["REFLECT_FORGET_UNUSED_DAYS"] = "0"  # fading off: told again
     assert old.id in _told(env, shop)
