@@ -30,7 +30,7 @@ from reflect_jobs.lifecycle import FORGOTTEN_DIR
 from reflect_jobs.pipeline.expiry import forget_expired
 from reflect_jobs.recall import block, fading
 from reflect_jobs.recall.mcp_scope import ServerScope
-from reflect_jobs.recall.tools import get_tool
+from reflect_jobs.recall.tools import get_tool, search_tool
 
 KEY = "github.com/acme/shop"
 OLD = "2025-01-02T03:04:05Z"  # far more than 180 days before any run of these tests
@@ -173,6 +173,9 @@ def test_a_dormant_learning_is_not_told_is_found_marked_and_an_mcp_get_revives_i
     text = env.invoke("search", "sleepy lockfiles", "--mode", "lexical").stdout
     assert "(dormant: not confirmed for 180+ days; a confirmation revives it)" in text
 
+    answer = search_tool(env.kb, "sleepy lockfiles", mode="lexical", scope=scope)
+    (mcp_hit,) = [json.loads(x) for x in answer.splitlines() if old.id in x]
+    assert mcp_hit["dormant"] is True, "MCP search marks it too"
     every = env.invoke("context", "--all", "--cwd", str(shop)).stdout
     line = next(x for x in every.splitlines() if old.id in x)
     assert "(dormant: not confirmed for 180+ days" in line, "context --all shows it, marked"

@@ -217,7 +217,8 @@ def search_tool(
 
     A hit is ``{"id", "title", "rule", "snippet", "scope", "repo", …}`` followed by what the
     search gave (``score``, ``path``, ``status`` — ``"proposed"`` on a learning no one
-    vouched for yet, ARCHITECTURE §7.1): the rule is what to do, the snippet the note's text
+    vouched for yet, ARCHITECTURE §7.1; ``"dormant": true`` on one nobody confirmed for
+    ``REFLECT_FORGET_UNUSED_DAYS``, §13.3): the rule is what to do, the snippet the note's text
     around the query. Only learnings inside the server's reads are returned.
 
     Args:
@@ -259,7 +260,11 @@ def search_tool(
     )
     lines: list[str] = []
     room = MAX_RESULT_CHARS - 400  # markers, warnings
+    # Found, but not told at session start: nobody confirmed it lately (recall/fading.py).
+    dormant = fading.dormant_ids(str(kb_path), [str(h.get("id")) for h in result.hits])
     for hit in result.hits:
+        if hit.get("id") in dormant:
+            hit = {**hit, "dormant": True}
         shown = _hit(kb_path, hit, str(query), wanted, every)
         if shown is None:
             continue
