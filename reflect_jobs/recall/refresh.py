@@ -96,7 +96,7 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "content_hash": digest,
         "anchors": _anchors_json(fm.get("anchors")),
         "confirmations": _count(fm.get("confirmations")),
-        "awake_ts": _awake(fm, int(proof)),
+        "awake_ts": awake_of(fm),
     }
 
 
@@ -104,10 +104,24 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _awake(fm: dict, proof: int) -> float:
-    """Where a note's dormancy clock starts (``recall/fading.py:awake_ts``)."""
+def awake_of(fm: dict) -> float:
+    """Where a note's dormancy clock starts (``recall/fading.py:awake_ts``).
+
+    Args:
+        fm: The note's frontmatter.
+
+    Returns:
+        The later of ``created`` and ``last_confirmed`` (Unix time; a note that never
+        recorded a confirmation but has proof from 2+ sources — written before
+        confirmations were recorded — counts its last ``updated``); 0 when unknown.
+    """
     last = _ts(fm.get("last_confirmed") or "")
-    if "confirmations" not in fm and proof >= 2:
+    proof = fm.get("proof_count")
+    sources = fm.get("sources")
+    many = (isinstance(proof, int) and proof >= 2) or (
+        isinstance(sources, list) and len(sources) >= 2
+    )
+    if "confirmations" not in fm and many:
         last = max(last, _ts(fm.get("updated") or ""))  # before confirmations were recorded
     return fading.awake_ts(_ts(fm.get("created") or ""), last)
 
