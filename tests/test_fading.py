@@ -383,3 +383,14 @@ def test_the_block_puts_a_partly_verified_learning_below_an_intact_one(env, shop
     lines = [x for x in told.splitlines() if x.startswith("- [")]
     assert [x[3 : x.index("]")] for x in lines] == [b.id, a.id], told
     assert "(unverified: gone_symbol in src/b.py gone)" in lines[1] or "unverified" in lines[1]
+
+
+def test_a_persons_restore_wakes_a_dormant_learning(env, shop):
+    nf = _old_note(env, "Dormant until restored")
+    reindex(env.kb)
+    assert nf.id not in _told(env, shop)
+    out = env.invoke("restore", nf.id)
+    assert "woken (was dormant)" in out.stdout
+    assert _confirmations(env, nf.id) == [("person", None)]
+    assert f"[{nf.id}]" in _told(env, shop), "told again, with no reindex in between"
+    assert "already active" in env.invoke("restore", nf.id).stdout

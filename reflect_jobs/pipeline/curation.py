@@ -33,11 +33,11 @@ from reflect_jobs.index.immediate import apply_now
 from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.kb import anchors
 from reflect_jobs.kb.parse import NoteError, split_frontmatter
-from reflect_jobs.ledger import contradiction, learnings
+from reflect_jobs.ledger import confirmations, contradiction, learnings
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, FORGOTTEN_DIR, PROPOSED, is_restorable
-from reflect_jobs.recall import fading
+from reflect_jobs.recall import fading, refresh
 from reflect_jobs.redaction import redact_value
 from reflect_jobs.repo import repo_for
 from reflect_jobs.writer.actions import FIELD_MAX_CHARS, cap_learning, normalise_learning
@@ -312,6 +312,16 @@ def forget(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: st
     return "forgotten"
 
 
+def _wake(kb_path: str | os.PathLike[str], db: str, learning_id: str) -> None:
+    """A person's ``restore`` of a dormant learning: a confirmation (it is told again)."""
+    with session_scope(db) as session:
+        confirmations.record_confirmation(
+            session, learning_id, by=confirmations.BY_PERSON, session_id=None
+        )
+    note_edits.apply_direct(db, [note_edits.confirm(learning_id, _now())])
+    apply_now(kb_path, [learning_id])
+
+
 def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: str) -> str:
     """``reflect-jobs restore ID``: back into circulation (search, context, MCP, ledger).
 
@@ -322,7 +332,9 @@ def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: s
         by: Who restored it (in the ledger's history).
 
     Returns:
-        ``"restored (was <status>)"`` or ``"already active"``.
+        ``"restored (was <status>)"``, ``"woken (was dormant)"`` (an active learning nobody
+        confirmed lately: the person's restore is a confirmation, ``recall/fading.py``) or
+        ``"already active"``.
 
     Raises:
         CurationError: Not an id; no such learning; it waits for review; or a forgotten
@@ -353,12 +365,16 @@ def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: s
             _move(sidecar, paths.documents)
         _move(kept, paths.documents)
     try:
-        on_note = str(kb.parse_note(note).frontmatter.get("status") or ACTIVE)
+        fm = kb.parse_note(note).frontmatter
+        on_note: str | None = str(fm.get("status") or ACTIVE)
     except NoteError:
-        on_note = None
+        fm, on_note = {}, None
     # Either side may be the one a crash left behind: restore when either says so.
     was = before if is_restorable(before) else on_note
     if not (is_restorable(before) or is_restorable(on_note) or not latest):
+        if fading.is_dormant(refresh.awake_of(fm), fading.unused_days(), time.time()):
+            _wake(kb_path, db, learning_id)
+            return "woken (was dormant)"
         apply_now(kb_path, [learning_id])
         return "already active"
     with session_scope(db) as session:
