@@ -205,6 +205,15 @@ def _add(run: StageRun) -> None:
             created += int(res.created)
             updated += int(not res.created)
             proposed_n += int(learning["status"] == PROPOSED)
+            # The same learning written again, with evidence, by a later session: confirmed.
+            if (
+                not res.created
+                and learning.get("evidence")
+                and confirmations.record_confirmation(
+                    session, note.id, by=confirmations.BY_UPDATE, session_id=session_id
+                )
+            ):
+                edits.append(note_edits.confirm(note.id, now_iso))
         # Semantic twins, then UPDATEs: +1 proof from ``source``; the note follows later.
         # One that carries its own evidence from another session accepts a proposed
         # learning (ARCHITECTURE §7.1).
