@@ -80,31 +80,21 @@ def rank_score(row: dict, now: float | None = None) -> float:
         confirmed wins, and one whose code partly vanished ranks below an intact one.
     """
     now = time.time() if now is None else now
-    proof = max(_int(row.get("proof_count"), 1), 1)
-    confirmations = max(_int(row.get("confirmations"), 0), 0)
-    since = _float(row.get("awake_ts")) or _float(row.get("updated_ts"))
-    age_days = max(now - since, 0.0) / 86400.0
+    get = row.get  # called for thousands of rows at a session start: kept lean
+    try:
+        proof = max(int(get("proof_count") or 1), 1)
+        confirmations = max(int(get("confirmations") or 0), 0)
+        since = float(get("awake_ts") or 0.0) or float(get("updated_ts") or 0.0)
+        confidence = float(get("confidence") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0  # a garbled row ranks last rather than failing the block
     score = (
         2.0 * math.log1p(proof)
         + 0.5 * math.log1p(confirmations)
-        + _float(row.get("confidence"))
-        + 0.5 * math.exp(-age_days / RECENCY_DAYS)
+        + confidence
+        + 0.5 * math.exp(-max(now - since, 0.0) / 86400.0 / RECENCY_DAYS)
     )
-    return score - (PARTIAL_PENALTY if row.get("verdict") == "partial" else 0.0)
-
-
-def _int(value: object, default: int) -> int:
-    try:
-        return int(value or default)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return default
-
-
-def _float(value: object) -> float:
-    try:
-        return float(value or 0.0)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0.0
+    return score - PARTIAL_PENALTY if get("verdict") == "partial" else score
 
 
 def ranked(rows: list[dict], now: float | None = None) -> list[dict]:

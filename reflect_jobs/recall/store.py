@@ -302,9 +302,27 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
     if not os.path.isfile(path):
         return None
     uri = "file:" + path.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_SEC)
+    conn = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_SEC, factory=_Reader)
     conn.execute(f"PRAGMA busy_timeout = {int(READ_TIMEOUT_SEC * 1000)}")
     return conn
+
+
+class _Reader(sqlite3.Connection):
+    """A read-only connection that remembers the store's columns (asked once, not per query:
+    a session start runs several queries, each needing to know the schema's age)."""
+
+    columns: frozenset[str] | None = None
+
+
+def _have(conn: sqlite3.Connection) -> frozenset[str]:
+    """The ``notes`` table's columns (cached on a reader connection)."""
+    cached = getattr(conn, "columns", None)
+    if cached is not None:
+        return cached
+    have = frozenset(r[1] for r in conn.execute("PRAGMA table_info(notes)"))
+    if isinstance(conn, _Reader):
+        conn.columns = have
+    return have
 
 
 #: What readers get back: every stored column but the content hash (a writer-side detail).
@@ -315,7 +333,7 @@ def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
     """The reader's column list; a store the worker has not upgraded yet (no ``anchors``,
     no ``applies_to``, no fading columns) reads them at their defaults, so an upgrade never
     silences the block."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    have = _have(conn)
     default = {k: v[1] for k, v in _ADDED.items()}
     return ", ".join(
         f"{prefix}{k}" if k in have or not have else f"{default.get(k, repr(''))} AS {k}"
@@ -328,7 +346,7 @@ def _awake(conn: sqlite3.Connection, awake_since: float | None) -> tuple[str, tu
     ``awake_ts`` 0 is unknown (never dormant); a store without the column filters nothing."""
     if awake_since is None:
         return "", ()
-    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    have = _have(conn)
     if "awake_ts" not in have:
         return "", ()
     return " AND (awake_ts = 0 OR awake_ts >= ?)", (float(awake_since),)
@@ -496,7 +514,7 @@ def global_stack_rows(
         ``applies_to`` (which globals fit is unknown until the worker refills it: none
         rather than unrelated ones).
     """
-    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    have = _have(conn)
     if "applies_to" not in have:
         return []  # a store from before applies_to: no general rule until the refill
     keys: tuple[str, ...] = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
