@@ -394,3 +394,37 @@ def test_a_persons_restore_wakes_a_dormant_learning(env, shop):
     assert _confirmations(env, nf.id) == [("person", None)]
     assert f"[{nf.id}]" in _told(env, shop), "told again, with no reindex in between"
     assert "already active" in env.invoke("restore", nf.id).stdout
+
+
+def test_hostile_confirmation_messages_are_skipped(env):
+    from reflect_jobs.pipeline.confirm import apply_confirmations
+
+    nf = _old_note(env, "Only well formed confirmations")
+    db = env.settings().db_url
+    junk = [None, "x", [nf.id], [nf.id, "guess", None], [1, "get", None], ["a" * 500, "get", None]]
+    assert apply_confirmations(env.kb, db, junk) == []
+    assert apply_confirmations(env.kb, db, "not a list") == []
+    assert apply_confirmations(env.kb, db, [[nf.id, "get", 7]]) == [nf.id], "a bad session: none"
+    assert _confirmations(env, nf.id) == [("get", None)]
+
+
+def test_a_queue_that_cannot_be_reached_never_fails_an_mcp_get(env, shop, monkeypatch):
+    for name in ("REFLECT_HOME", "GLOBAL_LEARNINGS_PATH", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("REFLECT_QUEUE_URL", "unix:///nowhere")
+    nf = _old_note(env, "Fetched while the queue is down")
+    assert nf.id in get_tool(env.kb, nf.id, scope=ServerScope.here(str(shop)))
+    assert "confirmation not queued" in (env.home / "hook-errors.log").read_text()
+
+
+def test_a_note_from_before_confirmations_counts_its_last_proof_as_one():
+    from reflect_jobs.recall.refresh import awake_of
+
+    created, updated = "2025-01-01T00:00:00Z", "2026-11-01T00:00:00Z"
+    ts = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp()
+    base = {"created": created, "updated": updated}
+    assert awake_of({**base, "proof_count": 1}) < ts, "seen once: its creation"
+    assert awake_of({**base, "proof_count": 2}) == ts, "proof from a second source, before 0011"
+    assert awake_of({**base, "proof_count": 2, "confirmations": 0}) < ts, "recorded: the record"
+    last = {**base, "confirmations": 1, "last_confirmed": "2026-12-01T00:00:00Z"}
+    assert awake_of(last) > ts
