@@ -2,7 +2,7 @@
 
 Every probe is free — a model listing, never a completion: the endpoint is reachable, the
 key is accepted, and the model is one the endpoint serves. Each returns the same check dict
-as ``doctor._check``. The SDKs are imported here only when the backend is selected.
+as ``doctor_check.check``. The SDKs are imported here only when the backend is selected.
 """
 
 from __future__ import annotations
