@@ -31,7 +31,8 @@ from reflect_jobs.fsio import read_inside
 from reflect_jobs.kb.parse import MAX_NOTE_BYTES
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, is_told
 
-from .maintenance import _lex_doc, lexical_index
+from .maintenance import lexical_index
+from .note_docs import lex_doc
 
 #: The hash a document is written with here: never a real sha256, so the next reindex
 #: re-reads the note and brings the graph/vector index in line too.
@@ -73,7 +74,7 @@ def apply_now(kb_path: str | os.PathLike[str], ids: Iterable[str]) -> list[str]:
                 lex.set_status(note_id, ARCHIVED)
             else:
                 status = str(note.frontmatter.get("status") or ACTIVE)
-                lex.upsert_many([_lex_doc(note, PENDING_HASH, status)])
+                lex.upsert_many([lex_doc(note, PENDING_HASH, status)])
     except sqlite3.Error as exc:
         problems.append(f"lexical index: {type(exc).__name__}: {exc}")
     finally:
