@@ -284,7 +284,7 @@ def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> N
 
     \f
     Args:
-        since: The window (see :func:`reflect_jobs.ledger.costs.parse_since`), or
+        since: The window (see :func:`reflect_jobs.ledger.spend.parse_since`), or
             ``all``; anything else (``7x``, a negative window) is refused (exit 2).
         by: ``day``, ``transcript``, ``model``, ``outcome``, ``writer`` or ``backend``.
         top: Rows shown, the largest by tokens (all rows for ``--by day``).
@@ -292,7 +292,7 @@ def cost(since: str, by: str, top: int, outlier_tokens: int, as_json: bool) -> N
         as_json: Print :func:`reflect_jobs.ledger.admin.cost_report` as JSON.
     """
     from ..ledger import admin
-    from ..ledger.costs import parse_since
+    from ..ledger.spend import parse_since
 
     window = parse_since(since)
     if (window is None and since.strip().lower() != "all") or (window and window.days < 0):
