@@ -27,13 +27,13 @@ from .cli_doctor import doctor, refresh
 from .events import AUTHORS, KINDS, EventError, host_name
 from .fold import STATUSES, Item, now_utc
 from .index import ReflectionIndex, index_path
+from .kb_search import learnings_search
+from .known import known_repos
 from .store import (
     CONTEXT_BUDGET,
     BadIdError,
     Store,
     StoreError,
-    known_repos,
-    learnings_search,
     open_store,
 )
 
