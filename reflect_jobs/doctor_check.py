@@ -1,6 +1,6 @@
 """One ``doctor`` check's record, the shape every doctor module returns.
 
-``doctor.py``, ``doctor_kb.py``, ``doctor_hooks.py`` and ``doctor_config.py`` each built it
+``doctor.py``, ``doctor_config.py`` and ``writer/probe.py`` each built it
 with a private copy of the same three lines; one owner keeps ``doctor --json``'s shape one.
 """
 

@@ -12,6 +12,7 @@ import subprocess
 from typing import Any
 
 from reflect_jobs.config import redact_url
+from reflect_jobs.doctor_check import check
 from reflect_jobs.markers import CHILD_ENV
 
 PROBE_TIMEOUT_SEC = 10.0
@@ -23,7 +24,7 @@ SONNET_HINT = (
 
 
 def _check(ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
-    return {"name": NAME, "ok": ok, "detail": detail, "fix": fix if not ok else ""}
+    return check(NAME, ok, detail, fix)
 
 
 def _listed(model: str, ids: list[str]) -> bool:
