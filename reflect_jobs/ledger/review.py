@@ -224,18 +224,23 @@ def pending_count(session: Session) -> int:
     )
 
 
-def decide(session: Session, learning_id: str, verb: str, *, by: str) -> Learning:
+def decide(
+    session: Session, learning_id: str, verb: str, *, by: str, pending: bool = False
+) -> Learning:
     """A person's ``accept`` or ``reject`` of one learning (the note follows the commit).
 
     Accepting an already active learning, or rejecting an already rejected one, is a
     no-op that still returns the row (so a command re-run after a crash can finish the
-    note's rewrite).
+    note's rewrite). The caller makes an accepted pending global learning global
+    (``pipeline/global_cap.py``).
 
     Args:
         session: An open write session.
         learning_id: The learning.
         verb: ``accept`` or ``reject``.
         by: Who decided (stored in the history).
+        pending: The learning is a pending global (told only in its repository until
+            confirmed): an active one may be rejected too.
 
     Returns:
         The learning row after the change.
@@ -256,7 +261,7 @@ def decide(session: Session, learning_id: str, verb: str, *, by: str) -> Learnin
         return row
     if row.status == REJECTED:
         return row
-    if row.status != PROPOSED:
+    if row.status != PROPOSED and not (pending and row.status == ACTIVE):
         raise ReviewError(f"{learning_id} is {row.status}, not waiting for review")
     reason = f"rejected in review by {by}"
     _history(session, row, "status_change", reason, None)
