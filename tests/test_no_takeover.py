@@ -194,3 +194,59 @@ def test_a_second_session_makes_a_pending_global_global(env, tmp_path: Path) -> 
     (third / "pyproject.toml").write_text('[project]\nname = "docs"\n')  # the CI rule fits
     told = env.invoke("context", "--cwd", str(third)).stdout
     assert all(title in told for title, _ in GLOBALS[:2]), told
+
+
+def test_the_promotion_rule() -> None:
+    from reflect_jobs.pipeline.global_cap import Known, promotes, scope_creates
+
+    ok = {"first_session": "a", "session_id": "b", "trusted": True}
+    assert promotes(True, **ok, proof=False)  # a trusted CREATE from another session
+    assert promotes(True, **ok, origin="person", proof=True)
+    assert promotes(True, **ok, origin="assistant", proof=True)
+    assert not promotes(True, **ok, origin="tool", proof=True)  # what the session read
+    assert not promotes(True, **ok, origin=None, proof=True)  # an UPDATE with no evidence
+    assert not promotes(False, **ok, proof=False)  # not pending: nothing to promote
+    assert not promotes(True, **{**ok, "session_id": "a"}, proof=False)  # the same session
+    assert not promotes(True, **{**ok, "session_id": None}, proof=False)
+    assert not promotes(True, **{**ok, "trusted": False}, proof=False)
+
+    def create(title: str, review: list[str] | None = None) -> dict:
+        return {
+            "title": title,
+            "rule": title,
+            "scope": "global",
+            "repo": "k/a",
+            "review": review or [],
+        }
+
+    creates = [create(f"new {n}") for n in range(3)] + [create("pending"), create("global")]
+    known = {
+        "p": Known("active", "s0", "repo", "k/home", True),
+        "g": Known("active", "s0", "global", None, False),
+    }
+    counts = scope_creates(
+        creates, known=known, ids=["n0", "n1", "n2", "p", "g"], session_id="s0", already=1, cap=2
+    )
+    assert (counts.proposed, counts.narrowed, counts.promoted) == (1, 2, 0)
+    assert [c.get("proposed_scope") for c in creates] == ["global", None, None, "global", None]
+    assert [c["scope"] for c in creates] == ["repo", "repo", "repo", "repo", "global"]
+    assert creates[3]["repo"] == "k/home"  # a pending one stays in its first repository
+    again = [create("pending")]
+    counts = scope_creates(again, known=known, ids=["p"], session_id="s1", already=0, cap=2)
+    assert counts.promoted == 1 and again[0]["scope"] == "global"
+
+
+def test_a_person_rejects_a_pending_global(env, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    _global_answer(env, GLOBALS[:1])
+    env.invoke("enqueue", str(_transcript(tmp_path / "a.jsonl", repo, "s-a")))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+    (listed,) = json.loads(env.invoke("review", "--json").stdout)
+    assert (listed["status"], listed["proposed_scope"]) == ("active", "global")
+    assert listed["repo_key"] == "github.com/acme/shop"
+    env.invoke("review", "reject", listed["id"])
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+    assert GLOBALS[0][0] not in env.invoke("context", "--cwd", str(repo)).stdout
+    (path,) = (env.kb / "documents").glob("*.md")
+    assert parse_note(path).frontmatter["status"] == "rejected"
+    assert json.loads(env.invoke("review", "--json").stdout) == []

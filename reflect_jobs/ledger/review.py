@@ -157,7 +157,8 @@ def to_dict(row: Learning, *, writer: str = "", review_below: float = 0.5) -> di
 
     Returns:
         ``id``, ``status``, ``title``, ``confidence``, ``evidence``, ``evidence_origin``,
-        ``anchors``, ``why`` (list), ``session_id``, ``created_at``, ``note_path``.
+        ``anchors``, ``why`` (list), ``session_id``, ``repo_key`` (``None`` for a global
+        learning), ``created_at``, ``note_path``.
     """
     return {
         "id": row.id,
@@ -169,6 +170,7 @@ def to_dict(row: Learning, *, writer: str = "", review_below: float = 0.5) -> di
         "anchors": list(row.anchors or []),
         "why": _why(row, writer, review_below),
         "session_id": row.session_id,
+        "repo_key": row.repo_key,
         "created_at": row.created_at.isoformat() if row.created_at else None,
         "note_path": row.note_path,
     }

@@ -284,8 +284,8 @@ def with_pending(
 
     Returns:
         ``rows`` and then the active pending globals (oldest first), each with
-        ``proposed_scope`` (``"global"`` or ``None``) and ``repo_key``; a pending one's
-        ``why`` says where it is told meanwhile.
+        ``proposed_scope`` (``"global"`` or ``None``); a pending one's ``why`` says where
+        it is told meanwhile.
     """
     out: list[dict[str, Any]] = []
     for row in rows:
@@ -308,5 +308,5 @@ def with_pending(
         shown["why"] = [
             f"global: told only in {learning.repo_key} until a second session or a person confirms it"
         ]
-        out.append({**shown, "proposed_scope": "global", "repo_key": learning.repo_key})
+        out.append({**shown, "proposed_scope": "global"})
     return out
