@@ -24,13 +24,14 @@ transcript no harness wrote.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
+from reflect_jobs.fsio import read_regular
+from reflect_jobs.kb.parse import MAX_NOTE_BYTES
 from reflect_jobs.ledger import review
 from reflect_jobs.ledger.learnings import _history
 from reflect_jobs.ledger.models import Learning, utcnow
@@ -51,8 +52,6 @@ __all__ = [
 
 #: Whose words a proof's evidence must be to confirm a pending global (as ``review.confirms``).
 _CONFIRMING_ORIGINS = ("person", "assistant")
-#: How much of a note is read to tell whether it is a pending global (its frontmatter).
-_HEAD = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -87,11 +86,11 @@ def pending_note(note_path: str | None) -> bool:
     if not note_path:
         return False
     try:
-        with open(note_path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(_HEAD)
-        if kb.PROPOSED_SCOPE not in head:
+        # A regular file, not a link, bounded (kb/parse.py): a synced documents/ is untrusted.
+        raw = read_regular(note_path, max_bytes=MAX_NOTE_BYTES).decode("utf-8", "replace")
+        if kb.PROPOSED_SCOPE not in raw:
             return False  # the common case: no YAML parse
-        fm = kb.parse_note(Path(note_path)).frontmatter
+        fm = kb.parse_note(raw).frontmatter
     except (OSError, kb.NoteError):
         return False
     return str(fm.get(kb.PROPOSED_SCOPE) or "").strip().lower() == "global" and (
