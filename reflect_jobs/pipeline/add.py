@@ -198,7 +198,6 @@ def _add(run: StageRun) -> None:
         if job is None:
             return
         created = updated = deleted = proposed_n = accepted_n = 0
-        promoted_n = scoped.promoted
         for learning, note in written:
             res = record_learning(
                 session,
@@ -236,19 +235,10 @@ def _add(run: StageRun) -> None:
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
             row = session.get(Learning, lid)
-            known_row = rows.get(lid)
-            if row is not None and global_cap.promotes(
-                known_row is not None and known_row.pending,
-                first_session=row.session_id,
-                session_id=session_id,
-                trusted=trusted,
-                origin=origin,
-                proof=True,
+            if global_cap.promote_by_proof(
+                session, row, rows.get(lid), session_id, trusted, origin, why, job_id
             ):
-                global_cap.promote_row(
-                    session, row, reason=f"confirmed global: {why}", job_id=job_id
-                )
-                promoted_n += 1
+                scoped.promoted += 1
                 edits.append(note_edits.promote(lid, now_iso))
             if review.confirms(row, session_id=session_id, trusted=trusted, origin=origin):
                 assert row is not None
@@ -311,16 +301,7 @@ def _add(run: StageRun) -> None:
             summary += f" contradicted={demoted}"
         if kept_forgotten:
             summary += f" kept_forgotten={kept_forgotten}"
-        if scoped.proposed:
-            summary += (
-                f" proposed_global={scoped.proposed} (told in its repository until confirmed)"
-            )
-        if scoped.narrowed:
-            summary += (
-                f" narrowed_to_repo={scoped.narrowed} (global cap {s.max_new_global_per_session})"
-            )
-        if promoted_n:
-            summary += f" promoted_global={promoted_n}"
+        summary += scoped.detail(s.max_new_global_per_session)
         if accepted_n:
             summary += f" accepted={accepted_n}"
         if applied:

@@ -44,6 +44,7 @@ __all__ = [
     "known_rows",
     "note_extra",
     "pending_note",
+    "promote_by_proof",
     "promote_row",
     "promotes",
     "scope_creates",
@@ -72,6 +73,24 @@ class ScopeCounts:
     proposed: int = 0
     narrowed: int = 0
     promoted: int = 0
+
+    def detail(self, cap: int) -> str:
+        """The add's done detail words for it (``""`` when nothing happened).
+
+        Args:
+            cap: ``REFLECT_MAX_NEW_GLOBAL_PER_SESSION``.
+
+        Returns:
+            E.g. `` proposed_global=2 (…) narrowed_to_repo=3 (global cap 2)``.
+        """
+        out = ""
+        if self.proposed:
+            out += f" proposed_global={self.proposed} (told in its repository until confirmed)"
+        if self.narrowed:
+            out += f" narrowed_to_repo={self.narrowed} (global cap {cap})"
+        if self.promoted:
+            out += f" promoted_global={self.promoted}"
+        return out
 
 
 def pending_note(note_path: str | None) -> bool:
@@ -174,6 +193,44 @@ def promotes(
     return not proof or origin in _CONFIRMING_ORIGINS
 
 
+def promote_by_proof(
+    session: Session,
+    row: Learning | None,
+    known: Known | None,
+    session_id: str | None,
+    trusted: bool,
+    origin: object,
+    why: str | None,
+    job_id: str | None,
+) -> bool:
+    """The add's proof path (an UPDATE or a semantic twin): promote the row when
+    :func:`promotes` says so.
+
+    Args:
+        session: The add's write session.
+        row: The learning the proof is for (``None``: no such learning).
+        known: :func:`known_rows`' entry for it, read before the transaction.
+        session_id: The job's session.
+        trusted: The proof comes from a model writer (or a trusted twin CREATE).
+        origin: The proof's checked ``evidence_origin``.
+        why: The proof's reason (for the history).
+        job_id: The add job.
+
+    Returns:
+        True when it was promoted (the caller owes the note a ``promote`` edit).
+    """
+    if row is None or not promotes(
+        known is not None and known.pending,
+        first_session=row.session_id,
+        session_id=session_id,
+        trusted=trusted,
+        origin=origin,
+        proof=True,
+    ):
+        return False
+    return promote_row(session, row, reason=f"confirmed global: {why}", job_id=job_id)
+
+
 def scope_creates(
     creates: list[dict[str, Any]],
     *,
@@ -249,7 +306,7 @@ def note_extra(learning: dict[str, Any]) -> dict[str, object] | None:
     return {kb.PROPOSED_SCOPE: "global"} if learning.get(kb.PROPOSED_SCOPE) else None
 
 
-def promote_row(session: Session, row: Learning, *, reason: str, job_id: str | None) -> None:
+def promote_row(session: Session, row: Learning, *, reason: str, job_id: str | None) -> bool:
     """Make a pending global learning's ledger row global (a history snapshot first).
 
     The note follows after the commit (``note_edits.promote``).
@@ -259,12 +316,16 @@ def promote_row(session: Session, row: Learning, *, reason: str, job_id: str | N
         row: The learning (read in the caller's transaction).
         reason: Why (stored in its history).
         job_id: The job that confirmed it, if any (``None``: a person).
+
+    Returns:
+        True when it was made global (False: already global, or retired).
     """
     if row.scope == "global" or row.status not in (ACTIVE, PROPOSED):
-        return
+        return False
     _history(session, row, "promoted", reason[:1000], job_id)
     row.scope, row.repo_key = "global", None
     row.updated_at = utcnow()
+    return True
 
 
 def with_pending(
