@@ -374,7 +374,7 @@ def edit(
 @_repo_option
 @_json_option
 def context(budget: int, repo: str | None, as_json: bool) -> None:
-    """What a new session is shown: the open items with ids, handoffs first, newest first.
+    """What a new session is shown: open items with ids, people's handoffs first, then newest.
 
     \f
     Args:

@@ -341,7 +341,7 @@ class Store:
     def context(
         self, budget: int = CONTEXT_BUDGET, now: datetime | None = None
     ) -> tuple[str, list[Item], int]:
-        """What a new session is shown: open items with ids, handoffs first, newest first.
+        """What a new session is shown: open items with ids, people's handoffs first, then newest.
 
         Stale items are left out (that is how they drop out of sight on their own), and so
         are notes and summaries: the list is what is *open*.
