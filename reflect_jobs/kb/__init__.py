@@ -10,6 +10,7 @@ from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
 from .render import note_scope, render_note, render_sidecar, without_evidence
 from .store import (
+    PROPOSED_SCOPE,
     KBPaths,
     NoteFile,
     accept_note,
@@ -17,6 +18,7 @@ from .store import (
     confirm_note,
     iter_notes,
     kb_paths,
+    promote_note,
     restore_note,
     retire_note,
     write_learning,
@@ -40,6 +42,8 @@ __all__ = [
     "note_scope",
     "normalize_sidecar",
     "parse_note",
+    "promote_note",
+    "PROPOSED_SCOPE",
     "render_note",
     "render_sidecar",
     "restore_note",
