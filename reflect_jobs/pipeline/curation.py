@@ -4,7 +4,7 @@
   learning through the add stage's own pieces — the same normalisation and bounds as a
   model's CREATE (``writer/actions.py``), redaction, the anchors (``kb/anchors.py``), the
   one KB writer (``kb.write_learning``: the id is ``lrn-<slug>-<hash6>`` of title and rule),
-  the add stage's ledger row (``pipeline/add.py:record_learning``) and its contradiction
+  the add stage's ledger row (``pipeline/learning_rows.py:record_learning``) and its contradiction
   demotion. A person vouches for it, so it is active (told) at once.
 * ``forget ID``: the ledger row becomes ``archived`` first, then the note (status
   ``archived``) and its sidecar move to ``documents/.forgotten/``; a re-run finishes what a
@@ -42,7 +42,7 @@ from reflect_jobs.redaction import redact_value
 from reflect_jobs.repo import repo_for
 from reflect_jobs.writer.actions import FIELD_MAX_CHARS, cap_learning, normalise_learning
 
-from . import add, note_edits
+from . import add, learning_rows, note_edits
 
 #: The largest file ``add`` reads (a 5 MB rule is read, then refused by its field's bound).
 MAX_ADD_BYTES = 8 * 1024 * 1024
@@ -226,7 +226,7 @@ def add_learning(
         raise CurationError(f"the note could not be written: {exc}") from None
     repo_key = ref.key if kb.note_scope(learning) == "repo" else None
     with session_scope(db) as session:
-        res = add.record_learning(
+        res = learning_rows.record_learning(
             session,
             learning,
             note,
@@ -236,7 +236,7 @@ def add_learning(
             job_id=None,
             repo_key=ref.key,
         )
-        pairs = add.contradictions(session, [(learning, note)], ref.key)
+        pairs = learning_rows.contradictions(session, [(learning, note)], ref.key)
         demoted = [
             old for old, new in pairs if contradiction.demote(session, old, new_id=new, job_id=None)
         ]
