@@ -24,7 +24,6 @@ STILL_OVER = frozenset(
         "recall/hook.py",
         "recall/profile.py",
         "recall/relevance.py",
-        "tasks.py",
     }
 )
 
