@@ -87,6 +87,9 @@ class Settings:
     #: ``REFLECT_RECALL_WORKER_MS``: how long per-prompt recall waits for the worker's model
     #: (``recall/warm_rank.py``, read by the hook through ``envpaths``).
     recall_worker_ms: int = _d("recall_worker_ms")
+    #: ``REFLECT_FORGET_UNUSED_DAYS``: a learning nobody confirmed for this long is dormant
+    #: (``recall/fading.py``, read by the hook through ``envpaths``).
+    forget_unused_days: int = _d("forget_unused_days")
     #: ``REFLECT_MCP_ALL_REPOS``: let ``reflect-jobs mcp`` read every repository's learnings
     #: and items, not only its own repository's and the global ones (ARCHITECTURE §13).
     #: Writes stay in the server's repository whatever this says.

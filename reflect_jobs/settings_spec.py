@@ -74,7 +74,8 @@ SPECS: tuple[tuple, ...] = (
      "Automatic retirements per UTC day; further DELETEs wait as proposals."),
     ("max_new_global_per_session", "REFLECT_MAX_NEW_GLOBAL_PER_SESSION", ADVANCED, "int", 2,
      "2", {"min": 0},
-     "New global learnings one session may create; the rest are stored repository-scoped."),
+     "New global learnings one session may propose (each told only in its repository until "
+     "a second session or a person confirms it); the rest are stored repository-scoped."),
     # --- advanced: retries, timeouts, poison (SPEC-drain §5.7) ------------------------------
     ("max_retries", "REFLECT_DRAIN_MAX_RETRIES", ADVANCED, "int", 3, "3", {"min": 1},
      "Paid attempts before a job is poisoned."),
@@ -120,6 +121,10 @@ SPECS: tuple[tuple, ...] = (
      "A local model directory or a hub id owner/name."),
     ("recall_worker_ms", "REFLECT_RECALL_WORKER_MS", ADVANCED, "int", 30, "30", {"min": 0},
      "Per-prompt recall waits this long for the worker's model, then ranks lexically."),
+    ("forget_unused_days", "REFLECT_FORGET_UNUSED_DAYS", ADVANCED, "int", 180, "180",
+     {"min": 0},
+     "A learning nobody confirmed for this many days is dormant: not told at session start"
+     " (0: never)."),
     ("model_idle_sec", "REFLECT_MODEL_IDLE_SEC", ADVANCED, "int", 600, "600", {"min": 1},
      "The worker's model child exits after this long idle."),
     ("search_worker_sec", "REFLECT_SEARCH_WORKER_SEC", ADVANCED, "float", 30.0, "30",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -23,12 +23,12 @@ from huey.constants import EmptyData
 
 from . import kb_jobs
 from .config import resolve
+from .housekeeping import prune
 from .index import maintenance
 from .kb_jobs import REINDEX_PENDING, REINDEX_RUNNING
-from .ledger import control, costs, learnings
+from .ledger import control
 from .ledger.db import session_scope
 from .ledger.jobs import due_jobs, recover_expired, worker_id
-from .ledger.models import utcnow
 from .limits import Caps
 from .logging import configure_logging
 from .perms import fix_tree, private_dir
@@ -40,6 +40,7 @@ from .pipeline.prepare import run_prepare
 from .pipeline.runtime import Runtime, stage_failed, transient_error
 from .pipeline.write import run_write
 from .queue import make_huey
+from .queue_repair import record_repairs
 from .warm import supervisor
 from .write_lease import make_write_lease
 
@@ -115,42 +116,13 @@ def runtime() -> Runtime:
         run_max=settings.run_max,
         window_sec=settings.debounce_sec,
     )
-    _after_queue_repair(caps)
+    record_repairs(huey.storage, settings.db_url, caps)  # a garbled queue moved aside
     return Runtime(
         settings=settings,
         dispatcher=HueyDispatcher(),
         caps=caps,
         write_lease=make_write_lease(settings, huey.storage),
     )
-
-
-def _after_queue_repair(caps: Caps) -> None:
-    """A garbled queue file was moved aside at start (``queue.make_huey``): say so in the
-    errors ledger (``status``/``errors``/``doctor`` show it), put back the caps' counters
-    from the ledger's cost rows (they lived in the lost file, and an empty counter would
-    let today's budget be spent twice), and ask for a reindex (a lost request is served).
-    Recovery then re-sends every due job and spooled capture: nothing is lost."""
-    from . import queue
-
-    while queue.REPAIRS:
-        kept, why = queue.REPAIRS.pop(0)
-        try:
-            with session_scope(settings.db_url) as session:
-                control.record_error(
-                    session,
-                    kind="queue_rebuilt",
-                    severity="warn",
-                    message=f"queue file unusable ({why}); moved aside to {kept} and "
-                    "rebuilt empty: due jobs and spooled captures are re-sent from the "
-                    "ledger and the spool",
-                    context={"kept": kept},
-                )
-                day_used, window_used = costs.spent_now(session, caps.window_sec)
-            caps.seed(day_used, window_used)
-        except Exception as exc:  # noqa: BLE001 - the ledger may be down too; go on
-            log.warning("queue rebuilt; not recorded", kept=kept, error=str(exc)[:200])
-        huey.storage.put_if_empty(REINDEX_PENDING, b"1")
-        log.warning("queue rebuilt", kept=kept, why=why)
 
 
 @huey.task()
@@ -254,12 +226,45 @@ def stale_anchors(reached: list) -> list[str]:
     from .pipeline.stale import apply_stale
 
     rt = runtime()
-    moved = apply_stale(rt.db, reached)
-    if moved:
-        log.info("stale anchors", learnings=moved)
+    return _changed(rt, "stale anchors", apply_stale(rt.db, reached))
+
+
+@huey.task()
+def confirm_learnings(entries: list) -> list[str]:
+    """Record confirmations the MCP server saw (an agent's ``get``; ARCHITECTURE §13.3).
+
+    Args:
+        entries: ``[[id, by, session or None], …]``.
+
+    Returns:
+        The ids whose confirmation was recorded.
+    """
+    from .pipeline.confirm import apply_confirmations
+
+    rt = runtime()
+    return _changed(rt, "confirmed", apply_confirmations(rt.settings.kb_path, rt.db, entries))
+
+
+@huey.periodic_task(crontab(minute="41"))
+def forget_expired() -> list[str]:
+    """Hourly: forget every learning whose own ``forget_after`` has passed (seed 003).
+
+    Returns:
+        The ids forgotten (``pipeline/expiry.py:forget_expired``).
+    """
+    from .pipeline.expiry import forget_expired as sweep
+
+    rt = runtime()
+    return _changed(rt, "forget_after", sweep(rt.settings.kb_path, rt.db))
+
+
+def _changed(rt: Runtime, what: str, ids: list[str]) -> list[str]:
+    """Log the learnings a task changed and ask for the coalesced reindex (unless skipped)."""
+    if ids:
+        log.info(what, learnings=ids)
         if not rt.settings.skip_reindex:
             rt.dispatcher.kb_changed()
-    return moved
+    return ids
 
 
 @huey.task()
@@ -357,16 +362,11 @@ def nightly() -> dict[str, Any] | None:
     """
     from datetime import UTC
 
-    from .nightly import schedule, state
+    from .nightly import state
     from .nightly.run import run_nightly
 
     now = datetime.now(UTC)
-    last = state.last_run(settings.db_url)
-    if last is None:
-        # A new installation missed no night: the first run is the next slot, not now.
-        state.finish_run(settings.db_url, now, completed=True)
-        return None
-    if not schedule.due(now, settings.nightly_at, last):
+    if not state.due(settings.db_url, now, settings.nightly_at):
         return None
     rt = runtime()
     result = run_nightly(
@@ -442,20 +442,7 @@ def recover_now(spool_min_age_sec: float = SPOOL_MIN_AGE_SEC) -> dict[str, int]:
         # A request whose task was lost, or a pass a killed writer left unfinished: serve
         # it now (a writer still alive holds the lock; this task then just returns).
         reindex_task()
-    rt.caps.prune()
-    from .reflections.dedupe_run import dedupe_caps
-
-    dedupe_caps(rt.settings, huey.storage).prune()  # the dedupe pass's own daily units
-    from .nightly.synthesis import nightly_caps
-
-    nightly_caps(rt.settings, huey.storage).prune()  # the nightly layer's own daily units
-    with session_scope(rt.db) as session:  # retention: see prune_chunks / prune_heartbeats
-        learnings.prune_chunks(session)
-        control.prune_heartbeats(session)
-        # A jobless pass (dedupe) killed inside its call: no job to reclaim, so its row is
-        # settled once the call can no longer be running.
-        stale = utcnow() - timedelta(seconds=2 * rt.settings.timeout_sec + 60)
-        costs.settle_abandoned_jobless(session, stale)
+    prune(rt.settings, huey.storage, rt.caps)
     if recovered or due or spooled or idle:
         log.info("recovery", recovered=len(recovered), resent=len(due), spooled=spooled, idle=idle)
     return {"recovered": len(recovered), "resent": len(due), "spooled": spooled, "idle": idle}

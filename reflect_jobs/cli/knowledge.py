@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 def search(
     query: str, mode: str, k: int, repo_dir: str | None, only_global: bool, as_json: bool
 ) -> None:
-    """Search the knowledge base (retired notes never appear; proposed ones are marked).
+    """Search the knowledge base (retired notes never appear; proposed and dormant ones are
+    marked).
 
     Nothing is returned below a relevance floor. --json prints {"results": [...], "reason":
     ...}; reason says why results is empty. The graph modes (local, global) are explicit only.
@@ -74,6 +75,12 @@ def search(
         repo_key = ref.key
     quiet_libraries(s)
     result = _search(s, query, mode, k, repo_key=repo_key, only_global=only_global)
+    from ..recall import fading
+
+    dormant = fading.dormant_ids(str(s.kb_path), [str(h["id"]) for h in result.hits])
+    for h in result.hits:
+        if h["id"] in dormant:  # found, but not told at session start (issue 23)
+            h["dormant"] = True
     if as_json:
         emit({"results": result.hits, "reason": result.reason})
     else:
@@ -81,6 +88,8 @@ def search(
             click.echo(f"no matches: {result.reason}" if result.reason else "no matches")
         for i, h in enumerate(result.hits, 1):
             mark = "  (proposed: waiting for review)" if h.get("status") == "proposed" else ""
+            if h.get("dormant"):
+                mark += "  " + fading.mark(fading.unused_days())
             click.echo(
                 f"{i}. {h['title']}  [{h['id']}]  score {h['score']:.3f}{mark}\n   {h['path']}"
             )
@@ -313,7 +322,10 @@ def proposals_reject(proposal_id: int) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def review(ctx: click.Context, as_json: bool) -> None:
-    """Learnings waiting for review (never told until accepted): list, accept ID, reject ID.
+    """Learnings waiting for review: list, accept ID, reject ID.
+
+    Proposed ones are never told until accepted; a pending global one (``proposed_scope:
+    global``) is told only in its repository until a second session or you accept it.
 
     \f
     Args:
@@ -325,9 +337,11 @@ def review(ctx: click.Context, as_json: bool) -> None:
     s = get_settings()
     from ..ledger import review as ledger_review
     from ..ledger.db import session_scope
+    from ..pipeline import global_cap
 
     with session_scope(s.db_url, readonly=True) as session:
         rows = ledger_review.list_proposed(session, review_below=s.review_below)
+        rows = global_cap.with_pending(session, rows)
     if as_json:
         emit(rows)
         return
@@ -371,7 +385,7 @@ def _review_decide(verb: str, learning_id: str) -> None:
 @review.command("accept")
 @click.argument("learning_id")
 def review_accept(learning_id: str) -> None:
-    """Accept a proposed learning: it becomes active and is told to later sessions.
+    """Accept a proposed learning (it becomes active and is told), or make a pending global one global.
 
     \f
     Args:

@@ -97,16 +97,20 @@ def verify(cwd: str | None, as_json: bool) -> None:
 
     Each learning's verdict: ok (its anchors hold), partial (some file or symbol gone:
     told, marked), stale (every anchored file gone: withheld), unanchored (nothing to
-    check; global learnings name other repositories' files). A report: no streak is
-    counted, nothing is changed.
+    check; global learnings name other repositories' files). A dormant learning (nobody
+    confirmed it for REFLECT_FORGET_UNUSED_DAYS: not told at session start) says so. A
+    report: no streak is counted, nothing is changed.
 
     \f
     Args:
         cwd: The directory (its repository and working tree).
-        as_json: ``[{"id", "scope", "title", "verdict", "missing", "unchecked", "anchors"}]``.
+        as_json: ``[{"id", "scope", "title", "verdict", "missing", "unchecked", "anchors",
+            "dormant"}]``.
     """
     s = get_settings()
-    from ..recall import block, store
+    import time
+
+    from ..recall import block, fading, store
     from ..recall import verify as verifier
     from ..repo import repo_for
     from .common import emit
@@ -132,6 +136,7 @@ def verify(cwd: str | None, as_json: bool) -> None:
         )
         sys.exit(1)
     cache = verifier.MemoryCache()
+    days, now = fading.unused_days(), time.time()
     out = []
     for row in rows:
         root = ref.root if ref is not None and row.get("scope") == "repo" else None
@@ -146,6 +151,7 @@ def verify(cwd: str | None, as_json: bool) -> None:
                     {"path": p, **({"symbol": x} if x else {})}
                     for p, x in verifier.parse_anchors(row.get("anchors"))
                 ],
+                "dormant": fading.is_dormant(row.get("awake_ts"), days, now),
             }
         )
     if as_json:
@@ -157,7 +163,8 @@ def verify(cwd: str | None, as_json: bool) -> None:
     counts = {k: sum(1 for r in out if r["verdict"] == k) for k in verifier.VERDICTS}
     for r in out:
         gone = f"  gone: {', '.join(r['missing'])}" if r["missing"] else ""
-        click.echo(f"{r['verdict']:<10} {r['id']}  {block.inert(r['title'], 100)}{gone}")
+        sleep = f"  {fading.mark(days)}" if r["dormant"] else ""
+        click.echo(f"{r['verdict']:<10} {r['id']}  {block.inert(r['title'], 100)}{gone}{sleep}")
     click.echo(", ".join(f"{n} {k}" for k, n in counts.items()))
 
 

@@ -10,12 +10,15 @@ from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
 from .render import note_scope, render_note, render_sidecar, without_evidence
 from .store import (
+    PROPOSED_SCOPE,
     KBPaths,
     NoteFile,
     accept_note,
     bump_note,
+    confirm_note,
     iter_notes,
     kb_paths,
+    promote_note,
     restore_note,
     retire_note,
     write_learning,
@@ -30,6 +33,7 @@ __all__ = [
     "accept_note",
     "atomic_write",
     "bump_note",
+    "confirm_note",
     "heuristic_sidecar",
     "iter_notes",
     "kb_paths",
@@ -38,6 +42,8 @@ __all__ = [
     "note_scope",
     "normalize_sidecar",
     "parse_note",
+    "promote_note",
+    "PROPOSED_SCOPE",
     "render_note",
     "render_sidecar",
     "restore_note",

@@ -207,7 +207,7 @@ def write_learning(
             old = {}
         if isinstance(old.get("created"), str) and old["created"]:
             created = old["created"]
-        for key in ("sources", "proof_count"):
+        for key in ("sources", "proof_count", *KEPT_ON_REWRITE):
             if key in old and key not in merged_extra:
                 merged_extra[key] = old[key]
     sidecar = sidecar_path_for(path)
@@ -334,11 +334,70 @@ def accept_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     return _rewrite(note, {"status": ACTIVE, "updated": now})
 
 
+#: Frontmatter a re-add of the same learning keeps (besides ``sources``/``proof_count``):
+#: its confirmations (``ledger/confirmations.py``) and its own TTL (``recall/fading.py``).
+KEPT_ON_REWRITE = ("confirmations", "last_confirmed", "forget_after")
+
+
+def confirm_note(
+    path: str | os.PathLike[str], *, confirmations: int, last_confirmed: str
+) -> NoteFile:
+    """Record the ledger's confirmations of a note (``confirmations``, ``last_confirmed``).
+
+    ``updated`` is left alone: a confirmation is a use, not a change of the learning. Set
+    as given (the ledger's figures), so applying it twice is harmless.
+
+    Args:
+        path: The note file.
+        confirmations: The ledger's count.
+        last_confirmed: ISO timestamp of the last confirmation.
+
+    Returns:
+        The rewritten note's id, path, sidecar path and new content hash.
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
+    note = parse_note(Path(path))
+    fm = note.frontmatter
+    if fm.get("confirmations") == int(confirmations) and fm.get("last_confirmed") == last_confirmed:
+        return _note_file(note.id, Path(path), Path(path).read_text(encoding="utf-8"))
+    return _rewrite(note, {"confirmations": int(confirmations), "last_confirmed": last_confirmed})
+
+
+#: The frontmatter key of a learning written to go global but told only in its repository
+#: until a second session or a person confirms it (``pipeline/global_cap.py``).
+PROPOSED_SCOPE = "proposed_scope"
+
+
+def promote_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
+    """Make a pending global note global: ``scope: global``, its ``repo`` and
+    ``proposed_scope`` dropped (a second session or a person confirmed it).
+
+    Args:
+        path: The note file.
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The note's id, path, sidecar path and content hash (an already global note is left
+        as it is).
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
+    note = parse_note(Path(path))
+    fm = note.frontmatter
+    if fm.get("scope") == "global" and PROPOSED_SCOPE not in fm:
+        return _note_file(note.id, Path(path), Path(path).read_text(encoding="utf-8"))
+    return _rewrite(note, {"scope": "global", "updated": now}, drop=("repo", PROPOSED_SCOPE))
+
+
 def restore_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     """Bring a retired, superseded, archived or otherwise withheld note back: ``active``.
 
-    ``retired_reason`` and ``superseded_by`` are dropped (the ledger's history keeps why it
-    had left circulation); an already active note is left as it is.
+    ``retired_reason``, ``superseded_by`` and a ``forget_after`` that took it out are dropped
+    (the ledger's history keeps why it had left circulation; a person who restores it wants
+    it kept); an already active note is left as it is.
 
     Args:
         path: The note file.
@@ -355,7 +414,9 @@ def restore_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     if fm.get("status") == ACTIVE and not fm.get("superseded_by"):
         return _note_file(note.id, Path(path), Path(path).read_text(encoding="utf-8"))
     return _rewrite(
-        note, {"status": ACTIVE, "updated": now}, drop=("retired_reason", "superseded_by")
+        note,
+        {"status": ACTIVE, "updated": now},
+        drop=("retired_reason", "superseded_by", "forget_after"),
     )
 
 

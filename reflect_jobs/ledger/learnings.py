@@ -360,6 +360,7 @@ def restore(session: Session, learning_id: str, *, reason: str) -> Learning | No
     row.superseded_by = None
     row.retired_reason = None
     row.retired_at = None
+    row.forget_after = None  # a person brought it back: its TTL does not take it again
     row.updated_at = utcnow()
     return row
 

@@ -258,6 +258,12 @@ class Learning(Base):
     # The newest word on its subject (migration 0009): a later learning whose title negates
     # this one's sets it false and ``superseded_by`` (ledger/contradiction.py).
     is_latest: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # Usage and fading (migration 0011, ledger/confirmations.py): how often and when last a
+    # later session, an agent's MCP ``get`` or a person confirmed it; and its own TTL
+    # (seed 003's ``forget_after``), past which the hourly sweep forgets it.
+    confirmations: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    forget_after: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, index=True)
 
 
 class LearningSource(Base):
@@ -274,6 +280,21 @@ class LearningSource(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (UniqueConstraint("learning_id", "source"),)
+
+
+class LearningConfirmation(Base):
+    """One confirmation of a learning: a later session's UPDATE with evidence (``update``),
+    an agent's MCP ``get`` (``get``) or a person's acceptance (``person``)."""
+
+    __tablename__ = "learning_confirmations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    learning_id: Mapped[str] = mapped_column(
+        ForeignKey("learnings.id", ondelete="CASCADE"), index=True
+    )
+    by: Mapped[str] = mapped_column(String(16))
+    session_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class LearningHistory(Base):

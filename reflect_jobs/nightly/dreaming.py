@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import is_told
+from reflect_jobs.recall import fading, refresh
 from reflect_jobs.recall.block import inert
 
 from .memory_md import MAX_SECTION_LINES, bullet, splice
@@ -56,7 +58,11 @@ def _note_told(path: str | None) -> bool:
         fm = kb.parse_note(Path(path)).frontmatter
     except (OSError, kb.NoteError):
         return False
-    return is_told(fm.get("status")) and not fm.get("dormant")
+    # Not dormant (recall/fading.py): what a session start does not tell, MEMORY.md does not
+    # either (Claude Code loads it at every session start).
+    awake = refresh.awake_of(fm)
+    asleep = fm.get("dormant") or fading.is_dormant(awake, fading.unused_days(), time.time())
+    return is_told(fm.get("status")) and not asleep
 
 
 def eligible(db_url: str, key: str, limit: int) -> list[tuple[str, str]]:

@@ -222,3 +222,28 @@ def claim_promoter(db_url: str, host: str, now: datetime) -> tuple[bool, str]:
         return True, ""
     taken = read(db_url, PROMOTER_KEY) or {}
     return False, f"{taken.get('host', 'another machine')} took the promoter lease first"
+
+
+def due(db_url: str, now: datetime, at: str) -> bool:
+    """Whether the worker's minutely check should start a nightly run now.
+
+    Due when no run completed since the latest ``at`` slot. A ledger that never saw a run
+    records ``now`` as its baseline and is not due: a new installation missed no night, so
+    its first run is the next slot, while a worker that was down at the slot catches up once
+    when it starts.
+
+    Args:
+        db_url: The ledger.
+        now: The time (UTC).
+        at: ``REFLECT_NIGHTLY_AT`` (local ``HH:MM``).
+
+    Returns:
+        ``True`` when a run is due.
+    """
+    from .schedule import due as slot_due
+
+    last = last_run(db_url)
+    if last is None:
+        finish_run(db_url, now, completed=True)
+        return False
+    return slot_due(now, at, last)

@@ -26,6 +26,7 @@ from reflect_jobs.faults import failpoint
 from reflect_jobs.index import semantic
 from reflect_jobs.kb import anchors
 from reflect_jobs.ledger import (
+    confirmations,
     contradiction,
     control,
     learnings,
@@ -36,13 +37,14 @@ from reflect_jobs.ledger import (
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.jobs import transition
 from reflect_jobs.ledger.models import Job, Learning, utcnow
-from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, PROPOSED, normalise_learning_type
+from reflect_jobs.lifecycle import ARCHIVED, PROPOSED
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
 from reflect_jobs.repo import RepoError
 from reflect_jobs.writer.outcomes import retries_exhausted
 
 from . import global_cap, note_edits
+from .learning_rows import contradictions, record_learning
 from .middleware import Stage, StageRun, no_preview, run_stage
 from .runtime import Runtime, backoff, finish, log, log_transition, owned
 
@@ -135,14 +137,22 @@ def _add(run: StageRun) -> None:
         else:
             creates.append(learning)
     # The review queue (ARCHITECTURE §7.1): what no model vouched for is written proposed.
+    create_ids = [_own_id(x) for x in creates]
+    proof_ids = [t[1] for t in twins] + [
+        str(u.get("target_id", "")) for u in plan.get("updates", [])
+    ]
     with session_scope(rt.db, readonly=True) as session:
-        known = review.statuses(session, [_own_id(x) for x in creates])
+        known = review.statuses(session, create_ids)
+        rows = global_cap.known_rows(session, create_ids + proof_ids)
         already = global_cap.globals_created(session, session_id)
-    # No single source takes over (issue 24): a session's new global learnings are capped;
-    # the rest stay in the session's repository (pipeline/global_cap.py).
-    narrowed = global_cap.cap_new_globals(
+    # No single source takes over (issue 24): a new global learning is told only in its
+    # repository until another session or a person confirms it, at most a few per session
+    # (pipeline/global_cap.py).
+    scoped = global_cap.scope_creates(
         creates,
-        is_new=[_own_id(x) not in known for x in creates],
+        known=rows,
+        ids=create_ids,
+        session_id=session_id,
         already=already,
         cap=s.max_new_global_per_session,
     )
@@ -170,6 +180,7 @@ def _add(run: StageRun) -> None:
                         source_path=source,
                         session_id=session_id,
                         status=status,
+                        extra=global_cap.note_extra(learning),
                     ),
                 )
             )
@@ -203,29 +214,61 @@ def _add(run: StageRun) -> None:
             created += int(res.created)
             updated += int(not res.created)
             proposed_n += int(learning["status"] == PROPOSED)
+            # The same learning written again, with evidence, by a later session: confirmed.
+            if (
+                not res.created
+                and learning.get("evidence")
+                and confirmations.record_confirmation(
+                    session, note.id, by=confirmations.BY_UPDATE, session_id=session_id
+                )
+            ):
+                edits.append(note_edits.confirm(note.id, now_iso))
         # Semantic twins, then UPDATEs: +1 proof from ``source``; the note follows later.
         # One that carries its own evidence from another session accepts a proposed
         # learning (ARCHITECTURE §7.1).
         model = writer != review.HEURISTIC
-        proofs: list[tuple[str, str | None, bool, Any]] = []  # id, why, trusted, origin
+        # id, why, trusted, origin, with evidence
+        proofs: list[tuple[str, str | None, bool, Any, bool]] = []
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
             twin_why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
             proofs.append(
-                (twin_id, twin_why, not learning["review"], learning.get("evidence_origin"))
+                (
+                    twin_id,
+                    twin_why,
+                    not learning["review"],
+                    learning.get("evidence_origin"),
+                    bool(learning.get("evidence")),
+                )
             )
         for upd in plan.get("updates", []):
             reason: str | None = upd.get("reason")
             if upd.get("evidence"):
                 reason = f"{reason or 'confirmed'} — evidence: {upd['evidence']}"
             proofs.append(
-                (str(upd.get("target_id", "")), reason, model, upd.get("evidence_origin"))
+                (
+                    str(upd.get("target_id", "")),
+                    reason,
+                    model,
+                    upd.get("evidence_origin"),
+                    bool(upd.get("evidence")),
+                )
             )
-        for lid, why, trusted, origin in proofs:
+        for lid, why, trusted, origin, evidenced in proofs:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
+            # With evidence, from a later session: a confirmation (ledger/confirmations.py).
+            if evidenced and confirmations.record_confirmation(
+                session, lid, by=confirmations.BY_UPDATE, session_id=session_id
+            ):
+                edits.append(note_edits.confirm(lid, now_iso))
             row = session.get(Learning, lid)
+            if global_cap.promote_by_proof(
+                session, row, rows.get(lid), session_id, trusted, origin, why, job_id
+            ):
+                scoped.promoted += 1
+                edits.append(note_edits.promote(lid, now_iso))
             if review.confirms(row, session_id=session_id, trusted=trusted, origin=origin):
                 assert row is not None
                 review.accept_row(session, row, reason=f"confirmed: {why}"[:1000], job_id=job_id)
@@ -287,8 +330,7 @@ def _add(run: StageRun) -> None:
             summary += f" contradicted={demoted}"
         if kept_forgotten:
             summary += f" kept_forgotten={kept_forgotten}"
-        if narrowed:
-            summary += f" narrowed_to_repo={narrowed} (global cap {s.max_new_global_per_session})"
+        summary += scoped.detail(s.max_new_global_per_session)
         if accepted_n:
             summary += f" accepted={accepted_n}"
         if applied:
@@ -313,82 +355,6 @@ ADD = Stage("add", claim=_claim, step=_add, preview=no_preview)
 
 #: Seconds the whole add may spend finding anchors (ARCHITECTURE §7: the cost bound).
 ANCHOR_BUDGET_SEC = 2.0
-
-
-def record_learning(
-    session: Session,
-    learning: dict[str, Any],
-    note: Any,
-    *,
-    source: str,
-    session_id: str | None,
-    signal_hash: str | None,
-    job_id: str | None,
-    repo_key: str | None,
-) -> learnings.UpsertResult:
-    """The ledger row of a learning whose note was just written (the add stage's and a
-    person's ``reflect-jobs add``'s one way of recording it).
-
-    Args:
-        session: The open write session of the commit.
-        learning: The learning as written (``status`` set; ``anchors``, evidence keys read).
-        note: The :class:`reflect_jobs.kb.NoteFile` the KB writer returned.
-        source: What it was learned from (a transcript, or the file a person added).
-        session_id: The harness session, if any.
-        signal_hash: The signal set behind it, if any.
-        job_id: The add job, if any.
-        repo_key: The repository it was learned in (kept only for a ``repo`` learning).
-
-    Returns:
-        What :func:`reflect_jobs.ledger.learnings.upsert_learning` did.
-    """
-    scope = kb.note_scope(learning)
-    return learnings.upsert_learning(
-        session,
-        learning_id=note.id,
-        title=str(learning.get("title", "")),
-        category=str(learning.get("category") or "Unknown"),
-        learning_type=normalise_learning_type(learning.get("learning_type")),
-        confidence_num=float(learning.get("confidence_num") or 0.6),
-        note_path=str(note.path),
-        content_hash=note.content_hash,
-        source=source,
-        session_id=session_id,
-        signal_hash=signal_hash,
-        job_id=job_id,
-        scope=scope,
-        repo_key=repo_key if scope == "repo" else None,
-        status=learning["status"],
-        evidence=str(learning.get("evidence") or "") or None,
-        evidence_origin=str(learning.get("evidence_origin") or "") or None,
-        anchors=list(learning.get("anchors") or []),
-    )
-
-
-def contradictions(
-    session: Session, written: list[tuple[dict[str, Any], Any]], repo_key: str | None
-) -> list[tuple[str, str]]:
-    """``(older id, new id)`` for every older learning a newly written active one negates.
-
-    Args:
-        session: The open session of the commit (the new rows are already in it).
-        written: ``(learning, note)`` as written.
-        repo_key: The repository they were learned in.
-
-    Returns:
-        The pairs, each older id once (:mod:`reflect_jobs.ledger.contradiction`).
-    """
-    pairs: dict[str, str] = {}
-    new_ids = {note.id for _, note in written}
-    for learning, note in written:
-        if learning.get("status") != ACTIVE:
-            continue  # a learning no one vouched for demotes nothing
-        key = repo_key if kb.note_scope(learning) == "repo" else None
-        title = str(learning.get("title", ""))
-        for old_id in contradiction.contradicted(session, note.id, title, key):
-            if old_id not in new_ids:
-                pairs.setdefault(old_id, note.id)
-    return list(pairs.items())
 
 
 def _own_id(learning: dict[str, Any]) -> str:

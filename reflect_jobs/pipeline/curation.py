@@ -4,7 +4,7 @@
   learning through the add stage's own pieces — the same normalisation and bounds as a
   model's CREATE (``writer/actions.py``), redaction, the anchors (``kb/anchors.py``), the
   one KB writer (``kb.write_learning``: the id is ``lrn-<slug>-<hash6>`` of title and rule),
-  the add stage's ledger row (``pipeline/add.py:record_learning``) and its contradiction
+  the add stage's ledger row (``pipeline/learning_rows.py:record_learning``) and its contradiction
   demotion. A person vouches for it, so it is active (told) at once.
 * ``forget ID``: the ledger row becomes ``archived`` first, then the note (status
   ``archived``) and its sidecar move to ``documents/.forgotten/``; a re-run finishes what a
@@ -33,22 +33,23 @@ from reflect_jobs.index.immediate import apply_now
 from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.kb import anchors
 from reflect_jobs.kb.parse import NoteError, split_frontmatter
-from reflect_jobs.ledger import contradiction, learnings
+from reflect_jobs.ledger import confirmations, contradiction, learnings
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, FORGOTTEN_DIR, PROPOSED, is_restorable
+from reflect_jobs.recall import fading, refresh
 from reflect_jobs.redaction import redact_value
 from reflect_jobs.repo import repo_for
 from reflect_jobs.writer.actions import FIELD_MAX_CHARS, cap_learning, normalise_learning
 
-from . import add, note_edits
+from . import add, learning_rows, note_edits
 
 #: The largest file ``add`` reads (a 5 MB rule is read, then refused by its field's bound).
 MAX_ADD_BYTES = 8 * 1024 * 1024
 #: Frontmatter keys ``add`` reads; any other is reported and ignored.
 KNOWN_KEYS = frozenset(
     {"title", "rule", "scope", "category", "key_insight", "problem", "root_cause", "fix",
-     "learning_type", "confidence", "confidence_num", "tags", "entities"}
+     "learning_type", "confidence", "confidence_num", "tags", "entities", "forget_after"}
 )  # fmt: skip
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -81,7 +82,8 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     Args:
         path: A markdown file: ``---`` frontmatter with ``title`` and ``rule`` (and optionally
             ``scope: repo|global``, ``category``, ``key_insight``, ``problem``,
-            ``root_cause``, ``fix``, ``learning_type``, ``confidence``, ``tags``), then the
+            ``root_cause``, ``fix``, ``learning_type``, ``confidence``, ``tags``,
+            ``forget_after``: a date, an ISO date-time or a TTL such as ``30d``), then the
             body.
 
     Returns:
@@ -131,7 +133,13 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     scope = str(fm.get("scope") or "repo").strip().lower()
     if scope not in ("repo", "global"):
         raise CurationError(f"{shown}: scope must be `repo` or `global`, not {scope[:40]!r}")
-    raw = {k: v for k, v in fm.items() if k in KNOWN_KEYS}
+    try:
+        expires = fading.parse_forget_after(fm.get("forget_after"))
+    except ValueError as exc:
+        raise CurationError(f"{shown}: {exc}") from None
+    if expires is not None and expires <= datetime.now(UTC):
+        raise CurationError(f"{shown}: forget_after {fading.iso(expires)} is already past")
+    raw = {k: v for k, v in fm.items() if k in KNOWN_KEYS and k != "forget_after"}
     if "confidence" in raw and "confidence_num" not in raw:
         raw["confidence_num"] = raw.pop("confidence")
     raw.setdefault("confidence_num", 0.8)  # a person wrote it down: more than a guess
@@ -153,6 +161,8 @@ def read_learning(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[st
     if learning.get("learning_type") is None and isinstance(fm.get("learning_type"), str):
         learning["learning_type"] = fm["learning_type"]
     redacted, _ = redact_value(learning)
+    if expires is not None:
+        redacted["forget_after"] = fading.iso(expires)
     ignored = sorted(str(k) for k in fm if k not in KNOWN_KEYS)
     return redacted, ignored
 
@@ -208,12 +218,15 @@ def add_learning(
             source_path=os.path.abspath(path),
             session_id=None,
             status=ACTIVE,
+            extra={"forget_after": learning["forget_after"]}
+            if learning.get("forget_after")
+            else None,
         )
     except (OSError, NoteError) as exc:
         raise CurationError(f"the note could not be written: {exc}") from None
     repo_key = ref.key if kb.note_scope(learning) == "repo" else None
     with session_scope(db) as session:
-        res = add.record_learning(
+        res = learning_rows.record_learning(
             session,
             learning,
             note,
@@ -223,7 +236,7 @@ def add_learning(
             job_id=None,
             repo_key=ref.key,
         )
-        pairs = add.contradictions(session, [(learning, note)], ref.key)
+        pairs = learning_rows.contradictions(session, [(learning, note)], ref.key)
         demoted = [
             old for old, new in pairs if contradiction.demote(session, old, new_id=new, job_id=None)
         ]
@@ -299,6 +312,16 @@ def forget(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: st
     return "forgotten"
 
 
+def _wake(kb_path: str | os.PathLike[str], db: str, learning_id: str) -> None:
+    """A person's ``restore`` of a dormant learning: a confirmation (it is told again)."""
+    with session_scope(db) as session:
+        confirmations.record_confirmation(
+            session, learning_id, by=confirmations.BY_PERSON, session_id=None
+        )
+    note_edits.apply_direct(db, [note_edits.confirm(learning_id, _now())])
+    apply_now(kb_path, [learning_id])
+
+
 def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: str) -> str:
     """``reflect-jobs restore ID``: back into circulation (search, context, MCP, ledger).
 
@@ -309,7 +332,9 @@ def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: s
         by: Who restored it (in the ledger's history).
 
     Returns:
-        ``"restored (was <status>)"`` or ``"already active"``.
+        ``"restored (was <status>)"``, ``"woken (was dormant)"`` (an active learning nobody
+        confirmed lately: the person's restore is a confirmation, ``recall/fading.py``) or
+        ``"already active"``.
 
     Raises:
         CurationError: Not an id; no such learning; it waits for review; or a forgotten
@@ -340,12 +365,16 @@ def restore(kb_path: str | os.PathLike[str], db: str, learning_id: str, *, by: s
             _move(sidecar, paths.documents)
         _move(kept, paths.documents)
     try:
-        on_note = str(kb.parse_note(note).frontmatter.get("status") or ACTIVE)
+        fm = kb.parse_note(note).frontmatter
+        on_note: str | None = str(fm.get("status") or ACTIVE)
     except NoteError:
-        on_note = None
+        fm, on_note = {}, None
     # Either side may be the one a crash left behind: restore when either says so.
     was = before if is_restorable(before) else on_note
     if not (is_restorable(before) or is_restorable(on_note) or not latest):
+        if fading.is_dormant(refresh.awake_of(fm), fading.unused_days(), time.time()):
+            _wake(kb_path, db, learning_id)
+            return "woken (was dormant)"
         apply_now(kb_path, [learning_id])
         return "already active"
     with session_scope(db) as session:

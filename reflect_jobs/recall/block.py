@@ -57,25 +57,44 @@ def inert(text: object, limit: int = MAX_ITEM_CHARS) -> str:
     return s if len(s) <= limit else s[: max(limit - 1, 0)].rstrip() + "\u2026"
 
 
+#: What a partly verified learning (``recall/verify.py``: some anchors gone) loses in rank.
+PARTIAL_PENALTY = 1.0
+
+
 def rank_score(row: dict, now: float | None = None) -> float:
-    """How strongly a learning should be told: proof, then confidence, then recency.
+    """How strongly a learning should be told — the one ranking of the block, its general
+    section (``recall/relevance.py:fitting_globals``) and ``context --all``.
 
     Args:
-        row: A context-store row (``proof_count``, ``confidence``, ``updated_ts``).
+        row: A context-store row (``proof_count``, ``confidence``, ``confirmations``,
+            ``awake_ts`` — the later of creation and last confirmation — else
+            ``updated_ts``), plus ``verdict`` once its anchors were checked.
         now: The current Unix time (default ``time.time()``).
 
     Returns:
-        ``2·ln(1+proof) + confidence + 0.5·e^(−age/90 days)``: a learning confirmed by three
-        sessions outranks a fresh one seen once; among equals the newer wins.
+        ``2·ln(1+proof) + 0.5·ln(1+confirmations) + confidence + 0.5·e^(−age/90 days)``
+        with the age counted from the last confirmation (else creation, else the last
+        update), minus :data:`PARTIAL_PENALTY` when the verification found some anchors
+        gone: a learning confirmed by three sessions outranks a fresh one seen once, one
+        agents keep fetching outranks one nobody used, among equals the recently
+        confirmed wins, and one whose code partly vanished ranks below an intact one.
     """
     now = time.time() if now is None else now
-    proof = max(int(row.get("proof_count") or 1), 1)
-    age_days = max(now - float(row.get("updated_ts") or 0.0), 0.0) / 86400.0
-    return (
+    get = row.get  # called for thousands of rows at a session start: kept lean
+    try:
+        proof = max(int(get("proof_count") or 1), 1)
+        confirmations = max(int(get("confirmations") or 0), 0)
+        since = float(get("awake_ts") or 0.0) or float(get("updated_ts") or 0.0)
+        confidence = float(get("confidence") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0  # a garbled row ranks last rather than failing the block
+    score = (
         2.0 * math.log1p(proof)
-        + float(row.get("confidence") or 0.0)
-        + 0.5 * math.exp(-age_days / RECENCY_DAYS)
+        + 0.5 * math.log1p(confirmations)
+        + confidence
+        + 0.5 * math.exp(-max(now - since, 0.0) / 86400.0 / RECENCY_DAYS)
     )
+    return score - PARTIAL_PENALTY if get("verdict") == "partial" else score
 
 
 def ranked(rows: list[dict], now: float | None = None) -> list[dict]:
@@ -249,8 +268,8 @@ def render(
     code, not instructions) and a legend, and ends with what it left out
     (:func:`footer`: ``+N more — reflect-jobs context --all; K withheld (stale)``), whose
     room is kept before any learning is placed.
-    The repository's open reflection items come first (handoffs first, newest first, each
-    with its ``#id``), within at most :data:`ITEMS_SHARE` of the budget after the fixed
+    The repository's open reflection items come first (a person's or a skill's handoffs
+    first — never a model's — then newest first, each with its ``#id``), within at most :data:`ITEMS_SHARE` of the budget after the fixed
     lines, so a long to-do list cannot crowd out every learning; whatever they leave unused
     goes to the learnings, and with no learnings to tell the items may use all of it.
     Then repository learnings (the ones no general rule covers), then the global ones; an

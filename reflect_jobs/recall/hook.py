@@ -138,10 +138,12 @@ def session_block(
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
     """
+    import time
+
     from reflect_jobs.envpaths import kb_root_str
     from reflect_jobs.repo import repo_for
 
-    from . import block, store
+    from . import block, fading, store
 
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     if is_ignored(ref):
@@ -151,19 +153,39 @@ def session_block(
     repo: list[dict] = []
     general: list[dict] = []
     qualifying = 0
+    now = time.time()
+    days = fading.unused_days()
+    # Dormant learnings (nobody confirmed them for `days`) are not told; `context --all`
+    # lists them, marked.
+    since = None if everything else fading.awake_since(days, now)
     if conn is not None:
         try:
             limit = 1_000_000 if everything else 60
-            repo = block.ranked(store.repo_rows(conn, ref.key, limit)) if ref else []
-            general = _fitting_general(conn, ref, everything)
-            qualifying = store.count_rows(conn, ref.key if ref else None)
+            key = ref.key if ref else None
+            if ref:
+                repo = block.ranked(store.repo_rows(conn, ref.key, limit, awake_since=since), now)
+            general = _fitting_general(conn, ref, everything, since)
+            qualifying = store.count_rows(conn, key, awake_since=since)
         finally:
             conn.close()
     verdicts = _verify(ref.root if ref else None, repo, session_id, everything) if repo else {}
     withheld = [i for i, v in verdicts.items() if not v.told]
     if verdicts:
-        repo = [r for r in repo if str(r.get("id")) in verdicts and verdicts[str(r["id"])].told]
+        # What the verification found ranks too (partial below ok: block.rank_score).
+        repo = block.ranked(
+            [
+                {**r, "verdict": verdicts[str(r["id"])].status}
+                for r in repo
+                if str(r.get("id")) in verdicts and verdicts[str(r["id"])].told
+            ],
+            now,
+        )
     marks = {i: v.mark() for i, v in verdicts.items() if v.mark()}
+    if everything:
+        for row in repo + general:
+            if fading.is_dormant(row.get("awake_ts"), days, now):
+                ident = str(row.get("id"))
+                marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
     text = block.render(
         ref.display if ref else None,
         repo,
@@ -174,6 +196,7 @@ def session_block(
         marks=marks,
         withheld=len(withheld),
         qualifying=qualifying,
+        now=now,
         caps=(None, None) if everything else (block.REPO_ITEMS, block.GLOBAL_ITEMS),
     )
     return Told(text, verdicts, withheld)
@@ -281,18 +304,20 @@ def _open_items(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
     return found, total
 
 
-def _fitting_general(conn: object, ref: object, everything: bool) -> list[dict]:
+def _fitting_general(
+    conn: object, ref: object, everything: bool, awake_since: float | None = None
+) -> list[dict]:
     """The global learnings that fit the repository's profile, best fit first (issue 25).
 
     Only globals whose ``applies_to`` fits the profile (``recall/profile.py``,
     ``recall/relevance.py:fitting_globals``): none rather than another stack's rules. The
     fitting pass reads a covering index of the strongest :data:`relevance.GLOBAL_SCAN`
-    globals; only the few told are read whole.
+    globals; only the few told are read whole. ``awake_since`` leaves the dormant out.
     """
     from . import block, relevance, store
 
     fitting = relevance.fitting_globals(
-        store.global_stack_rows(conn, relevance.GLOBAL_SCAN),  # type: ignore[arg-type]
+        store.global_stack_rows(conn, relevance.GLOBAL_SCAN, awake_since=awake_since),  # type: ignore[arg-type]
         _profile_terms(ref),
         block.rank_score,
         per_fit=relevance.GLOBAL_SCAN if everything else 40,

@@ -22,7 +22,7 @@ from reflect_jobs import kb
 from reflect_jobs.kb.render import anchors_value
 from reflect_jobs.lifecycle import is_told
 
-from . import stack, store
+from . import fading, stack, store
 
 
 def _ts(value: object) -> float:
@@ -55,23 +55,31 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
     Returns:
         A row for :func:`reflect_jobs.recall.store.upsert_many`: ``scope`` is ``repo`` only
         for a note whose frontmatter says ``scope: repo`` and names a ``repo``, else
-        ``global`` (every note written before scopes existed); ``proof_count`` from the
+        ``global`` (every note written before scopes existed) — but a pending global
+        (``proposed_scope: global``) is never ``global``; ``proof_count`` from the
         frontmatter (else its ``sources``, else 1); ``anchors`` the note's anchors as
         compact JSON (``""`` for none), which the SessionStart hook checks against the
         working tree before telling it (``recall/verify.py``); ``applies_to`` the note's
-        own, else the stack its tags, entities and wording name (``recall/stack.py``).
+        own, else the stack its tags, entities and wording name (``recall/stack.py``);
+        ``confirmations`` the note's count and ``awake_ts`` where its dormancy clock starts
+        (``recall/fading.py``: the later of ``created`` and ``last_confirmed``; a note that
+        never recorded a confirmation but has proof from 2+ sources — written before
+        confirmations were recorded — counts its last ``updated`` as one).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
     scoped = str(fm.get("scope") or "").strip().lower() == "repo"
     is_repo = scoped and isinstance(repo, str) and bool(repo.strip())
+    # A pending global (issue 24: ``proposed_scope: global``, pipeline/global_cap.py) is told
+    # only in its repository; one that names none is told nowhere rather than everywhere.
+    pending = str(fm.get(kb.PROPOSED_SCOPE) or "").strip().lower() == "global"
     sources = fm.get("sources")
     proof = fm.get("proof_count")
     if not isinstance(proof, int) or isinstance(proof, bool) or proof < 1:
         proof = max(len(sources), 1) if isinstance(sources, list) else 1
     return {
         "id": note.id,
-        "scope": "repo" if is_repo else "global",
+        "scope": "repo" if is_repo or pending else "global",
         "repo_key": repo.strip() if is_repo and isinstance(repo, str) else "",
         "title": str(fm.get("title") or ""),
         "rule": str(fm.get("rule") or ""),
@@ -91,7 +99,35 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         ),
         "content_hash": digest,
         "anchors": _anchors_json(fm.get("anchors")),
+        "confirmations": _count(fm.get("confirmations")),
+        "awake_ts": awake_of(fm),
     }
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def awake_of(fm: dict) -> float:
+    """Where a note's dormancy clock starts (``recall/fading.py:awake_ts``).
+
+    Args:
+        fm: The note's frontmatter.
+
+    Returns:
+        The later of ``created`` and ``last_confirmed`` (Unix time; a note that never
+        recorded a confirmation but has proof from 2+ sources — written before
+        confirmations were recorded — counts its last ``updated``); 0 when unknown.
+    """
+    last = _ts(fm.get("last_confirmed") or "")
+    proof = fm.get("proof_count")
+    sources = fm.get("sources")
+    many = (isinstance(proof, int) and proof >= 2) or (
+        isinstance(sources, list) and len(sources) >= 2
+    )
+    if "confirmations" not in fm and many:
+        last = max(last, _ts(fm.get("updated") or ""))  # before confirmations were recorded
+    return fading.awake_ts(_ts(fm.get("created") or ""), last)
 
 
 def _anchors_json(value: object) -> str:

@@ -18,51 +18,14 @@ from __future__ import annotations
 import os
 import sqlite3
 
+from .store_schema import ADDED as _ADDED
+from .store_schema import COLUMNS as _COLUMNS
+from .store_schema import SCHEMA as _SCHEMA
+from .store_schema import SCHEMA_VERSION
+from .store_schema import upgrade as _upgrade
+
 FILE_NAME = "context.db"
-#: 2: ``anchors``; 3: ``applies_to`` (what a learning is about, ``recall/stack.py``).
-SCHEMA_VERSION = "3"
 READ_TIMEOUT_SEC = 0.25
-_COLUMNS = (
-    "id",
-    "scope",
-    "repo_key",
-    "title",
-    "rule",
-    "key_insight",
-    "category",
-    "path",
-    "proof_count",
-    "confidence",
-    "updated_ts",
-    "content_hash",
-    "anchors",
-    "applies_to",
-)
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS notes (
-    rid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    scope TEXT NOT NULL,
-    repo_key TEXT NOT NULL DEFAULT '',
-    title TEXT NOT NULL,
-    rule TEXT NOT NULL DEFAULT '',
-    key_insight TEXT NOT NULL DEFAULT '',
-    category TEXT NOT NULL DEFAULT '',
-    path TEXT NOT NULL DEFAULT '',
-    proof_count INTEGER NOT NULL DEFAULT 1,
-    confidence REAL NOT NULL DEFAULT 0.6,
-    updated_ts REAL NOT NULL DEFAULT 0,
-    strength REAL NOT NULL DEFAULT 0,
-    content_hash TEXT NOT NULL DEFAULT '',
-    anchors TEXT NOT NULL DEFAULT '',
-    applies_to TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
-CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
-    title, rule, key_insight, tokenize='porter unicode61 remove_diacritics 2'
-);
-"""
 
 
 def store_path(kb_root: str | os.PathLike[str]) -> str:
@@ -77,18 +40,27 @@ def store_path(kb_root: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(kb_root), "index", FILE_NAME)
 
 
-def strength(proof_count: int, confidence: float) -> float:
-    """The time-free part of a learning's rank: proof dominates, confidence breaks ties.
+def strength(proof_count: int, confidence: float, confirmations: int = 0) -> float:
+    """The time-free part of a learning's rank: proof dominates, then confirmations, then
+    confidence.
+
+    The stored pre-order of the hook's indexed query (which 60 candidates are read); the
+    rank itself is ``recall/block.py:rank_score``, which weighs the same figures.
 
     Args:
         proof_count: Sources that confirmed it (1 for a new learning).
         confidence: Its confidence in [0, 1].
+        confirmations: Confirmations recorded (``ledger/confirmations.py``).
 
     Returns:
-        ``proof_count`` capped at 20 plus ``confidence``; stored so the hook's query can
-        order candidates by an index.
+        ``proof_count`` capped at 20, plus a quarter of ``confirmations`` capped at 20, plus
+        ``confidence``; stored so the hook's query can order candidates by an index.
     """
-    return float(min(max(int(proof_count), 1), 20)) + float(confidence)
+    return (
+        float(min(max(int(proof_count), 1), 20))
+        + 0.25 * float(min(max(int(confirmations or 0), 0), 20))
+        + float(confidence)
+    )
 
 
 # --- the writer side (the worker) ----------------------------------------------------------
@@ -123,30 +95,6 @@ def open_for_write(path: str | os.PathLike[str]) -> sqlite3.Connection:
     return conn
 
 
-def _upgrade(conn: sqlite3.Connection) -> None:
-    """Bring an older store to this schema and have it refilled.
-
-    Schema 1 lacks ``anchors``, schema 2 ``applies_to``: each missing column is added empty
-    and the store marked unfilled, so the pass that opened it refills every row from the
-    notes — a store is derived data. The covering index of the fitting pass is made here
-    (after the columns it covers exist).
-    """
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
-    missing = [c for c in ("anchors", "applies_to") if c not in columns]
-    with conn:
-        for column in missing:
-            conn.execute(f"ALTER TABLE notes ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
-        if missing:
-            conn.execute("DELETE FROM meta WHERE key = 'populated'")
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
-        # Covers the session start's pass over the global learnings (recall/relevance.py):
-        # read in the index alone, strongest first, without touching a row.
-        conn.execute(
-            "CREATE INDEX IF NOT EXISTS notes_fit ON notes"
-            " (scope, strength DESC, id, applies_to, proof_count, confidence, updated_ts)"
-        )
-
-
 def is_populated(conn: sqlite3.Connection) -> bool:
     """Whether a full pass has ever filled the store (a new store needs one).
 
@@ -178,7 +126,8 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
         rows: Mappings with the keys of :data:`_COLUMNS` (``id``, ``scope``, ``repo_key``,
             ``title``, ``rule``, ``key_insight``, ``category``, ``path``, ``proof_count``,
             ``confidence``, ``updated_ts``, ``content_hash``, ``anchors``: the note's
-            anchors as compact JSON, ``""`` for none).
+            anchors as compact JSON, ``""`` for none; ``applies_to``; ``confirmations`` and
+            ``awake_ts``, 0 when missing).
 
     Returns:
         How many rows were written.
@@ -187,13 +136,20 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
     with conn:
         for row in rows:
             _delete(conn, str(row["id"]))
-            values = [row.get(c) for c in _COLUMNS]
-            values[-2] = values[-2] or ""  # anchors: a row without them (older callers)
-            values[-1] = values[-1] or ""  # applies_to: likewise
+            # A row without the later columns (older callers) stores their defaults.
+            values = [
+                row.get(c) or (0 if _ADDED[c][0] != "TEXT" else "") if c in _ADDED else row.get(c)
+                for c in _COLUMNS
+            ]
+            rank = strength(
+                int(row["proof_count"]),
+                float(row["confidence"]),
+                int(row.get("confirmations") or 0),
+            )
             cur = conn.execute(
                 f"INSERT INTO notes ({', '.join(_COLUMNS)}, strength) "
                 f"VALUES ({', '.join('?' for _ in _COLUMNS)}, ?)",
-                (*values, strength(int(row["proof_count"]), float(row["confidence"]))),
+                (*values, rank),
             )
             conn.execute(
                 "INSERT INTO notes_fts (rowid, title, rule, key_insight) VALUES (?, ?, ?, ?)",
@@ -267,9 +223,27 @@ def open_for_read(path: str | os.PathLike[str]) -> sqlite3.Connection | None:
     if not os.path.isfile(path):
         return None
     uri = "file:" + path.replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_SEC)
+    conn = sqlite3.connect(uri, uri=True, timeout=READ_TIMEOUT_SEC, factory=_Reader)
     conn.execute(f"PRAGMA busy_timeout = {int(READ_TIMEOUT_SEC * 1000)}")
     return conn
+
+
+class _Reader(sqlite3.Connection):
+    """A read-only connection that remembers the store's columns (asked once, not per query:
+    a session start runs several queries, each needing to know the schema's age)."""
+
+    columns: frozenset[str] | None = None
+
+
+def _have(conn: sqlite3.Connection) -> frozenset[str]:
+    """The ``notes`` table's columns (cached on a reader connection)."""
+    cached = getattr(conn, "columns", None)
+    if cached is not None:
+        return cached
+    have = frozenset(r[1] for r in conn.execute("PRAGMA table_info(notes)"))
+    if isinstance(conn, _Reader):
+        conn.columns = have
+    return have
 
 
 #: What readers get back: every stored column but the content hash (a writer-side detail).
@@ -278,9 +252,25 @@ _KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
 
 def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
     """The reader's column list; a store the worker has not upgraded yet (no ``anchors``,
-    no ``applies_to``) reads them empty, so an upgrade never silences the block."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
-    return ", ".join(f"{prefix}{k}" if k in have or not have else f"'' AS {k}" for k in _KEYS)
+    no ``applies_to``, no fading columns) reads them at their defaults, so an upgrade never
+    silences the block."""
+    have = _have(conn)
+    default = {k: v[1] for k, v in _ADDED.items()}
+    return ", ".join(
+        f"{prefix}{k}" if k in have or not have else f"{default.get(k, repr(''))} AS {k}"
+        for k in _KEYS
+    )
+
+
+def _awake(conn: sqlite3.Connection, awake_since: float | None) -> tuple[str, tuple]:
+    """The SQL condition (and its parameter) leaving dormant learnings out (``recall/fading.py``):
+    ``awake_ts`` 0 is unknown (never dormant); a store without the column filters nothing."""
+    if awake_since is None:
+        return "", ()
+    have = _have(conn)
+    if "awake_ts" not in have:
+        return "", ()
+    return " AND (awake_ts = 0 OR awake_ts >= ?)", (float(awake_since),)
 
 
 def _execute(conn: sqlite3.Connection, tail: str, params: tuple) -> sqlite3.Cursor:
@@ -292,22 +282,27 @@ def _rows(cur: sqlite3.Cursor) -> list[dict]:
     return [dict(zip(_KEYS, r, strict=True)) for r in cur.fetchall()]
 
 
-def repo_rows(conn: sqlite3.Connection, repo_key: str, limit: int = 60) -> list[dict]:
+def repo_rows(
+    conn: sqlite3.Connection, repo_key: str, limit: int = 60, *, awake_since: float | None = None
+) -> list[dict]:
     """The strongest learnings scoped to one repository.
 
     Args:
         conn: A connection.
         repo_key: The repository's key (:func:`reflect_jobs.repo.repo_for`).
         limit: At most this many, strongest first.
+        awake_since: Leave out the dormant ones (``awake_ts`` before this Unix time;
+            ``recall/fading.py:awake_since``); ``None`` keeps them.
 
     Returns:
         Row mappings (the keys of the ``notes`` table but ``strength``/``content_hash``).
     """
+    cond, extra = _awake(conn, awake_since)
     return _rows(
         _execute(
             conn,
-            " WHERE scope = 'repo' AND repo_key = ? ORDER BY strength DESC, id LIMIT ?",
-            (repo_key, int(limit)),
+            f" WHERE scope = 'repo' AND repo_key = ?{cond} ORDER BY strength DESC, id LIMIT ?",
+            (repo_key, *extra, int(limit)),
         )
     )
 
@@ -327,20 +322,27 @@ def global_rows(conn: sqlite3.Connection, limit: int = 60) -> list[dict]:
     )
 
 
-def count_rows(conn: sqlite3.Connection, repo_key: str | None) -> int:
+def count_rows(
+    conn: sqlite3.Connection, repo_key: str | None, *, awake_since: float | None = None
+) -> int:
     """How many learnings a session in a repository could be told (its own and the global).
 
     Args:
         conn: A connection.
         repo_key: The repository's key; ``None`` for the global learnings only.
+        awake_since: Leave out the dormant ones (as :func:`repo_rows`).
 
     Returns:
-        The count (two indexed counts, no row read).
+        The count (two indexed counts).
     """
-    total = conn.execute("SELECT count(*) FROM notes WHERE scope = 'global'").fetchone()[0]
+    cond, extra = _awake(conn, awake_since)
+    total = conn.execute(
+        f"SELECT count(*) FROM notes WHERE scope = 'global'{cond}", extra
+    ).fetchone()[0]
     if repo_key is not None:
         total += conn.execute(
-            "SELECT count(*) FROM notes WHERE scope = 'repo' AND repo_key = ?", (repo_key,)
+            f"SELECT count(*) FROM notes WHERE scope = 'repo' AND repo_key = ?{cond}",
+            (repo_key, *extra),
         ).fetchone()[0]
     return int(total)
 
@@ -415,7 +417,9 @@ def rows_by_rid(conn: sqlite3.Connection, rids: list[int]) -> list[dict]:
     return out
 
 
-def global_stack_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
+def global_stack_rows(
+    conn: sqlite3.Connection, limit: int, *, awake_since: float | None = None
+) -> list[dict]:
     """What fitting needs of the global learnings, strongest first: ``rid``, ``id``,
     ``applies_to`` and the ranking figures (no title or rule: thousands are read at a
     session start, and only the few told need their text, :func:`rows_by_rid`).
@@ -423,19 +427,23 @@ def global_stack_rows(conn: sqlite3.Connection, limit: int) -> list[dict]:
     Args:
         conn: A connection.
         limit: At most this many.
+        awake_since: Leave out the dormant ones (as :func:`repo_rows`).
 
     Returns:
-        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts"}`` mappings;
-        none from a store written before ``applies_to`` (which globals fit is unknown
-        until the worker refills it: none rather than unrelated ones).
+        ``{"rid", "id", "applies_to", "proof_count", "confidence", "updated_ts",
+        "confirmations", "awake_ts"}`` mappings; none from a store written before
+        ``applies_to`` (which globals fit is unknown until the worker refills it: none
+        rather than unrelated ones).
     """
-    have = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+    have = _have(conn)
     if "applies_to" not in have:
         return []  # a store from before applies_to: no general rule until the refill
+    keys: tuple[str, ...] = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
+    keys += tuple(k for k in ("confirmations", "awake_ts") if k in have)
+    cond, extra = _awake(conn, awake_since)
     cur = conn.execute(
-        "SELECT rid, id, applies_to, proof_count, confidence, updated_ts FROM notes"
-        " WHERE scope = 'global' ORDER BY strength DESC, id LIMIT ?",
-        (int(limit),),
+        f"SELECT {', '.join(keys)} FROM notes"
+        f" WHERE scope = 'global'{cond} ORDER BY strength DESC, id LIMIT ?",
+        (*extra, int(limit)),
     )
-    keys = ("rid", "id", "applies_to", "proof_count", "confidence", "updated_ts")
     return [dict(zip(keys, r, strict=True)) for r in cur.fetchall()]

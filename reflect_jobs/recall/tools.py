@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from reflect_jobs.repo import key_of
 
-from . import block, store
+from . import block, fading, store
 from .tool_errors import ToolError
 
 if TYPE_CHECKING:
@@ -217,7 +217,8 @@ def search_tool(
 
     A hit is ``{"id", "title", "rule", "snippet", "scope", "repo", …}`` followed by what the
     search gave (``score``, ``path``, ``status`` — ``"proposed"`` on a learning no one
-    vouched for yet, ARCHITECTURE §7.1): the rule is what to do, the snippet the note's text
+    vouched for yet, ARCHITECTURE §7.1; ``"dormant": true`` on one nobody confirmed for
+    ``REFLECT_FORGET_UNUSED_DAYS``, §13.3): the rule is what to do, the snippet the note's text
     around the query. Only learnings inside the server's reads are returned.
 
     Args:
@@ -259,7 +260,11 @@ def search_tool(
     )
     lines: list[str] = []
     room = MAX_RESULT_CHARS - 400  # markers, warnings
+    # Found, but not told at session start: nobody confirmed it lately (recall/fading.py).
+    dormant = fading.dormant_ids(str(kb_path), [str(h.get("id")) for h in result.hits])
     for hit in result.hits:
+        if hit.get("id") in dormant:
+            hit = {**hit, "dormant": True}
         shown = _hit(kb_path, hit, str(query), wanted, every)
         if shown is None:
             continue
@@ -375,6 +380,9 @@ def get_tool(kb_path: Path, note_id: str, *, scope: ServerScope | None = None) -
     Raises:
         ToolError: The id is malformed, no such note exists, it cannot be read safely
             (:func:`load_note`), or it is another repository's learning.
+
+    The fetch is a confirmation of the learning (``ledger/confirmations.py``), handed to
+    the worker through the queue (:func:`reflect_jobs.recall.fading.hand_over`).
     """
     bounds = _scope(scope)
     note, text = load_note(kb_path, note_id)
@@ -384,6 +392,8 @@ def get_tool(kb_path: Path, note_id: str, *, scope: ServerScope | None = None) -
             f"refused: {note.id} is a learning of repository {key[:200]}, not this server's"
             f" ({bounds.key or 'none'}); REFLECT_MCP_ALL_REPOS=1 lets it read others"
         )
+    # An agent fetched it whole: a confirmation (recorded by the worker; it wakes a dormant one).
+    fading.hand_over([[note.id, "get", None]])
     return wrap(f"id: {note.id}\npath: {note.path}\n\n{text}")
 
 
