@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reflect_jobs.index.lexical import LexicalIndex, build_match
+from reflect_jobs.index.fts_query import build_match
+from reflect_jobs.index.lexical import LexicalIndex
 
 DOCS = {
     "lrn-keyerror": (

@@ -23,7 +23,6 @@ STILL_OVER = frozenset(
         "ledger/jobs.py",
         "recall/hook.py",
         "recall/profile.py",
-        "recall/relevance.py",
     }
 )
 

@@ -33,19 +33,15 @@ import contextlib
 import json
 import math
 import os
-import re
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import tokens
+from .fts_query import _clean, query_match
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
-_HAS_WORD = re.compile(r"\w")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-MAX_TERMS = 32
-MAX_PHRASE_CHARS = 400
 #: BM25 column weights (title, rule, body, idents): tuned on the recall benchmark's dev split.
 WEIGHTS = (4.0, 3.0, 1.0, 6.0)
 _LEGACY_WEIGHTS = (4.0, 1.0, 10.0)
@@ -54,8 +50,6 @@ _LEGACY_WEIGHTS = (4.0, 1.0, 10.0)
 COVERAGE_SMOOTHING = 0.5
 #: ``PRAGMA user_version`` of the current layout; an older file is rebuilt by the next reindex.
 SCHEMA_VERSION = 2
-_COMPOUND = re.compile(r"\w+(?:[./-]\w+)*")
-_SEPARATORS = re.compile(r"[_./-]")
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS docs (
@@ -70,82 +64,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, rule, body, idents, tokenize='{_TOKENIZER}'
 );
 """
-
-
-def _clean(text: str) -> str:
-    """Drop NULs and lone surrogates: sqlite3 cannot bind them, and they carry no meaning."""
-    return _SURROGATE.sub("\ufffd", text.replace("\x00", " "))
-
-
-def _phrase(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
-def identifiers(text: str) -> list[str]:
-    """Compound identifiers in ``text`` with separators removed (``foo_bar.py`` → ``foobarpy``).
-
-    Each ``/`` component of a path is added too, so ``qux.py`` finds ``baz/qux.py``.
-
-    Args:
-        text: Any text (a note's title and body, or a query).
-
-    Returns:
-        The lower-cased, separator-free forms of every word run joined by ``.``, ``/`` or
-        ``-`` or containing ``_`` (plain words are left out), de-duplicated in first-seen
-        order.
-    """
-    out: dict[str, None] = {}
-    for match in _COMPOUND.findall(text):
-        pieces = [match, *match.split("/")] if "/" in match else [match]
-        for piece in pieces:
-            if _SEPARATORS.search(piece):
-                out[_SEPARATORS.sub("", piece).lower()] = None
-    return list(out)
-
-
-def build_match(query: str, *, idents: bool = True) -> str | None:
-    """FTS5 MATCH expression for free text, or None if it has nothing searchable.
-
-    Args:
-        query: The user's text; NULs and lone surrogates are cleaned first.
-        idents: Add the ``idents`` column phrases; ``False`` for a table without that
-            column (the reflection index), where naming it is an SQL error.
-
-    Returns:
-        An ``OR`` of quoted phrases: the whole query (when it has several terms), each
-        distinct term (at most :data:`MAX_TERMS`, each cut to :data:`MAX_PHRASE_CHARS`), and
-        an ``idents`` phrase per compound identifier; ``None`` when no term holds a word
-        character.
-    """
-    terms = [t for t in _clean(str(query)).split() if _HAS_WORD.search(t)][:MAX_TERMS]
-    if not terms:
-        return None
-    phrases = [_phrase(t[:MAX_PHRASE_CHARS]) for t in dict.fromkeys(terms)]
-    if len(terms) > 1:
-        phrases.insert(0, _phrase(" ".join(terms)[:MAX_PHRASE_CHARS]))
-    if idents:
-        phrases += [f"idents : {_phrase(i)}" for i in identifiers(" ".join(terms))[:MAX_TERMS]]
-    return " OR ".join(phrases)
-
-
-def query_match(query: str) -> tuple[str | None, list[str]]:
-    """The FTS5 MATCH expression of a query, and its terms one by one.
-
-    Args:
-        query: Free text (bounded and tokenised by :func:`.tokens.query_terms`).
-
-    Returns:
-        ``(expression, terms)``: an ``OR`` of each meaningful word (a quoted token) and each
-        squashed identifier (``idents : "…"``), and those same sub-expressions as a list (for
-        :meth:`LexicalIndex.search`'s coverage); ``(None, [])`` when the query holds nothing
-        to search (stop words, punctuation, nothing).
-    """
-    terms = tokens.query_terms(_clean(str(query)))
-    parts = [_phrase(w) for w in terms.words]
-    parts += [f"idents : {_phrase(i)}" for i in terms.idents if i not in terms.words]
-    if not parts:
-        return None, []
-    return " OR ".join(parts), parts
 
 
 @dataclass(frozen=True)
@@ -387,6 +305,8 @@ class LexicalIndex:
         Returns:
             The rule text as indexed.
         """
+        if self.outdated:
+            return ""  # a file from before the rule column (rebuilt by the next reindex)
         row = self._conn.execute(
             "SELECT f.rule FROM docs d JOIN docs_fts f ON f.rowid = d.rid WHERE d.doc_id = ?",
             (doc_id,),
@@ -406,7 +326,7 @@ class LexicalIndex:
         Retired notes are filtered here, not by the caller, so no search path can leak them.
 
         Args:
-            query: Free text (see :func:`query_match`); no input is FTS5 syntax.
+            query: Free text (see :func:`.fts_query.query_match`); no input is FTS5 syntax.
             k: At most this many results; 0 or less returns none.
             include_retired: Also return retired documents (``active`` and ``proposed`` ones
                 are always returned).

@@ -35,7 +35,8 @@ from reflect_jobs import kb
 from reflect_jobs.lifecycle import ACTIVE, PROPOSED
 
 from . import tokens
-from .lexical import LexicalHit, LexicalIndex, query_match
+from .fts_query import query_match
+from .lexical import LexicalHit, LexicalIndex
 
 RRF_K = 60
 #: Modes ``search`` offers; ``hybrid`` is the default, the graph modes are explicit only.

@@ -301,7 +301,7 @@ class ReflectionIndex:
         Returns:
             ``(item, score)`` pairs, score ``-bm25`` (higher is better).
         """
-        from reflect_jobs.index.lexical import build_match  # not on the hook's refresh path
+        from reflect_jobs.index.fts_query import build_match  # not on the hook's refresh path
 
         match = build_match(query, idents=False)  # items_fts has no idents column
         if match is None or k <= 0:

@@ -255,14 +255,14 @@ def search(
     Args:
         conn: The reflection index's connection.
         sources: The directories searched (their rows, as :func:`refresh` left them).
-        query: Free text (never FTS5 syntax: ``index.lexical.build_match``).
+        query: Free text (never FTS5 syntax: ``index.fts_query.build_match``).
         k: At most this many hits.
 
     Returns:
         ``{"file", "harness", "title", "snippet", "score"}`` per hit, best first; ``file``
         is the absolute path of the memory file it came from.
     """
-    from reflect_jobs.index.lexical import build_match
+    from reflect_jobs.index.fts_query import build_match
 
     match = build_match(query, idents=False)
     if match is None or k <= 0 or not sources:
