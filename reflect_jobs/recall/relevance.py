@@ -48,6 +48,8 @@ SEM_ALONE = 0.6
 #: Ranking (not the floor) multiplies a score by ``1 + TITLE_SHARE × the share of the
 #: title's words the prompt names`` (:func:`title_share`; tuned on dev with RELATIVE).
 TITLE_SHARE = 1.0
+#: The repository's own learnings over a fitting global at equal evidence.
+OWN_BOOST = 1.1
 #: Notes read and scored per prompt at most (those holding the most term weight).
 CANDIDATES = 300
 FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
@@ -397,7 +399,7 @@ def rank_for_prompt(
         cos = semantic.get(str(row["id"]), 0.0)
         score += SEM_WEIGHT * max(0.0, cos - SEM_BASE)
         if row["scope"] == "repo":
-            score *= 1.1  # the repository's own rule before a general one at equal relevance
+            score *= OWN_BOOST  # the repository's own rule before a general one at equal relevance
         # The floor decides on the evidence (so whether anything is told is the title's
         # business not at all); the title share only orders what passed.
         if passes(score, matched, best) or cos >= SEM_ALONE:
