@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs import boundary, kb, userconfig
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal, origins
@@ -24,10 +24,9 @@ from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
 from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go, first_defer
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import checkpoints, costs, learnings, watermarks
-from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, Transcript, transcript_key, utcnow
+from reflect_jobs.ledger import captures, checkpoints, costs, gateway, learnings, watermarks
+from reflect_jobs.ledger.gateway import JobRow, transition
+from reflect_jobs.ledger.models import utcnow
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.nightly.commits import session_commits
 from reflect_jobs.nightly.observations import observations_block
@@ -40,7 +39,7 @@ from reflect_jobs.transcripts.usage import context_tokens
 
 from .middleware import Held, Stage, StageRun, run_stage
 from .reflect_pass import joined, plan_reflection
-from .runtime import Runtime, defer, finish, log, log_transition, owned
+from .runtime import Runtime, defer, finish, log, log_transition, owned_row
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
 
@@ -197,7 +196,7 @@ class RunningPass(FreeGate):
 
     name = "running_pass"
 
-    def __init__(self, session: Session, job: Job) -> None:
+    def __init__(self, session: Connection, job: JobRow) -> None:
         """Bind the gate to the claim's transaction and job."""
         self.session, self.job = session, job
 
@@ -217,17 +216,9 @@ class RunningPass(FreeGate):
         return Defer(self.name, f"waiting for the session's running pass {other}", until)
 
 
-def _claim(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
-    """Inside the claim's transaction: the running-pass gate, then what prepare reads.
-
-    Its reads do not depend on the claim's pending event row or on ``accepting``: they are
-    made without autoflush, so the transaction flushes once, at its commit.
-    """
-    with session.no_autoflush:
-        return _claim_reads(run, session, job)
-
-
-def _claim_reads(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
+def _claim(run: StageRun, session: Connection, job: JobRow) -> PrepTicket | Held:
+    """Inside the claim's transaction (the ledger gateway's): the running-pass gate, then
+    what prepare reads; ``accepting`` is written with the claim's commit."""
     held = RunningPass(session, job).acquire()
     if isinstance(held, Defer):
         assert held.until is not None
@@ -239,9 +230,9 @@ def _claim_reads(run: StageRun, session: Session, job: Job) -> PrepTicket | Held
     return _ticket(session, job)
 
 
-def _ticket(session: Session, job: Job) -> PrepTicket:
+def _ticket(session: Connection, job: JobRow) -> PrepTicket:
     path, harness, session_id = job.transcript_path, job.harness, job.session_id
-    prev = session.get(Transcript, transcript_key(path))
+    prev = captures.last_transcript(session, path)
     # what the previous capture of this transcript already scanned for the fill
     floor = prev.size if prev is not None and prev.size else 0
     if job.transcript_size is not None and floor > job.transcript_size:
@@ -424,7 +415,7 @@ def _prepare(run: StageRun) -> None:
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         kb.atomic_write(slice_path, slice_text + offered.block + observed, mode=0o600)
 
-    with owned(rt, job_id, worker) as (session, job):
+    with owned_row(rt, job_id, worker) as (session, job):
         if job is None:
             return
         if pass_plan is not None:
@@ -467,12 +458,13 @@ def _prepare(run: StageRun) -> None:
                 "commits": made,
             }
         if skipped == "skip_dup_signal_hash" and prepared is not None:
-            bumped = sum(
-                learnings.add_proof(
-                    session, lid, path, reason="same signal set seen again", job_id=job_id
+            with gateway.orm(session) as orm:
+                bumped = sum(
+                    learnings.add_proof(
+                        orm, lid, path, reason="same signal set seen again", job_id=job_id
+                    )
+                    for lid in prepared.dup_learning_ids
                 )
-                for lid in prepared.dup_learning_ids
-            )
             detail += f" proof_bumped={bumped}"
         if outcome is not None:
             costs.record_free(session, job, outcome)
@@ -502,8 +494,8 @@ def _prepare(run: StageRun) -> None:
 def _preview(run: StageRun) -> None:
     """Dry run: compute and log the cascade's verdict; the job is left exactly as found."""
     rt, job_id = run.rt, run.job_id
-    with session_scope(rt.db) as session:
-        job = session.get(Job, job_id)
+    with gateway.transaction(rt.db) as session:
+        job = gateway.load(session, job_id)
         if job is None or job.stage != "prepare":
             return
         t = _ticket(session, job)
