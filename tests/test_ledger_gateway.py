@@ -2,16 +2,20 @@
 the ledger's semantics — the claim's compare-and-set and owner, the job_events history, the
 coalescing of captures — and opens no ORM session at all.
 
-Against a real SQLite ledger file; what is checked is what the ledger holds afterwards, read
+Against a real SQLite ledger file and, with ``-m services``, PostgreSQL; what is checked is what the ledger holds afterwards, read
 back through the ORM as ``reflect-jobs show`` reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 from support import write_claude_transcript
@@ -20,14 +24,35 @@ from watermark_support import InProcess
 from reflect_jobs import pipeline
 from reflect_jobs.ledger import gateway, owners
 from reflect_jobs.ledger.captures import record_capture
-from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.db import dispose_all, session_scope
 from reflect_jobs.ledger.models import Job, JobEvent, Transcript, utcnow
 from reflect_jobs.ledger.moves import IllegalTransition
 
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
-@pytest.fixture
-def db(tmp_path):
-    return f"sqlite:///{tmp_path}/reflect.db"
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.services)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A real SQLite file, and (``-m services``) a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/reflect.db"
+        dispose_all()
+        return
+    name = "rj_gw_" + uuid.uuid4().hex[:8]
+    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as c:
+            c.exec_driver_sql(f"CREATE DATABASE {name}")
+    except sa.exc.OperationalError:
+        admin.dispose()
+        pytest.skip("no PostgreSQL on 127.0.0.1:5432")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        dispose_all()
+        with admin.connect() as c:
+            c.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.dispose()
 
 
 def _capture(conn, session_id="s1", event="Stop", settle=0, path="/t.jsonl"):

@@ -16,7 +16,6 @@ from sqlalchemy import (
     Connection,
     CursorResult,
     Executable,
-    Result,
     Row,
     Table,
     bindparam,
@@ -117,7 +116,7 @@ def record_capture(
             "created_at": now,
             "updated_at": now,
         }
-        if _rowcount(session.execute(_insert_new(dialect), row)) == 1:
+        if _inserted(session, dialect, row):
             _event(
                 session,
                 job_id,
@@ -180,7 +179,7 @@ _SELECT_ACCEPTING = select(
 
 
 @functools.lru_cache(maxsize=4)
-def _insert_new(dialect: str) -> Executable:
+def _insert_new(dialect: str, returning: bool) -> Executable:
     """``INSERT`` a session's new job unless one of its jobs accepts captures (the partial
     unique index ``uq_jobs_accepting_session``), on SQLite and PostgreSQL alike."""
     if dialect == "sqlite":
@@ -189,13 +188,21 @@ def _insert_new(dialect: str) -> Executable:
         from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
     else:  # pragma: no cover - the ledger runs on SQLite or PostgreSQL only
         raise NotImplementedError(f"capture on {dialect}")
-    return insert(JOBS).on_conflict_do_nothing(
+    stmt = insert(JOBS).on_conflict_do_nothing(
         index_elements=[JOBS.c.harness, JOBS.c.session_id], index_where=text("accepting")
     )
+    return stmt.returning(JOBS.c.id) if returning else stmt
 
 
-def _rowcount(result: Result[Any]) -> int:
-    return cast("CursorResult[Any]", result).rowcount
+def _inserted(session: Session | Connection, dialect: str, row: dict[str, Any]) -> bool:
+    """Run the insert; whether it made the row (``RETURNING`` where the database has it:
+    psycopg reports no row count for ``ON CONFLICT DO NOTHING``)."""
+    bind = session.get_bind() if isinstance(session, Session) else session
+    returning = bool(bind.dialect.insert_returning)
+    result = session.execute(_insert_new(dialect, returning), row)
+    if returning:
+        return result.first() is not None
+    return cast("CursorResult[Any]", result).rowcount == 1
 
 
 def _event(
