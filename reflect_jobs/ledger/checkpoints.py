@@ -18,7 +18,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TypeVarTuple
 
-from sqlalchemy import BindParameter, ColumnElement, Connection, Select, bindparam, or_, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Select,
+    bindparam,
+    literal,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from ..checkpoints import PassPlan, SessionState
@@ -151,8 +160,10 @@ def _passing(
     return q.where(
         Job.harness == harness,
         Job.session_id == session_id,
-        Job.state.in_(_ACTIVE),
-        or_(Job.stage.in_(("write", "add")), Job.state == "running", *more),
+        # Lists of bound values, not expanding IN parameters: the statement is built once
+        # and an expanding list is re-rendered at every execution.
+        Job.state.in_([literal(s) for s in _ACTIVE]),
+        or_(Job.stage.in_([literal("write"), literal("add")]), Job.state == "running", *more),
     )
 
 

@@ -1,9 +1,11 @@
-"""The job state machine (ARCHITECTURE §3): the one module that changes a job's stage or state.
+"""The job state machine for ORM callers (ARCHITECTURE §3): recovery, hand-back, retry.
 
 Every change goes through :func:`transition`, which writes the ``job_events`` row in the same
-transaction. Claims are compare-and-set UPDATEs (``WHERE state IN runnable``), so two workers
-— threads, processes or machines — can race for a job and exactly one wins, on SQLite and on
-PostgreSQL alike, without relying on Huey's delivery guarantees.
+transaction; the rules are :mod:`.moves`, shared with the ledger gateway's
+:func:`.gateway.transition` (the $0 hot path, in Core). Claims are compare-and-set UPDATEs
+(``WHERE state = <the state read>``; :func:`.gateway.claim`, which :func:`claim` wraps), so
+two workers — threads, processes or machines — can race for a job and exactly one wins, on
+SQLite and on PostgreSQL alike, without relying on Huey's delivery guarantees.
 
 A claim records its owner (host, pid, process start; :mod:`.owners`). Recovery takes a
 ``running`` job back when its lease expired, or at once when its owner on this machine is
