@@ -208,3 +208,19 @@ def test_a_zero_job_opens_no_orm_session(env, tmp_path, monkeypatch):
     with session_scope(db, readonly=True) as s:
         row = s.get(Transcript, str(t))
         assert row is not None and (row.last_job_id, row.last_outcome) == (job_id, job.outcome)
+
+
+def test_without_returning_the_same_rows_are_written(db, monkeypatch):
+    """SQLite before 3.35 has no ``RETURNING``: the capture tells its insert by the row
+    count and the claim reads the row it won; the ledger ends the same."""
+    with gateway.transaction(db) as conn:
+        monkeypatch.setattr(conn.dialect, "insert_returning", False)
+        monkeypatch.setattr(conn.dialect, "update_returning", False)
+        if conn.dialect.name == "postgresql":
+            pytest.skip("psycopg gives no row count for ON CONFLICT DO NOTHING")
+        first = _capture(conn)
+        again = _capture(conn, event="SessionEnd")
+        job = gateway.claim(conn, first.job_id, "prepare", worker="w", lease_sec=60)
+    assert first.created and not again.created and again.job_id == first.job_id
+    assert job is not None and (job.state, job.lease_owner, job.captures) == ("running", "w", 2)
+    assert [h[1] for h in _history(db, first.job_id)] == ["queued", "queued", "running"]
