@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import corpus  # noqa: E402
 
 from reflect_jobs import kb  # noqa: E402
-from reflect_jobs.index import maintenance  # noqa: E402
+from reflect_jobs.index import note_docs  # noqa: E402
 from reflect_jobs.index.embeddings import get_embedder  # noqa: E402
 from reflect_jobs.index.graphrag import GraphIndex, IndexDoc  # noqa: E402
 
@@ -64,7 +64,7 @@ def index_docs(notes: list[dict], where: Path) -> tuple[list[IndexDoc], dict[str
     for path in kb.iter_notes(where):
         parsed = kb.parse_note(path.read_text(encoding="utf-8"))
         sidecar = kb.load_sidecar(path.with_name(path.stem + ".entities.yaml"))
-        docs.append(IndexDoc(parsed.id, maintenance.doc_text(parsed), sidecar))
+        docs.append(IndexDoc(parsed.id, note_docs.doc_text(parsed), sidecar))
     return docs, ids
 
 

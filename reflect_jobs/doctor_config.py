@@ -23,10 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Resolved, Settings, load_settings
-
-
-def _check(name: str, ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
-    return {"name": name, "ok": ok, "detail": detail, "fix": fix if not ok else ""}
+from .doctor_check import check
 
 
 def check_config_file(resolved: Resolved) -> dict[str, Any]:
@@ -43,17 +40,17 @@ def check_config_file(resolved: Resolved) -> dict[str, Any]:
     problems = [w for w in resolved.warnings if w.startswith(path)]
     deprecated = [w for w in resolved.warnings if not w.startswith(path)]
     if problems:
-        return _check(name, False, "; ".join(problems), f"edit {path}")
+        return check(name, False, "; ".join(problems), f"edit {path}")
     if deprecated:
-        return _check(
+        return check(
             name,
             False,
             "; ".join(deprecated),
             "unset the deprecated variables (`reflect-jobs config` shows what is in force)",
         )
     if not resolved.config_exists:
-        return _check(name, True, f"{path} not found: defaults and the environment are used")
-    return _check(name, True, f"{path}: every key known")
+        return check(name, True, f"{path} not found: defaults and the environment are used")
+    return check(name, True, f"{path}: every key known")
 
 
 def bare_settings(environ: dict[str, str] | None = None) -> Settings:
@@ -100,7 +97,7 @@ def check_agreement(
     try:
         base = bare_settings(environ)
     except Exception as exc:  # noqa: BLE001 - a bad value in the file: check_config_file says more
-        return _check(name, False, f"the config file does not load: {exc}", f"edit {cfg}")
+        return check(name, False, f"the config file does not load: {exc}", f"edit {cfg}")
     want = {
         "REFLECT_HOME": _norm(str(base.home)),
         "GLOBAL_LEARNINGS_PATH": _norm(str(base.kb_path)),
@@ -157,9 +154,9 @@ def check_agreement(
     if problems:
         detail, fix = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        return _check(name, False, detail + more, fix)
+        return check(name, False, detail + more, fix)
     parts = [i.what for i in items]
-    return _check(
+    return check(
         name,
         True,
         f"home {want['REFLECT_HOME']}, KB {want['GLOBAL_LEARNINGS_PATH']} from {what}"
@@ -199,18 +196,18 @@ def check_worker(s: Settings, workers: list[dict[str, Any]], last_beat: Any) -> 
         fix = "reflect-jobs install service --enable (or run `reflect-jobs worker`)"
     dups = duplicate_workers(workers)
     if dups:
-        return _check(
+        return check(
             "worker",
             False,
             f"{len(dups[0])} workers on one home: " + "; ".join(describe(c) for c in dups[0]),
             "stop all but one (the service: `systemctl --user status reflect-jobs`; others: kill PID)",
         )
     if last_beat is None:
-        return _check("worker", False, "no consumer has ever run", fix)
+        return check("worker", False, "no consumer has ever run", fix)
     age = int((utcnow() - last_beat).total_seconds())
     running = [w for w in workers if w.get("kind") != "drain"]
     if age < 300 and not running and workers:
-        return _check(
+        return check(
             "worker",
             False,
             f"no worker is running (the last heartbeat, {age}s ago, was a drain's)",
@@ -224,8 +221,8 @@ def check_worker(s: Settings, workers: list[dict[str, Any]], last_beat: Any) -> 
                 "start the consumer: `reflect-jobs worker` or `systemctl --user restart reflect-jobs`"
             )
         )
-        return _check("worker", False, f"last heartbeat {age}s ago", stale_fix)
-    return _check(
+        return check("worker", False, f"last heartbeat {age}s ago", stale_fix)
+    return check(
         "worker",
         True,
         f"last heartbeat {age}s ago; " + "; ".join(describe(w) for w in running),
@@ -245,8 +242,8 @@ def check_hook_errors(s: Settings) -> dict[str, Any]:
 
     found = recent(s.home)
     if not found:
-        return _check("hook errors", True, "none in the last 24 h")
-    return _check(
+        return check("hook errors", True, "none in the last 24 h")
+    return check(
         "hook errors",
         False,
         f"{len(found)} in the last 24 h, newest: {found[0]['error'][:300]}",

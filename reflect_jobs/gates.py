@@ -10,7 +10,7 @@ Before this module the 19 gates came in seven shapes (booleans, ``Deferral`` obj
 ``None`` slots, context managers raising ``TaskLockedException``, ``False`` claims…), and
 the paid path's order — write lease, then the quota gate, then the caps — was written out
 twice. Now each owner (``limits.py``, ``write_lease.py``, ``writer/quota.py``,
-``ledger/control.py``, ``tasks.py``, ``reflections/dedupe_run.py``, ``pipeline/prepare.py``)
+``ledger/control.py``, ``tasks.py``, ``reflections/dedupe_run.py``, ``pipeline/prepare_gates.py``)
 implements :class:`Gate`, and the paid path's order is :data:`PAID_PATH`, the one list
 :func:`in_order` sorts by and ARCHITECTURE's gates table shows.
 

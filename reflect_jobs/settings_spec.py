@@ -74,7 +74,8 @@ SPECS: tuple[tuple, ...] = (
      "Automatic retirements per UTC day; further DELETEs wait as proposals."),
     ("max_new_global_per_session", "REFLECT_MAX_NEW_GLOBAL_PER_SESSION", ADVANCED, "int", 2,
      "2", {"min": 0},
-     "New global learnings one session may create; the rest are stored repository-scoped."),
+     "New global learnings one session may propose (each told only in its repository until "
+     "a second session or a person confirms it); the rest are stored repository-scoped."),
     # --- advanced: retries, timeouts, poison (SPEC-drain §5.7) ------------------------------
     ("max_retries", "REFLECT_DRAIN_MAX_RETRIES", ADVANCED, "int", 3, "3", {"min": 1},
      "Paid attempts before a job is poisoned."),

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, aliased
 from .config import Settings
 from .consumers import STALE, duplicate_workers, live_consumers
 from .hook_errors import count as hook_error_count
-from .ledger import control, costs, proposals, review
+from .ledger import control, costs, proposals, review, spend
 from .ledger.db import session_scope
 from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
@@ -133,7 +133,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
         )
         halt = control.halt_reason(session)
-        last_ok = costs.last_success_at(session)
+        last_ok = spend.last_success_at(session)
         beat = control.last_heartbeat(session)
         beats = control.heartbeats_since(session, now - STALE)
         snaps = control.quota_snapshots(session)

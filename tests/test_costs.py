@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from reflect_jobs.ledger import costs
+from reflect_jobs.ledger import costs, spend
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import CostRow, utcnow
 
@@ -40,7 +40,7 @@ def test_two_rows_same_day_sum_and_prefer_recorded_cost(db):
             s, tokens=2000, input=200, output=100, cache_read=1400, cache_creation=600, cost_usd=0.2
         )
     with session_scope(db) as s:
-        rep = costs.cost_report(s, by="day")
+        rep = spend.cost_report(s, by="day")
     (row,) = rep["rows"].values()
     assert (row["runs"], row["tokens"], row["cache_read"], row["cache_creation"]) == (
         2,
@@ -56,7 +56,7 @@ def test_estimate_when_no_cost_recorded_opus_cache_write(db):
     with session_scope(db) as s:
         _row(s, model="claude-opus-4", tokens=1_000_000, cache_creation=1_000_000, cost_usd=0.0)
     with session_scope(db) as s:
-        assert costs.cost_report(s)["total"]["cost_usd"] == pytest.approx(18.75)
+        assert spend.cost_report(s)["total"]["cost_usd"] == pytest.approx(18.75)
 
 
 def test_unknown_model_is_priced_as_sonnet():
@@ -75,9 +75,9 @@ def test_group_keys_and_free_rows_count_as_runs(db):
             transcript="/y/b.jsonl",
         )
     with session_scope(db) as s:
-        assert set(costs.cost_report(s, by="writer")["rows"]) == {"valid", "?"}
-        assert set(costs.cost_report(s, by="transcript")["rows"]) == {"a.jsonl", "b.jsonl"}
-        assert costs.cost_report(s, by="outcome")["total"]["runs"] == 2
+        assert set(spend.cost_report(s, by="writer")["rows"]) == {"valid", "?"}
+        assert set(spend.cost_report(s, by="transcript")["rows"]) == {"a.jsonl", "b.jsonl"}
+        assert spend.cost_report(s, by="outcome")["total"]["runs"] == 2
 
 
 def test_since_filters_old_rows(db):
@@ -85,19 +85,19 @@ def test_since_filters_old_rows(db):
         _row(s, tokens=5, at=utcnow() - timedelta(days=40))
         _row(s, tokens=7)
     with session_scope(db) as s:
-        assert costs.cost_report(s, since=costs.parse_since("30d"))["total"]["tokens"] == 7
-        assert costs.cost_report(s, since=None)["total"]["tokens"] == 12
+        assert spend.cost_report(s, since=spend.parse_since("30d"))["total"]["tokens"] == 7
+        assert spend.cost_report(s, since=None)["total"]["tokens"] == 12
 
 
 @pytest.mark.parametrize(
     ("text", "seconds"), [("7d", 7 * 86400), ("24h", 86400), ("2w", 14 * 86400), ("3", 3 * 86400)]
 )
 def test_parse_since(text, seconds):
-    assert costs.parse_since(text).total_seconds() == seconds
+    assert spend.parse_since(text).total_seconds() == seconds
 
 
 def test_parse_since_bogus_means_all_time():
-    assert costs.parse_since("bogus") is None and costs.parse_since("all") is None
+    assert spend.parse_since("bogus") is None and spend.parse_since("all") is None
 
 
 def test_cli_cost_table_flags_outliers(env):

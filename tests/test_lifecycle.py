@@ -12,7 +12,7 @@ import pytest
 from reflect_jobs import kb
 from reflect_jobs.cascade import RelatedCandidate, Signal, related_learnings
 from reflect_jobs.cascade.prepare import merge_related
-from reflect_jobs.index import maintenance
+from reflect_jobs.index import maintenance, note_docs
 from reflect_jobs.index.search import search
 from reflect_jobs.ledger import learnings
 from reflect_jobs.ledger.db import session_scope
@@ -84,7 +84,7 @@ def test_a_retired_note_leaves_search(tmp_path, status: str) -> None:
     assert stats.removed == 1
     hits = search(tmp_path, "tenacity", mode="lexical", vectors=False).hits
     assert [h["id"] for h in hits] == [keep.id]
-    assert [n.id for n, _ in maintenance._all_active(tmp_path)] == [keep.id]
+    assert [n.id for n, _ in note_docs.all_active(tmp_path)] == [keep.id]
 
 
 def _cand(id_: str, status: str) -> RelatedCandidate:

@@ -101,11 +101,28 @@ def test_drain_scopes_notes_ledger_and_context_to_the_transcripts_repository(env
     }
     assert notes["Shop is a pnpm workspace"]["scope"] == "repo"
     assert notes["Shop is a pnpm workspace"]["repo"] == "github.com/acme/shop"
-    assert notes["Never use a bare except"]["scope"] == "global"
+    # A new global learning is told only in its repository until a second session or a
+    # person confirms it (issue 24): here, a person's review.
+    pending = notes["Never use a bare except"]
+    assert (pending["scope"], pending["repo"]) == ("repo", "github.com/acme/shop")
+    assert pending["proposed_scope"] == "global"
     with session_scope(env.settings().db_url) as s:
         rows = {r.title: (r.scope, r.repo_key) for r in s.scalars(select(Learning))}
     assert rows["Shop is a pnpm workspace"] == ("repo", "github.com/acme/shop")
+    assert rows["Never use a bare except"] == ("repo", "github.com/acme/shop")
+    assert "bare except" not in env.invoke("context", "--cwd", str(tmp_path)).stdout
+    (listed,) = json.loads(env.invoke("review", "--json").stdout)
+    assert listed["title"] == "Never use a bare except"
+    assert listed["proposed_scope"] == "global" and listed["status"] == "active"
+    env.invoke("review", "accept", listed["id"])
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")  # the reindex it asked for
+    promoted = kb.parse_note(next(p for p in kb.iter_notes(env.kb) if "bare" in p.name))
+    assert promoted.frontmatter["scope"] == "global" and "repo" not in promoted.frontmatter
+    assert "proposed_scope" not in promoted.frontmatter
+    with session_scope(env.settings().db_url) as s:
+        rows = {r.title: (r.scope, r.repo_key) for r in s.scalars(select(Learning))}
     assert rows["Never use a bare except"] == ("global", None)
+    assert json.loads(env.invoke("review", "--json").stdout) == []
 
     here = env.invoke("context", "--cwd", str(repo)).stdout
     assert here.startswith(OPEN) and "pnpm workspace" in here and "bare except" in here

@@ -94,7 +94,10 @@ def test_items_parsing_is_bounded_and_rejects_what_the_contract_does_not_allow()
         {"id": "#abcd", "title": "renamed"},
     ]
     # only the first MAX_ITEM_NEW entries are looked at; two of those are rejected
-    assert len(plan["new"]) == MAX_ITEM_NEW - 2 and "items.new: kept 10 of 24" in plan["notes"]
+    assert (
+        len(plan["new"]) == MAX_ITEM_NEW - 2
+        and f"items.new: kept {MAX_ITEM_NEW} of 24" in plan["notes"]
+    )
     assert len(plan["new"][0]["title"]) == 200 and plan["new"][1]["kind"] == "question"
     assert plan["new"][1]["title"] == "why?" and len(plan["summary"]) == 2000
     assert any("without a note" in n for n in plan["notes"])

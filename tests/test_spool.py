@@ -10,7 +10,7 @@ import pytest
 from support import BIN, transcripts_dir
 
 from reflect_jobs import spool
-from reflect_jobs.cli.operations import queue_line
+from reflect_jobs.cli.health import queue_line
 
 ENTRY = {
     "harness": "claude",

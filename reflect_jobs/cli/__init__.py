@@ -8,7 +8,7 @@ imported inside the commands that need them.
 This package is only the presentation layer: commands parse options, call the module that
 does the work (:mod:`reflect_jobs.ledger.admin` for the ledger, :mod:`reflect_jobs.install`,
 :mod:`reflect_jobs.backfill`, the index…) and print. They are grouped by what a person is
-doing — :mod:`.jobs` (capture, inspect, retry), :mod:`.operations` (run and watch),
+doing — :mod:`.jobs` (capture, inspect, retry), :mod:`.operations` (run), :mod:`.health` (watch),
 :mod:`.knowledge` (the KB), :mod:`.setup` (install, backfill) — and share :mod:`.common`.
 The console script ``reflect-jobs`` is :func:`main`.
 """
@@ -21,7 +21,19 @@ import click
 
 from ..perms import restrict_umask
 from ..reflections.cli import main as reflections_group
-from . import curate, jobs, kbgit, knowledge, nightly, operations, recall, remove, settings, setup
+from . import (
+    curate,
+    health,
+    jobs,
+    kbgit,
+    knowledge,
+    nightly,
+    operations,
+    recall,
+    remove,
+    settings,
+    setup,
+)
 from .common import Main, known_failure
 
 
@@ -38,6 +50,7 @@ def main() -> None:
 for _command in (
     *jobs.COMMANDS,
     *operations.COMMANDS,
+    *health.COMMANDS,
     *knowledge.COMMANDS,
     *setup.COMMANDS,
     *recall.COMMANDS,

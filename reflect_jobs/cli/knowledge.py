@@ -313,7 +313,10 @@ def proposals_reject(proposal_id: int) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def review(ctx: click.Context, as_json: bool) -> None:
-    """Learnings waiting for review (never told until accepted): list, accept ID, reject ID.
+    """Learnings waiting for review: list, accept ID, reject ID.
+
+    Proposed ones are never told until accepted; a pending global one (``proposed_scope:
+    global``) is told only in its repository until a second session or you accept it.
 
     \f
     Args:
@@ -325,9 +328,11 @@ def review(ctx: click.Context, as_json: bool) -> None:
     s = get_settings()
     from ..ledger import review as ledger_review
     from ..ledger.db import session_scope
+    from ..pipeline import global_cap
 
     with session_scope(s.db_url, readonly=True) as session:
         rows = ledger_review.list_proposed(session, review_below=s.review_below)
+        rows = global_cap.with_pending(session, rows)
     if as_json:
         emit(rows)
         return
@@ -371,7 +376,7 @@ def _review_decide(verb: str, learning_id: str) -> None:
 @review.command("accept")
 @click.argument("learning_id")
 def review_accept(learning_id: str) -> None:
-    """Accept a proposed learning: it becomes active and is told to later sessions.
+    """Accept a proposed learning (it becomes active and is told), or make a pending global one global.
 
     \f
     Args:

@@ -413,7 +413,7 @@ def backfill(
     """
     s = get_settings()
     from ..backfill import default_root, run_backfill
-    from ..ledger.costs import parse_since
+    from ..ledger.spend import parse_since
 
     window = None if since.strip().lower() == "all" else parse_since(since)
     if window is None and since.strip().lower() != "all":

@@ -216,7 +216,7 @@ def open_items_by_repository(
 
     A repository is known when its logs sit in a default memory home
     (``$GLOBAL_LEARNINGS_PATH/repos/<name>/reflections``) or this machine's reflection index
-    has read them before (a mapped home): :func:`reflect_jobs.reflections.store.known_repos`,
+    has read them before (a mapped home): :func:`reflect_jobs.reflections.known.known_repos`,
     shown by its key (``github.com/acme/shop``). Each is refreshed from its logs first
     (cheap when unchanged), so the page never shows an item another machine closed and
     synced.
@@ -236,7 +236,8 @@ def open_items_by_repository(
 
     from ..reflections.fold import now_utc, stale_cutoffs
     from ..reflections.index import ReflectionIndex, index_path
-    from ..reflections.store import Store, known_repos
+    from ..reflections.known import known_repos
+    from ..reflections.store import Store
 
     now = now_utc()
     cutoffs = stale_cutoffs(now)

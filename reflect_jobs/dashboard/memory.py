@@ -331,7 +331,8 @@ def change_item(settings: Settings, repository: str, ident: str, op: str, note: 
     """
     from ..reflections.fold import now_utc
     from ..reflections.index import ReflectionIndex, index_path
-    from ..reflections.store import Store, known_repos
+    from ..reflections.known import known_repos
+    from ..reflections.store import Store
 
     if op not in ("done", "drop"):
         raise ValueError(f"op must be done or drop, got {op!r}")

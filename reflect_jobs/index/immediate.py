@@ -27,11 +27,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reflect_jobs import kb
-from reflect_jobs.fsio import read_inside
-from reflect_jobs.kb.parse import MAX_NOTE_BYTES
 from reflect_jobs.lifecycle import ACTIVE, ARCHIVED, is_told
 
-from .maintenance import _lex_doc, lexical_index
+from .maintenance import lexical_index
+from .note_docs import lex_doc, note_bytes
 
 #: The hash a document is written with here: never a real sha256, so the next reindex
 #: re-reads the note and brings the graph/vector index in line too.
@@ -40,13 +39,13 @@ PENDING_HASH = ""
 
 def _read(kb_path: Path, note_id: str) -> kb.Note | None:
     """The note ``documents/<id>.md`` if it is a readable regular file, else ``None``."""
-    name = f"{note_id}.md"
+    path = Path(kb_path) / "documents" / f"{note_id}.md"
     try:
-        data = read_inside(kb_path, "documents", name, max_bytes=MAX_NOTE_BYTES)
+        data = note_bytes(path)  # the reindex's own safe read
         note = kb.parse_note(data.decode("utf-8", errors="replace"))
     except (OSError, kb.NoteError):
         return None
-    note.path = Path(kb_path) / "documents" / name
+    note.path = path
     return note
 
 
@@ -73,7 +72,7 @@ def apply_now(kb_path: str | os.PathLike[str], ids: Iterable[str]) -> list[str]:
                 lex.set_status(note_id, ARCHIVED)
             else:
                 status = str(note.frontmatter.get("status") or ACTIVE)
-                lex.upsert_many([_lex_doc(note, PENDING_HASH, status)])
+                lex.upsert_many([lex_doc(note, PENDING_HASH, status)])
     except sqlite3.Error as exc:
         problems.append(f"lexical index: {type(exc).__name__}: {exc}")
     finally:

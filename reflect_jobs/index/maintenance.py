@@ -6,29 +6,37 @@ content hash (B14): only notes whose bytes changed are re-inserted, notes that a
 retired leave the index. The vector/graph index is optional per deployment
 (``REFLECT_INDEX_VECTORS=0`` keeps a worker free of torch) and is updated from the same
 change set as the lexical index.
+
+How a note is listed, read and turned into each index's document is :mod:`.note_docs`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
-from reflect_jobs.fsio import read_inside
-from reflect_jobs.kb.parse import MAX_NOTE_BYTES
-from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
+from reflect_jobs.lifecycle import ACTIVE, is_retired
 
 from .file_manifest import FileManifest, index_lags, manifest
 from .lexical import LexicalIndex
+from .note_docs import (
+    all_active,
+    doc_text,
+    graph_sidecar,
+    iter_active,
+    lex_doc,
+    note_bytes,
+    note_entries,
+    sha,
+)
 
 if TYPE_CHECKING:
     from .graphrag import GraphIndex
@@ -40,7 +48,6 @@ BATCH = 500
 __all__ = [  # FileManifest, manifest and index_lags live in file_manifest; re-exported
     "FileManifest",
     "ReindexStats",
-    "doc_text",
     "index_lags",
     "lexical_index",
     "manifest",
@@ -88,10 +95,6 @@ def lexical_index(kb_path: Path) -> LexicalIndex:
         An open :class:`~reflect_jobs.index.lexical.LexicalIndex`; the caller closes it.
     """
     return LexicalIndex(kb.kb_paths(kb_path).index / "lexical.db")
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _graph_index(kb_path: Path, embed_model: str | None) -> GraphIndex:
@@ -182,7 +185,7 @@ def reindex(
         known = files.load()
         on_disk: set[str] = set()
         seen_paths: set[str] = set()
-        notes, links = _note_entries(paths.documents)
+        notes, links = note_entries(paths.documents)
         for name in links:  # never read: a synced KB may link a "note" to a private file
             stats.unreadable += 1
             stats.errors.append(f"{name}: a symbolic link, skipped (notes are never followed)")
@@ -199,12 +202,12 @@ def reindex(
                 continue
             path = Path(key)
             try:
-                data = _note_bytes(path)
+                data = note_bytes(path)
             except OSError as exc:
                 stats.unreadable += 1
                 stats.errors.append(f"{name}: {exc}")
                 continue
-            digest = _sha(data)
+            digest = sha(data)
             on_disk.add(stem)
             upserts.append((key, size, mtime_ns, digest))
             if indexed.get(stem) == digest:
@@ -220,7 +223,7 @@ def reindex(
             note.path = path
             on_disk.add(note.id)  # a hand-written note may be named differently from its id
             status = str(note.frontmatter.get("status") or ACTIVE)
-            lex_batch.append(_lex_doc(note, digest, status))
+            lex_batch.append(lex_doc(note, digest, status))
             if is_retired(status):
                 stats.removed += 1
                 drop_from_graph.append(note.id)
@@ -260,7 +263,7 @@ def reindex(
         lex.close()
         files.close()
     if ctx is not None:
-        ctx.finish(_iter_active)  # a store never filled is filled from every note, streamed
+        ctx.finish(iter_active)  # a store never filled is filled from every note, streamed
         if ctx.error:
             stats.errors.append(ctx.error)
 
@@ -313,7 +316,7 @@ def _take_owed(
         if not isinstance(key, str) or key in have:
             continue
         try:
-            data = _note_bytes(Path(key))
+            data = note_bytes(Path(key))
             note = kb.parse_note(data.decode("utf-8", errors="replace"))
         except (OSError, kb.NoteError):
             continue
@@ -321,64 +324,11 @@ def _take_owed(
         if is_retired(str(note.frontmatter.get("status") or ACTIVE)):
             drop_from_graph.append(note.id)
         else:
-            changed.append((note, _sha(data)))
+            changed.append((note, sha(data)))
     for doc_id in owed.get("drop") or []:
         if isinstance(doc_id, str) and doc_id not in drop_from_graph:
             drop_from_graph.append(doc_id)
     return bool(owed.get("force"))
-
-
-def _note_entries(documents: Path) -> tuple[list[tuple[str, str, int, int]], list[str]]:
-    """``(name, path, size, mtime_ns)`` of the regular ``documents/*.md`` sorted by name, and
-    the names of those that are symbolic links (skipped, never followed or read).
-
-    scandir + plain strings and ints: at 5,000 notes pathlib's globbing, sorting and
-    per-path objects cost more than the whole incremental reindex should, and at 100,000 a
-    stat object per note is memory the pass does not need.
-    """
-    entries: list[tuple[str, str, int, int]] = []
-    links: list[str] = []
-    try:
-        with os.scandir(documents) as it:
-            for e in it:
-                if not e.name.endswith(".md") or e.name.startswith("."):
-                    continue
-                if e.is_symlink():
-                    links.append(e.name)
-                elif e.is_file(follow_symlinks=False):
-                    st = e.stat(follow_symlinks=False)
-                    entries.append((e.name, e.path, st.st_size, st.st_mtime_ns))
-    except FileNotFoundError:
-        return [], []
-    entries.sort(key=lambda x: x[0])
-    return entries, sorted(links)
-
-
-def _note_bytes(path: Path) -> bytes:
-    """A note file's bytes: a regular file, neither it nor ``documents/`` a link, bounded
-    (:data:`kb.parse.MAX_NOTE_BYTES`) — opened below the KB root with ``O_NOFOLLOW`` on each
-    component (:func:`reflect_jobs.fsio.read_inside`), so it is inside ``documents/``.
-    """
-    return read_inside(path.parent.parent, path.parent.name, path.name, max_bytes=MAX_NOTE_BYTES)
-
-
-def _lex_doc(note: kb.Note, digest: str, status: str) -> dict[str, str]:
-    """The lexical index's document of one note (for ``LexicalIndex.upsert_many``)."""
-    fm = note.frontmatter
-    # The rule and key insight are what a learning says: weighted over the body (lexical.WEIGHTS).
-    rule = " ".join(str(fm.get(k) or "") for k in ("rule", "key_insight"))
-    fields = ("problem", "root_cause", "fix", "tags", "entities")
-    text = " ".join(str(fm.get(k) or "") for k in fields)
-    return {
-        "doc_id": note.id,
-        "title": str(fm.get("title", "")),
-        "rule": rule,
-        "body": text + "\n" + note.body,
-        "path": str(note.path),
-        "content_hash": digest,
-        # proposed notes are found by search, marked; retired ones are filtered out
-        "status": status if is_retired(status) or status == PROPOSED else ACTIVE,
-    }
 
 
 def _update_graph(
@@ -400,7 +350,7 @@ def _update_graph(
     index = _graph_index(kb_path, model)
     known = index.doc_ids()
     if force:
-        changed = [(n, d) for n, d in _all_active(kb_path)]
+        changed = [(n, d) for n, d in all_active(kb_path)]
     if removed:
         index.remove([r for r in removed if r in known])
     docs = [
@@ -410,73 +360,6 @@ def _update_graph(
     if docs:
         with contextlib.redirect_stdout(sys.stderr):
             index.upsert(docs)
-
-
-def graph_sidecar(note: kb.Note) -> dict:
-    """The entities and relationships a note enters the graph with.
-
-    Its ``<id>.entities.yaml`` when that holds entities; otherwise — no sidecar, a broken
-    one, or one with ``entities: []`` (a note written before the add stage filled them in,
-    or edited by hand) — the heuristic extractor's, so no note is an island in the graph.
-
-    Args:
-        note: A parsed note with its ``path``.
-
-    Returns:
-        A sidecar mapping (``document_id``, ``entities``, ``relationships``).
-    """
-    sidecar = None
-    if note.path is not None:
-        sidecar_path = note.path.with_name(note.path.stem + ".entities.yaml")
-        try:
-            sidecar = kb.load_sidecar(sidecar_path) if sidecar_path.exists() else None
-        except kb.NoteError:
-            sidecar = None
-    if sidecar is None or not sidecar.get("entities"):
-        sidecar = kb.heuristic_sidecar(note)
-    return sidecar
-
-
-def doc_text(note: kb.Note) -> str:
-    """The text a note is indexed under in the graph/vector index.
-
-    The frontmatter fields a person searches by (title, key insight, problem, root cause,
-    fix, rule) as ``key: value`` lines, then the body without its Evidence section, so a
-    query matching the summary of a learning finds it even when the body is long.
-
-    Args:
-        note: A parsed note.
-
-    Returns:
-        The indexed text.
-    """
-    fm = note.frontmatter
-    head = "\n".join(
-        f"{k}: {fm.get(k)}"
-        for k in ("title", "key_insight", "problem", "root_cause", "fix", "rule")
-        if fm.get(k)
-    )
-    # What the learning says, not the quote that proves it (its Evidence section): a
-    # near-duplicate of another session's learning must stay a semantic twin.
-    return f"{head}\n\n{kb.without_evidence(note.body)}"
-
-
-def _iter_active(kb_path: Path) -> Iterator[tuple[kb.Note, str]]:
-    """Every active note with its digest, one at a time (streamed: never a list of all)."""
-    for path in kb.iter_notes(kb_path):
-        try:
-            data = _note_bytes(path)
-            note = kb.parse_note(data.decode("utf-8", errors="replace"))
-        except (OSError, kb.NoteError):
-            continue
-        note.path = path
-        if not is_retired(note.frontmatter.get("status")):
-            yield note, _sha(data)
-
-
-def _all_active(kb_path: Path) -> list[tuple[kb.Note, str]]:
-    """Every active note with its digest, as a list (the graph's full rebuild)."""
-    return list(_iter_active(kb_path))
 
 
 def communities_owed(kb_path: Path) -> bool:

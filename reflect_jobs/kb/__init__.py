@@ -10,12 +10,14 @@ from .ids import learning_id, slugify
 from .parse import Note, NoteError, load_sidecar, normalize_sidecar, parse_note
 from .render import note_scope, render_note, render_sidecar, without_evidence
 from .store import (
+    PROPOSED_SCOPE,
     KBPaths,
     NoteFile,
     accept_note,
     bump_note,
     iter_notes,
     kb_paths,
+    promote_note,
     restore_note,
     retire_note,
     write_learning,
@@ -38,6 +40,8 @@ __all__ = [
     "note_scope",
     "normalize_sidecar",
     "parse_note",
+    "promote_note",
+    "PROPOSED_SCOPE",
     "render_note",
     "render_sidecar",
     "restore_note",

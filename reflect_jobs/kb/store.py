@@ -334,6 +334,33 @@ def accept_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     return _rewrite(note, {"status": ACTIVE, "updated": now})
 
 
+#: The frontmatter key of a learning written to go global but told only in its repository
+#: until a second session or a person confirms it (``pipeline/global_cap.py``).
+PROPOSED_SCOPE = "proposed_scope"
+
+
+def promote_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
+    """Make a pending global note global: ``scope: global``, its ``repo`` and
+    ``proposed_scope`` dropped (a second session or a person confirmed it).
+
+    Args:
+        path: The note file.
+        now: ISO timestamp stored as ``updated``.
+
+    Returns:
+        The note's id, path, sidecar path and content hash (an already global note is left
+        as it is).
+
+    Raises:
+        NoteError: The note does not parse, or the rewrite does not round-trip.
+    """
+    note = parse_note(Path(path))
+    fm = note.frontmatter
+    if fm.get("scope") == "global" and PROPOSED_SCOPE not in fm:
+        return _note_file(note.id, Path(path), Path(path).read_text(encoding="utf-8"))
+    return _rewrite(note, {"scope": "global", "updated": now}, drop=("repo", PROPOSED_SCOPE))
+
+
 def restore_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     """Bring a retired, superseded, archived or otherwise withheld note back: ``active``.
 

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from . import control, costs
+from . import control, spend
 from .db import session_scope
 from .jobs import retry_job, transition
 from .models import CostRow, ErrorRecord, Job, JobEvent, utcnow
@@ -331,7 +331,7 @@ def cost_report(db_url: str, *, by: str, since: timedelta | None) -> dict[str, A
         since: Only rows this recent (``None``: all).
 
     Returns:
-        See :func:`reflect_jobs.ledger.costs.cost_report`.
+        See :func:`reflect_jobs.ledger.spend.cost_report`.
     """
     with session_scope(db_url, readonly=True) as session:
-        return costs.cost_report(session, by=by, since=since)
+        return spend.cost_report(session, by=by, since=since)

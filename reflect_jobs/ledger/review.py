@@ -157,7 +157,8 @@ def to_dict(row: Learning, *, writer: str = "", review_below: float = 0.5) -> di
 
     Returns:
         ``id``, ``status``, ``title``, ``confidence``, ``evidence``, ``evidence_origin``,
-        ``anchors``, ``why`` (list), ``session_id``, ``created_at``, ``note_path``.
+        ``anchors``, ``why`` (list), ``session_id``, ``repo_key`` (``None`` for a global
+        learning), ``created_at``, ``note_path``.
     """
     return {
         "id": row.id,
@@ -169,6 +170,7 @@ def to_dict(row: Learning, *, writer: str = "", review_below: float = 0.5) -> di
         "anchors": list(row.anchors or []),
         "why": _why(row, writer, review_below),
         "session_id": row.session_id,
+        "repo_key": row.repo_key,
         "created_at": row.created_at.isoformat() if row.created_at else None,
         "note_path": row.note_path,
     }
@@ -224,18 +226,23 @@ def pending_count(session: Session) -> int:
     )
 
 
-def decide(session: Session, learning_id: str, verb: str, *, by: str) -> Learning:
+def decide(
+    session: Session, learning_id: str, verb: str, *, by: str, pending: bool = False
+) -> Learning:
     """A person's ``accept`` or ``reject`` of one learning (the note follows the commit).
 
     Accepting an already active learning, or rejecting an already rejected one, is a
     no-op that still returns the row (so a command re-run after a crash can finish the
-    note's rewrite).
+    note's rewrite). The caller makes an accepted pending global learning global
+    (``pipeline/global_cap.py``).
 
     Args:
         session: An open write session.
         learning_id: The learning.
         verb: ``accept`` or ``reject``.
         by: Who decided (stored in the history).
+        pending: The learning is a pending global (told only in its repository until
+            confirmed): an active one may be rejected too.
 
     Returns:
         The learning row after the change.
@@ -256,7 +263,7 @@ def decide(session: Session, learning_id: str, verb: str, *, by: str) -> Learnin
         return row
     if row.status == REJECTED:
         return row
-    if row.status != PROPOSED:
+    if row.status != PROPOSED and not (pending and row.status == ACTIVE):
         raise ReviewError(f"{learning_id} is {row.status}, not waiting for review")
     reason = f"rejected in review by {by}"
     _history(session, row, "status_change", reason, None)

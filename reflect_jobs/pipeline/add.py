@@ -137,14 +137,22 @@ def _add(run: StageRun) -> None:
         else:
             creates.append(learning)
     # The review queue (ARCHITECTURE §7.1): what no model vouched for is written proposed.
+    create_ids = [_own_id(x) for x in creates]
+    proof_ids = [t[1] for t in twins] + [
+        str(u.get("target_id", "")) for u in plan.get("updates", [])
+    ]
     with session_scope(rt.db, readonly=True) as session:
-        known = review.statuses(session, [_own_id(x) for x in creates])
+        known = review.statuses(session, create_ids)
+        rows = global_cap.known_rows(session, create_ids + proof_ids)
         already = global_cap.globals_created(session, session_id)
-    # No single source takes over (issue 24): a session's new global learnings are capped;
-    # the rest stay in the session's repository (pipeline/global_cap.py).
-    narrowed = global_cap.cap_new_globals(
+    # No single source takes over (issue 24): a new global learning is told only in its
+    # repository until another session or a person confirms it, at most a few per session
+    # (pipeline/global_cap.py).
+    scoped = global_cap.scope_creates(
         creates,
-        is_new=[_own_id(x) not in known for x in creates],
+        known=rows,
+        ids=create_ids,
+        session_id=session_id,
         already=already,
         cap=s.max_new_global_per_session,
     )
@@ -172,6 +180,7 @@ def _add(run: StageRun) -> None:
                         source_path=source,
                         session_id=session_id,
                         status=status,
+                        extra=global_cap.note_extra(learning),
                     ),
                 )
             )
@@ -228,6 +237,11 @@ def _add(run: StageRun) -> None:
                 updated += 1
                 edits.append(note_edits.bump(lid, source, now_iso))
             row = session.get(Learning, lid)
+            if global_cap.promote_by_proof(
+                session, row, rows.get(lid), session_id, trusted, origin, why, job_id
+            ):
+                scoped.promoted += 1
+                edits.append(note_edits.promote(lid, now_iso))
             if review.confirms(row, session_id=session_id, trusted=trusted, origin=origin):
                 assert row is not None
                 review.accept_row(session, row, reason=f"confirmed: {why}"[:1000], job_id=job_id)
@@ -289,8 +303,7 @@ def _add(run: StageRun) -> None:
             summary += f" contradicted={demoted}"
         if kept_forgotten:
             summary += f" kept_forgotten={kept_forgotten}"
-        if narrowed:
-            summary += f" narrowed_to_repo={narrowed} (global cap {s.max_new_global_per_session})"
+        summary += scoped.detail(s.max_new_global_per_session)
         if accepted_n:
             summary += f" accepted={accepted_n}"
         if applied:
@@ -339,7 +352,8 @@ def record_learning(
         session_id: The harness session, if any.
         signal_hash: The signal set behind it, if any.
         job_id: The add job, if any.
-        repo_key: The repository it was learned in (kept only for a ``repo`` learning).
+        repo_key: The repository it was learned in (kept only for a ``repo`` learning; a
+            pending global keeps the repository of its ``repo`` key).
 
     Returns:
         What :func:`reflect_jobs.ledger.learnings.upsert_learning` did.
@@ -359,7 +373,7 @@ def record_learning(
         signal_hash=signal_hash,
         job_id=job_id,
         scope=scope,
-        repo_key=repo_key if scope == "repo" else None,
+        repo_key=(str(learning.get("repo") or "") or repo_key) if scope == "repo" else None,
         status=learning["status"],
         evidence=str(learning.get("evidence") or "") or None,
         evidence_origin=str(learning.get("evidence_origin") or "") or None,

@@ -34,6 +34,7 @@ from reflect_jobs.ledger.models import Job, Learning, RetireProposal
 from reflect_jobs.lifecycle import ACTIVE, REJECTED, SUPERSEDED, is_retired
 from reflect_jobs.writer.outcomes import retries_exhausted
 
+from . import global_cap
 from .runtime import Runtime, log
 
 NoteEdit = dict[str, Any]
@@ -102,6 +103,19 @@ def accept(learning_id: str, at: str) -> NoteEdit:
     return {"id": learning_id, "op": "accept", "at": at}
 
 
+def promote(learning_id: str, at: str) -> NoteEdit:
+    """A promotion edit: a pending global note becomes global (``pipeline/global_cap.py``).
+
+    Args:
+        learning_id: The note's id.
+        at: The add's timestamp (``updated`` in the frontmatter).
+
+    Returns:
+        The edit, as stored on the job.
+    """
+    return {"id": learning_id, "op": "promote", "at": at}
+
+
 def record(job: Job, edits: list[NoteEdit]) -> None:
     """Store ``edits`` on the job, pending, in the caller's (finishing) transaction.
 
@@ -118,12 +132,13 @@ class _Row:
     note_path: str | None
     proof_count: int
     status: str
+    scope: str = "global"
 
 
 def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
     with session_scope(db, readonly=True) as s:
         return {
-            r.id: _Row(r.note_path, r.proof_count, r.status)
+            r.id: _Row(r.note_path, r.proof_count, r.status, r.scope)
             for r in s.scalars(select(Learning).where(Learning.id.in_(ids)))
         }
 
@@ -148,6 +163,8 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
         )
     elif edit["op"] == "accept" and row.status == ACTIVE:
         kb.accept_note(Path(row.note_path), now=str(edit["at"]))
+    elif edit["op"] == "promote" and row.scope == "global":
+        kb.promote_note(Path(row.note_path), now=str(edit["at"]))
 
 
 def apply_direct(db: str, edits: list[NoteEdit]) -> list[str]:
@@ -361,16 +378,33 @@ def review_decide(db: str, learning_id: str, verb: str, *, by: str) -> dict[str,
         ReviewError: No such learning, or it is not waiting for review.
     """
     now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+    before = _rows(db, [learning_id]).get(learning_id)
+    # A pending global learning (told only in its repository) goes global when a person
+    # accepts it (pipeline/global_cap.py); the note is read before the ledger's lock.
+    pending = (
+        before is not None and before.scope == "repo" and global_cap.pending_note(before.note_path)
+    )
     with session_scope(db) as session:
-        row = review.decide(session, learning_id, verb, by=by)
-        shown: dict[str, Any] = {"id": row.id, "status": row.status, "title": row.title}
+        row = review.decide(session, learning_id, verb, by=by, pending=pending)
+        if verb == "accept" and pending:
+            global_cap.promote_row(
+                session, row, reason=f"made global in review by {by}", job_id=None
+            )
+        shown: dict[str, Any] = {
+            "id": row.id,
+            "status": row.status,
+            "title": row.title,
+            "scope": row.scope,
+        }
     if verb == "accept":
-        edit = accept(learning_id, now)
+        edits = [accept(learning_id, now), promote(learning_id, now)]
     else:
         edit = retire(learning_id, f"rejected in review by {by}", now)
         edit["status"] = REJECTED
+        edits = [edit]
     try:
-        _apply_one(edit, _rows(db, [learning_id]).get(learning_id))
+        for edit in edits:
+            _apply_one(edit, _rows(db, [learning_id]).get(learning_id))
         shown["note_synced"] = True
     except (OSError, kb.NoteError) as exc:
         with session_scope(db) as session:

@@ -249,8 +249,8 @@ def render(
     code, not instructions) and a legend, and ends with what it left out
     (:func:`footer`: ``+N more — reflect-jobs context --all; K withheld (stale)``), whose
     room is kept before any learning is placed.
-    The repository's open reflection items come first (handoffs first, newest first, each
-    with its ``#id``), within at most :data:`ITEMS_SHARE` of the budget after the fixed
+    The repository's open reflection items come first (a person's or a skill's handoffs
+    first — never a model's — then newest first, each with its ``#id``), within at most :data:`ITEMS_SHARE` of the budget after the fixed
     lines, so a long to-do list cannot crowd out every learning; whatever they leave unused
     goes to the learnings, and with no learnings to tell the items may use all of it.
     Then repository learnings (the ones no general rule covers), then the global ones; an

@@ -5,7 +5,7 @@ the size of the logs, so it does not import the reflection store. It finds the r
 and its memory home with :mod:`reflect_jobs.repo` and :mod:`reflect_jobs.repo_home` (stdlib, reads ``.git`` files
 only), stats the host logs exactly as the index's own refresh does, and answers from the
 last committed index read-only with the same query as ``Store.context`` (open, not stale,
-handoffs first, then newest first).
+a person's or a skill's handoffs first, then newest first).
 
 When the logs changed behind the index's back (a git pull of another machine's log) it
 indexes the change itself only within a small budget (:data:`BUDGET_BYTES` of unread log,
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from reflect_jobs.reflections.logscan import scan_logs
+from reflect_jobs.reflections.logscan import leads_sql, scan_logs
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -44,6 +44,8 @@ _RECENT = (
     " WHERE repo = ? AND base = 'open' ORDER BY created_at DESC, uid DESC LIMIT ?) s"
 )
 _FRESH = "s.updated_at >= CASE s.by WHEN 'person' THEN ? WHEN 'skill' THEN ? ELSE ? END"
+#: The items that lead the list: handoffs a person or a skill wrote (``logscan.leads_sql``).
+_LEADS = leads_sql("s.")
 
 
 def _cutoffs(now: datetime) -> dict[str, str]:
@@ -79,7 +81,7 @@ def _query(
             break
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM {_RECENT} JOIN items i ON i.rowid = s.r"
-            f" WHERE {_FRESH} AND s.kind {'=' if handoffs else '!='} 'handoff'"
+            f" WHERE {_FRESH} AND {'' if handoffs else 'NOT '}({_LEADS})"
             " ORDER BY s.created_at DESC, s.uid DESC LIMIT ?",
             (*args, limit - len(out)),
         )
@@ -171,8 +173,8 @@ def open_items(
 
     Returns:
         ``(repo_key, items, total_open)``: items as ``{"id", "kind", "title", "body", "by",
-        "created_at", "updated_at"}``, handoffs first then newest first (both among the
-        :data:`SCAN_CAP` newest open items); ``(None, [], 0)`` outside a repository,
+        "created_at", "updated_at"}``, a person's or a skill's handoffs first, then newest
+        first (both among the :data:`SCAN_CAP` newest open items); ``(None, [], 0)`` outside a repository,
         ``(key, [], 0)`` when it has no logs. A home with logs and no label yet is labelled
         with the key (:func:`reflect_jobs.repo_home.record_key`).
 

@@ -55,7 +55,8 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
     Returns:
         A row for :func:`reflect_jobs.recall.store.upsert_many`: ``scope`` is ``repo`` only
         for a note whose frontmatter says ``scope: repo`` and names a ``repo``, else
-        ``global`` (every note written before scopes existed); ``proof_count`` from the
+        ``global`` (every note written before scopes existed) — but a pending global
+        (``proposed_scope: global``) is never ``global``; ``proof_count`` from the
         frontmatter (else its ``sources``, else 1); ``anchors`` the note's anchors as
         compact JSON (``""`` for none), which the SessionStart hook checks against the
         working tree before telling it (``recall/verify.py``); ``applies_to`` the note's
@@ -65,13 +66,16 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
     repo = fm.get("repo")
     scoped = str(fm.get("scope") or "").strip().lower() == "repo"
     is_repo = scoped and isinstance(repo, str) and bool(repo.strip())
+    # A pending global (issue 24: ``proposed_scope: global``, pipeline/global_cap.py) is told
+    # only in its repository; one that names none is told nowhere rather than everywhere.
+    pending = str(fm.get(kb.PROPOSED_SCOPE) or "").strip().lower() == "global"
     sources = fm.get("sources")
     proof = fm.get("proof_count")
     if not isinstance(proof, int) or isinstance(proof, bool) or proof < 1:
         proof = max(len(sources), 1) if isinstance(sources, list) else 1
     return {
         "id": note.id,
-        "scope": "repo" if is_repo else "global",
+        "scope": "repo" if is_repo or pending else "global",
         "repo_key": repo.strip() if is_repo and isinstance(repo, str) else "",
         "title": str(fm.get("title") or ""),
         "rule": str(fm.get("rule") or ""),

@@ -4,7 +4,7 @@ Readers that must stay fast (the session-start hook, ``status --line``) read the
 committed index and leave a request when the logs moved beyond their budget
 (:mod:`.requests`). The periodic task ``tasks.refresh_reflections`` calls
 :func:`refresh_known` every minute: the requested repositories first, then every repository
-this machine knows (:func:`.store.known_repos`), each a stat scan when nothing changed. It
+this machine knows (:func:`.known.known_repos`), each a stat scan when nothing changed. It
 works until a deadline and never waits for another refresh of the same file (one already
 running does the work); a big log is indexed over several runs, each committed.
 """
@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from .index import ReflectionIndex, index_path
+from .known import known_repos
 from .requests import clear_request, pending_requests
-from .store import known_repos
 
 __all__ = ["RefreshReport", "known_log_dirs", "refresh_known"]
 
 
 def known_log_dirs(index: ReflectionIndex, kb: Path) -> dict[str, Path]:
-    """``repo key -> log directory`` of every repository :func:`.store.known_repos` lists.
+    """``repo key -> log directory`` of every repository :func:`.known.known_repos` lists.
 
     Args:
         index: This machine's index.

@@ -27,13 +27,13 @@ from .cli_doctor import doctor, refresh
 from .events import AUTHORS, KINDS, EventError, host_name
 from .fold import STATUSES, Item, now_utc
 from .index import ReflectionIndex, index_path
+from .kb_search import learnings_search
+from .known import known_repos
 from .store import (
     CONTEXT_BUDGET,
     BadIdError,
     Store,
     StoreError,
-    known_repos,
-    learnings_search,
     open_store,
 )
 
@@ -374,7 +374,7 @@ def edit(
 @_repo_option
 @_json_option
 def context(budget: int, repo: str | None, as_json: bool) -> None:
-    """What a new session is shown: the open items with ids, handoffs first, newest first.
+    """What a new session is shown: open items with ids, people's handoffs first, then newest.
 
     \f
     Args:

@@ -55,7 +55,8 @@ from reflect_jobs.writer.quota import QuotaGate
 from .dedupe import build_prompt, dedupe_candidates, parse_groups, plan_drops
 from .events import EventError, host_name
 from .index import ReflectionIndex, index_path
-from .store import Store, StoreError, known_repos
+from .known import known_repos
+from .store import Store, StoreError
 
 DEDUPE_PREFIX = "caps:dedupe:"
 log = structlog.get_logger("reflect_jobs.reflections.dedupe")

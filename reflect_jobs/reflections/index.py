@@ -45,7 +45,7 @@ from .fold import Item, now_utc
 from .index_fold import refold
 from .index_ingest import CHUNK_LINES, RefreshStats, forget_log, ingest, plan, stored, tx
 from .index_schema import _COLUMNS, _SCHEMA, _WEIGHTS, COUNTERS, SCHEMA_VERSION, _row_item
-from .logscan import scan_logs
+from .logscan import leads_sql, scan_logs
 
 __all__ = ["CHUNK_LINES", "RefreshStats", "ReflectionIndex", "index_path"]
 
@@ -253,7 +253,11 @@ class ReflectionIndex:
         return [_row_item(r) for r in self._conn.execute(sql, args)]
 
     def fresh_open(self, repo: str, cutoffs: dict[str, str], limit: int) -> tuple[list[Item], int]:
-        """Open items that are not stale, handoffs first then newest, and how many there are.
+        """Open items that are not stale, leads first then newest, and how many there are.
+
+        The leads are the handoffs a person or a skill wrote (:func:`.logscan.leads_sql`):
+        a reflector's handoff is ordered by age among the rest, so a fooled model never
+        jumps an honest handoff.
 
         What ``context`` needs at a session start, without reading every item: its cost
         follows ``limit``, not the size of the store.
@@ -279,7 +283,7 @@ class ReflectionIndex:
                 break
             rows = self._conn.execute(
                 f"SELECT {_COLUMNS} FROM items WHERE {where}"
-                f" AND kind {'=' if handoffs else '!='} 'handoff'"
+                f" AND {'' if handoffs else 'NOT '}({leads_sql()})"
                 " ORDER BY created_at DESC, uid DESC LIMIT ?",
                 (*args, int(limit) - len(out)),
             )

@@ -3,7 +3,8 @@
 Standard library only and import-light: the session-start hook (``recall/items.py``) runs the
 same scan as the index's refresh (``index.py``) to tell whether it may read the index as it
 is, and both must see the logs the same way. :func:`iter_lines` is how the index reads a log:
-streamed, never holding a line over the bound.
+streamed, never holding a line over the bound. :func:`leads_sql` is the one rule for which
+open items lead the session-start list (both readers order by it).
 """
 
 from __future__ import annotations
@@ -95,3 +96,25 @@ def iter_lines(
                 pending.append(chunk[i:])
                 held += rest
         pos += len(chunk)
+
+
+#: Who may put a handoff at the head of the open items: a person, or a skill (``/handoff``,
+#: MCP ``add_item``). A model's — the reflector's — handoff is listed by age among the rest.
+LEAD_AUTHORS = ("person", "skill")
+
+
+def leads_sql(alias: str = "") -> str:
+    """The SQL condition of an item that leads the open list (issue 24: no takeover).
+
+    "Handoffs first" lets one item jump every other; a reflector fooled by what its session
+    read could write a handoff that pushes an honest one down. Only a handoff a person or a
+    skill wrote leads; every other item is ordered newest first after them.
+
+    Args:
+        alias: The ``items`` table's alias with its dot (``"s."``), or ``""``.
+
+    Returns:
+        A condition that is never NULL (so ``NOT (...)`` selects exactly the rest).
+    """
+    authors = ", ".join(f"'{a}'" for a in LEAD_AUTHORS)
+    return f"IFNULL({alias}kind, '') = 'handoff' AND IFNULL({alias}by, '') IN ({authors})"

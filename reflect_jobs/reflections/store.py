@@ -11,11 +11,13 @@ a synced log may claim any time (``9999-12-31``), and a writer that followed it 
 into the future (or overflow). The fold orders a change stamped before its item's creation
 right after it and clamps claims from the future (:mod:`.fold`), so closing, dropping or
 reopening works whatever time a log stored.
+
+Which repositories have logs on this machine is :mod:`.known`; the KB's own hits that
+``reflections search`` shows beside the items, :mod:`.kb_search`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -25,9 +27,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reflect_jobs.envpaths import environ as merged_environ
-from reflect_jobs.envpaths import home_dir_str, kb_root_str
-from reflect_jobs.repo import Repo, is_home_name
-from reflect_jobs.repo_home import read_key_file, record_key, resolve
+from reflect_jobs.envpaths import home_dir_str
+from reflect_jobs.repo import Repo
+from reflect_jobs.repo_home import record_key, resolve
 
 from . import memories
 from .events import append_event, host_name, make_event, new_hex, redact_text
@@ -44,8 +46,6 @@ __all__ = [
     "BadIdError",
     "Store",
     "StoreError",
-    "known_repos",
-    "learnings_search",
     "open_store",
 ]
 
@@ -341,7 +341,7 @@ class Store:
     def context(
         self, budget: int = CONTEXT_BUDGET, now: datetime | None = None
     ) -> tuple[str, list[Item], int]:
-        """What a new session is shown: open items with ids, handoffs first, newest first.
+        """What a new session is shown: open items with ids, people's handoffs first, then newest.
 
         Stale items are left out (that is how they drop out of sight on their own), and so
         are notes and summaries: the list is what is *open*.
@@ -403,118 +403,3 @@ def open_store(repo: str | None, cwd: Path | str, environ: dict[str, str] | None
     record_key(resolved)
     index = ReflectionIndex(index_path(Path(home_dir_str(env))))
     return Store(resolved, host_name(env), index)
-
-
-def _learned_keys(kb: Path) -> list[str]:
-    """The repository keys of the KB's repository-scoped learnings (its context store)."""
-    from reflect_jobs.recall import store as context
-
-    try:
-        conn = context.open_for_read(context.store_path(kb))
-        if conn is None:
-            return []
-        try:
-            rows = conn.execute("SELECT DISTINCT repo_key FROM notes WHERE scope = 'repo'")
-            return [r[0] for r in rows if isinstance(r[0], str) and r[0]]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return []
-
-
-def _listed(key: str, home: Path) -> Repo:
-    """A listed repository; a key that is only its home's directory name stays just that."""
-    style = "name" if key == home.name and is_home_name(key) else "key"
-    return Repo(key, None, home, style=style)
-
-
-def known_repos(index: ReflectionIndex, kb: Path) -> list[Repo]:
-    """Every repository with logs, one per log directory, each with its memory home.
-
-    The default memory homes (``<kb>/repos/<name>/reflections``) and any home the index has
-    read (a mapped one). A default home is known by its label (``repo-key``); a home
-    written before labels existed takes the key the index learned for it from its
-    repository, else the key of a learning whose directory name it is, and is labelled
-    then (the lazy migration: idempotent, and each label is written whole). Only a home
-    none of these knows keeps its directory name as its key; the index's rows under such a
-    name are dropped once the home is known by its key.
-
-    Args:
-        index: This machine's index.
-        kb: The knowledge base (``$GLOBAL_LEARNINGS_PATH``).
-
-    Returns:
-        The repositories, sorted by key.
-    """
-    indexed = index.log_dirs()
-    found: dict[str, Repo] = {}  # by the real path of the log directory
-    unlabelled: list[Path] = []
-    repos_dir = kb / "repos"
-    if repos_dir.is_dir() and not repos_dir.is_symlink():
-        for d in sorted(repos_dir.iterdir()):
-            if not ((d / "reflections").is_dir() and is_home_name(d.name)):
-                continue
-            if d.is_symlink() or (d / "reflections").is_symlink():
-                continue  # never followed (repo_home.memory_home refuses it with one line)
-            key = read_key_file(d, d.name)
-            if key is None:
-                unlabelled.append(d)
-            found[os.path.realpath(d / "reflections")] = _listed(key or d.name, d)
-    if unlabelled:
-        names = {d.name for d in unlabelled}
-        learned: dict[str, str] = {}
-        for key in [k for k in indexed if k not in names] + _learned_keys(kb):
-            for name in Repo(key).names:
-                learned.setdefault(name, key)
-        for d in unlabelled:
-            if d.name in learned:
-                repo = Repo(learned[d.name], None, d)
-                found[os.path.realpath(d / "reflections")] = repo
-                record_key(repo)
-    for key, log_dir in indexed.items():
-        real = os.path.realpath(log_dir)
-        if real not in found:
-            found[real] = _listed(key, log_dir.parent)
-        elif found[real].key != key and key == log_dir.parent.name:
-            index.forget(key)  # rows under a bare directory name, now known by its key
-    by_key: dict[str, Repo] = {}
-    for repo in found.values():
-        by_key.setdefault(repo.key, repo)
-    return [by_key[k] for k in sorted(by_key)]
-
-
-def learnings_search(
-    query: str, k: int = 5, environ: dict[str, str] | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The knowledge base's own lexical hits for ``query``, when it has an index.
-
-    Args:
-        query: Free text.
-        k: At most this many.
-        environ: The environment; ``None`` means ``os.environ``.
-
-    Returns:
-        Hits ``{"id", "title", "score", "path"}`` (empty when the KB has no lexical index
-        yet) and warnings (a damaged index is a warning, not a failure of the search).
-    """
-    db = Path(kb_root_str(environ)) / "index" / "lexical.db"
-    if not db.is_file():
-        return [], []
-    from reflect_jobs.index.lexical import LexicalIndex
-
-    try:
-        with LexicalIndex(db) as lex:
-            hits = []
-            for doc_id, score in lex.search(query, k):
-                meta = lex.lookup(doc_id) or {}
-                hits.append(
-                    {
-                        "id": doc_id,
-                        "title": meta.get("title"),
-                        "score": score,
-                        "path": meta.get("path"),
-                    }
-                )
-            return hits, []
-    except sqlite3.DatabaseError as exc:
-        return [], [f"the learnings index is damaged ({exc}): run `reflect-jobs reindex`"]

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from reflect_jobs import children
@@ -87,6 +88,80 @@ def _encode(prompt: str) -> bytes:
 
 def _decode(data: bytes | None) -> str:
     return data.decode("utf-8", errors="replace") if data else ""
+
+
+@dataclass(frozen=True)
+class CliOutput:
+    """What one run of a writer CLI printed (decoded) and how it ended."""
+
+    stdout: str
+    stderr: str
+    #: The child's exit code; ``TIMEOUT_EXIT_CODE`` (124) after a timeout.
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: int
+
+
+class CliWriter(Protocol):
+    """What :func:`run_writer_cli` needs of a CLI writer (``ClaudeCliBackend``,
+    ``CodexCliBackend``): the configured binary (a name on ``PATH`` or a path), its working
+    directory, timeout and orphan guard (``"pdeathsig"``, ``"watchdog"`` or ``None`` for
+    :func:`reflect_jobs.children.orphan_guard`), its command line for the resolved binary
+    and the child's environment."""
+
+    binary: str
+    cwd: str
+    timeout_sec: float
+    guard: str | None
+
+    def argv(self, binary: str | None = None) -> list[str]: ...
+
+    def env(self) -> dict[str, str]: ...
+
+
+def run_writer_cli(writer: CliWriter, prompt: str) -> CliOutput:
+    """Run a writer CLI (``claude -p``, ``codex exec``) once with ``prompt`` on stdin.
+
+    The one way the CLI writers start their child: through :func:`reflect_jobs.children.run`
+    (own process group, orphan guard, live registry, group kill on timeout), so the Claude
+    and Codex writers cannot drift apart again (the Codex copy once had no orphan guard).
+
+    Args:
+        writer: The backend (its binary, command line, cwd, timeout, environment, guard).
+        prompt: The full prompt; lone surrogates are sent as ``?``.
+
+    Returns:
+        What it printed, its exit code (``TIMEOUT_EXIT_CODE`` after a timeout; the output
+        read before the kill is kept) and how long it ran.
+
+    Raises:
+        BackendMissing: The binary is missing or not executable, ``cwd`` does not exist, or
+            the process cannot be started.
+        ChildCancelled: :func:`reflect_jobs.children.kill_live_children` killed the child
+            (this process is stopping).
+    """
+    resolved = resolve_binary(writer.binary)
+    if not os.path.isdir(writer.cwd):
+        raise BackendMissing(f"writer cwd does not exist: {writer.cwd}")
+    started = time.monotonic()
+    try:
+        done = children.run(
+            writer.argv(resolved),
+            input=_encode(prompt),
+            timeout=writer.timeout_sec,
+            cwd=writer.cwd,
+            env=writer.env(),
+            guard=writer.guard,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        raise BackendMissing(f"cannot start {resolved}: {exc}") from exc
+    return CliOutput(
+        stdout=_decode(done.stdout),
+        stderr=_decode(done.stderr),
+        exit_code=TIMEOUT_EXIT_CODE if done.timed_out else done.returncode,
+        timed_out=done.timed_out,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
 
 
 class ClaudeCliBackend:
@@ -178,29 +253,15 @@ class ClaudeCliBackend:
             ChildCancelled: :func:`reflect_jobs.children.kill_live_children` killed the
                 child (this process is stopping).
         """
-        binary = resolve_binary(self.binary)
-        if not os.path.isdir(self.cwd):
-            raise BackendMissing(f"writer cwd does not exist: {self.cwd}")
-        started = time.monotonic()
-        try:
-            done = children.run(
-                self.argv(binary),
-                input=_encode(prompt),
-                timeout=self.timeout_sec,
-                cwd=self.cwd,
-                env=self.env(),
-                guard=self.guard,
-            )
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-            raise BackendMissing(f"cannot start {binary}: {exc}") from exc
+        out = run_writer_cli(self, prompt)
         return result_from_cli(
-            _decode(done.stdout),
-            _decode(done.stderr),
+            out.stdout,
+            out.stderr,
             backend=self.name,
             model=self.model,
-            exit_code=TIMEOUT_EXIT_CODE if done.timed_out else done.returncode,
-            timed_out=done.timed_out,
-            duration_ms=int((time.monotonic() - started) * 1000),
+            exit_code=out.exit_code,
+            timed_out=out.timed_out,
+            duration_ms=out.duration_ms,
         )
 
 

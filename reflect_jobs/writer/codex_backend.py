@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from typing import Any
 
-from reflect_jobs import children
 from reflect_jobs.markers import CHILD_ENV
 from reflect_jobs.writer.api_result import (
     classify_http_error,
@@ -32,9 +30,9 @@ from reflect_jobs.writer.api_result import (
     rejected_snapshot,
     success_result,
 )
-from reflect_jobs.writer.backends import resolve_binary
+from reflect_jobs.writer.backends import run_writer_cli
 from reflect_jobs.writer.prices import cost_usd
-from reflect_jobs.writer.result import TIMEOUT_EXIT_CODE, BackendMissing, ModelResult
+from reflect_jobs.writer.result import TIMEOUT_EXIT_CODE, ModelResult
 
 _TRY_AGAIN = re.compile(r"try again in\s+((?:\d+(?:\.\d+)?\s*[a-z]+[\s,]*(?:and\s+)?)+)", re.I)
 _UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|second|m|min|minute|h|hr|hour|d|day)s?\b", re.I)
@@ -277,26 +275,12 @@ class CodexCliBackend:
             ChildCancelled: :func:`reflect_jobs.children.kill_live_children` killed it
                 (this process is stopping).
         """
-        binary = resolve_binary(self.binary)
-        if not os.path.isdir(self.cwd):
-            raise BackendMissing(f"writer cwd does not exist: {self.cwd}")
-        started = time.monotonic()
-        try:
-            done = children.run(
-                self.argv(binary),
-                input=prompt.encode("utf-8", "replace"),
-                timeout=self.timeout_sec,
-                cwd=self.cwd,
-                env=self.env(),
-                guard=self.guard,
-            )
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-            raise BackendMissing(f"cannot start {binary}: {exc}") from exc
+        out = run_writer_cli(self, prompt)
         return result_from_codex(
-            done.stdout.decode("utf-8", "replace"),
-            done.stderr.decode("utf-8", "replace"),
+            out.stdout,
+            out.stderr,
             model=self.model,
-            exit_code=TIMEOUT_EXIT_CODE if done.timed_out else done.returncode,
-            timed_out=done.timed_out,
-            duration_ms=int((time.monotonic() - started) * 1000),
+            exit_code=out.exit_code,
+            timed_out=out.timed_out,
+            duration_ms=out.duration_ms,
         )

@@ -25,7 +25,9 @@ from reflect_jobs.writer.evidence import SentSlice
 ITEM_KINDS = ("action", "question", "handoff", "learning", "decision", "gotcha", "idea", "note")
 ITEM_STATUSES = ("done", "dropped", "open")
 MAX_ITEM_UPDATES = 20
-MAX_ITEM_NEW = 10
+#: Half the block's ten item lines (``recall/items.py:MAX_ITEMS``): one pass of a model that
+#: read a hostile page never fills the open list on its own (issue 24).
+MAX_ITEM_NEW = 5
 ITEM_TITLE_MAX = 200
 ITEM_BODY_MAX = 4_000
 ITEM_NOTE_MAX = 1_000

@@ -2,7 +2,7 @@
 
 Every probe is free — a model listing, never a completion: the endpoint is reachable, the
 key is accepted, and the model is one the endpoint serves. Each returns the same check dict
-as ``doctor._check``. The SDKs are imported here only when the backend is selected.
+as ``doctor_check.check``. The SDKs are imported here only when the backend is selected.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import subprocess
 from typing import Any
 
 from reflect_jobs.config import redact_url
+from reflect_jobs.doctor_check import check
 from reflect_jobs.markers import CHILD_ENV
 
 PROBE_TIMEOUT_SEC = 10.0
@@ -23,7 +24,7 @@ SONNET_HINT = (
 
 
 def _check(ok: bool, detail: str, fix: str = "") -> dict[str, Any]:
-    return {"name": NAME, "ok": ok, "detail": detail, "fix": fix if not ok else ""}
+    return check(NAME, ok, detail, fix)
 
 
 def _listed(model: str, ids: list[str]) -> bool:
