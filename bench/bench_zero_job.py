@@ -1,7 +1,7 @@
 """What one $0 job costs in process, against a Huey no-op task on the same storage.
 
 Run: .venv/bin/python bench/bench_zero_job.py [--jobs 300] [--reps 5] [--history N]
-     [--event SessionEnd|Stop] [--profile]
+     [--event SessionEnd|Stop] [--profile] [--ledger-parts]
 
 A $0 job is a capture of a transcript with no learning signal: the ``capture`` task records
 the job and enqueues ``prepare``, which claims it, asks the free gates, finds no signal and
@@ -24,6 +24,9 @@ same in every rep. ``--history N`` puts N finished jobs of other sessions in the
 (a ledger in use is not empty: a query that scans ``jobs`` grows with it). ``--event Stop``
 makes each capture a Stop below the first checkpoint (``skip_below_checkpoint``, the
 transcript's end read but no cascade). ``--profile`` prints a cProfile of one more rep.
+``--ledger-parts`` also times the ledger's side alone: the calls a $0 job makes through the
+ledger gateway (capture, the claim and prepare's claim-time reads, the verdict), each part
+in CPU microseconds over ``--jobs`` × 3 rounds, without the transcript, gates or queue.
 """
 
 from __future__ import annotations
@@ -243,6 +246,70 @@ class PlainHuey:
         return timing
 
 
+def ledger_parts(url: str, n: int) -> dict[str, float]:
+    """CPU microseconds per job of each ledger part of a $0 job, the calls the stages make."""
+    from reflect_jobs.checkpoints import PassPlan
+    from reflect_jobs.ledger import captures, checkpoints, costs, gateway, watermarks
+
+    parts: Counter[str] = Counter()
+
+    def timed(name: str, t0: float) -> float:
+        now = time.process_time()
+        parts[name] += now - t0
+        return now
+
+    plan = PassPlan(False, "deep", None, 1.0, "", 0, "bench")
+
+    def one(i: int) -> None:
+        t = tx = time.process_time()
+        with gateway.transaction(url) as conn:
+            res = captures.record_capture(
+                conn, harness="claude", session_id=f"lp{i}", transcript_path=f"/lp/{i}",
+                event="SessionEnd", size=1, mtime=1.0, settle_sec=0,
+            )  # fmt: skip
+        tx = timed("capture transaction (insert, event, commit)", tx)
+        with gateway.transaction(url) as conn:
+            t = time.process_time()
+            job = gateway.claim(conn, res.job_id, "prepare", worker="bench", lease_sec=60)
+            assert job is not None
+            t = timed("  claim: compare-and-set + its event", t)
+            checkpoints.running_pass(conn, job)
+            captures.last_transcript(conn, job.transcript_path)
+            watermarks.current(conn, job.harness, job.session_id, job.transcript_path)
+            checkpoints.state(conn, job.harness, job.session_id, job.transcript_path)
+            t = timed("  claim: prepare's four reads", t)
+            job.accepting = False
+            gateway.save(conn, job)
+            timed("  claim: accepting = false", t)
+        tx = timed("claim transaction (with BEGIN IMMEDIATE, commit)", tx)
+        with gateway.transaction(url) as conn:
+            t = time.process_time()
+            held = gateway.load(conn, res.job_id)
+            assert held is not None
+            t = timed("  verdict: the job", t)
+            checkpoints.record(
+                conn, harness="claude", session_id=held.session_id,
+                transcript_path=held.transcript_path, plan=plan, idle_sec=600,
+            )  # fmt: skip
+            costs.record_free(conn, held, "skip_no_signal")
+            t = timed("  verdict: checkpoint upsert + cost row", t)
+            held.prepare_stats = {"signal_count": 0}
+            gateway.transition(
+                conn, held, to_state="done", to_stage="done", outcome="skip_no_signal"
+            )
+            t = timed("  verdict: the move + its event", t)
+            captures.remember_transcript(conn, held)
+            timed("  verdict: transcript upsert", t)
+        timed("verdict transaction (with commit)", tx)
+
+    for i in range(-50, 0):
+        one(i)  # warm
+    parts.clear()
+    for i in range(n * 3):
+        one(i)
+    return {name: secs / (n * 3) * 1e6 for name, secs in parts.items()}
+
+
 def loadavg() -> str:
     """The 1-minute load average (the machine is shared)."""
     try:
@@ -259,6 +326,7 @@ def main() -> None:
     ap.add_argument("--event", default="SessionEnd", choices=("SessionEnd", "Stop"))
     ap.add_argument("--history", type=int, default=0, help="finished jobs in the ledger first")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--ledger-parts", action="store_true", help="time the ledger's side alone")
     ap.add_argument("--sort", default="cumulative")
     ap.add_argument("--top", type=int, default=45)
     args = ap.parse_args()
@@ -314,6 +382,12 @@ def main() -> None:
             )
             + " (ledger transactions = begin; statements = SQL sent to the ledger)"
         )
+        if args.ledger_parts:
+            parts = ledger_parts(ours.tasks.settings.db_url, n)
+            total = sum(v for k, v in parts.items() if not k.startswith(" "))
+            print(f"\nthe ledger's side alone, CPU µs per job (total {total:,.0f}):")
+            for name, us in parts.items():
+                print(f"  {name:52s} {us:7,.0f}")
         if args.profile:
             import cProfile
             import pstats

@@ -163,7 +163,7 @@ def normalise_learning_type(value: object) -> str:
     return DEFAULT_LEARNING_TYPE
 
 
-# --- job stages and states (``jobs.state``; the moves between them are ``ledger.jobs.ALLOWED``) -------
+# --- job stages and states (``jobs.state``; the moves between them are ``ledger.moves.ALLOWED``) -------
 
 #: The stages a job moves through, in order (``done`` once the add has committed).
 JOB_STAGES = ("capture", "prepare", "write", "add", "done")

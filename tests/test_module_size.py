@@ -20,7 +20,6 @@ LIMIT = 500
 #: Modules over the limit, to be split (paths below ``reflect_jobs/``).
 STILL_OVER = frozenset(
     {
-        "ledger/jobs.py",
         "recall/hook.py",
         "recall/profile.py",
     }

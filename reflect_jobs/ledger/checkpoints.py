@@ -18,22 +18,32 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TypeVarTuple
 
-from sqlalchemy import ColumnElement, Select, or_, select
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Select,
+    bindparam,
+    literal,
+    or_,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from ..checkpoints import PassPlan, SessionState
+from .gateway import JobRow
 from .models import Job, SessionCheckpoint, utcnow
 from .upsert import upsert
 from .watermarks import session_key
 
 
 def state(
-    session: Session, harness: str, session_id: str | None, transcript_path: str
+    session: Session | Connection, harness: str, session_id: str | None, transcript_path: str
 ) -> SessionState | None:
     """The session's checkpoint state, or None before its first recorded capture.
 
     Args:
-        session: An open ledger session.
+        session: An open ledger session or gateway connection.
         harness: The job's harness.
         session_id: The job's session id (``unknown``: keyed by the transcript path).
         transcript_path: The job's transcript.
@@ -41,12 +51,19 @@ def state(
     Returns:
         The :class:`SessionState` (level passed, fill last seen).
     """
-    row = session.get(SessionCheckpoint, (harness, session_key(session_id, transcript_path)))
+    key = {"harness": harness, "key": session_key(session_id, transcript_path)}
+    row = session.execute(_SELECT_STATE, key).first()
     return None if row is None else SessionState(int(row.level), float(row.fill_pct))
 
 
+_SELECT_STATE = select(SessionCheckpoint.level, SessionCheckpoint.fill_pct).where(
+    SessionCheckpoint.harness == bindparam("harness"),
+    SessionCheckpoint.session_key == bindparam("key"),
+)
+
+
 def record(
-    session: Session,
+    session: Session | Connection,
     *,
     harness: str,
     session_id: str,
@@ -61,7 +78,7 @@ def record(
     that made none) owes one at ``now + idle_sec``, pushed out by every later capture.
 
     Args:
-        session: The verdict's open write session.
+        session: The verdict's open write session (or gateway connection).
         harness: The job's harness.
         session_id: The job's session id.
         transcript_path: The job's transcript.
@@ -133,15 +150,20 @@ _Ts = TypeVarTuple("_Ts")
 
 
 def _passing(
-    q: Select[*_Ts], harness: str, session_id: str, *more: ColumnElement[bool]
+    q: Select[*_Ts],
+    harness: str | BindParameter[str],
+    session_id: str | BindParameter[str],
+    *more: ColumnElement[bool],
 ) -> Select[*_Ts]:
     """``q`` narrowed to the session's jobs whose pass is in flight: active and at
     ``write``/``add``, or running (or any of ``more``)."""
     return q.where(
         Job.harness == harness,
         Job.session_id == session_id,
-        Job.state.in_(_ACTIVE),
-        or_(Job.stage.in_(("write", "add")), Job.state == "running", *more),
+        # Lists of bound values, not expanding IN parameters: the statement is built once
+        # and an expanding list is re-rendered at every execution.
+        Job.state.in_([literal(s) for s in _ACTIVE]),
+        or_(Job.stage.in_([literal("write"), literal("add")]), Job.state == "running", *more),
     )
 
 
@@ -151,14 +173,16 @@ def _in_flight(session: Session, harness: str, session_id: str) -> bool:
     return session.scalar(q.limit(1)) is not None
 
 
-def running_pass(session: Session, job: Job) -> tuple[str, datetime | None] | None:
+def running_pass(
+    session: Session | Connection, job: Job | JobRow
+) -> tuple[str, datetime | None] | None:
     """Another job of ``job``'s session whose pass is in flight, if any.
 
     In flight: at ``write`` or ``add`` and not waiting for a person, or ``running`` at any
     stage. A session with an unknown id has no siblings (its id names no session).
 
     Args:
-        session: The claim's open session.
+        session: The claim's open session (or gateway connection).
         job: The job about to prepare.
 
     Returns:
@@ -168,8 +192,22 @@ def running_pass(session: Session, job: Job) -> tuple[str, datetime | None] | No
     """
     if not job.session_id or job.session_id == "unknown":
         return None
-    q = _passing(select(Job.id, Job.state, Job.next_run_at), job.harness, job.session_id)
-    row = session.execute(q.where(Job.id != job.id).order_by(Job.created_at).limit(1)).first()
+    row = session.execute(
+        _RUNNING_PASS, {"harness": job.harness, "session_id": job.session_id, "job_id": job.id}
+    ).first()
     if row is None:
         return None
     return str(row.id), (None if row.state == "running" else row.next_run_at)
+
+
+#: Built once: a claim asks it for every job (bound per call).
+_RUNNING_PASS = (
+    _passing(
+        select(Job.id, Job.state, Job.next_run_at),
+        bindparam("harness"),
+        bindparam("session_id"),
+    )
+    .where(Job.id != bindparam("job_id"))
+    .order_by(Job.created_at)
+    .limit(1)
+)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from reflect_jobs.redaction import redact_structured
@@ -26,6 +26,7 @@ from reflect_jobs.writer.prices import BUILTIN_PRICES as PRICES  # noqa: F401  (
 from reflect_jobs.writer.prices import cost_usd
 
 from .db import rows_affected
+from .gateway import JobRow
 from .models import CostRow, Job, utcnow
 
 if TYPE_CHECKING:
@@ -336,34 +337,42 @@ def pending_attempt(session: Session, job_id: str | None, *, label: str = "") ->
 
 
 def record_free(
-    session: Session, job: Job | None, outcome: str, *, model: str = "", backend: str = ""
-) -> CostRow:
+    session: Session | Connection,
+    job: Job | JobRow | None,
+    outcome: str,
+    *,
+    model: str = "",
+    backend: str = "",
+) -> None:
     """Add the row of an outcome that cost nothing, so the report shows every run.
 
+    One Core ``INSERT`` (no ORM object): a $0 job writes one of these on the hot path.
+
     Args:
-        session: An open ledger session; the row is added to it.
+        session: An open ledger session, or a gateway transaction's connection.
         job: The job, or ``None`` for an outcome not tied to one.
         outcome: The outcome word (e.g. ``skip_dup_signal_hash``, ``quarantine_oversized``).
         model: The model that would have been called, if known.
         backend: The writer backend, if known.
-
-    Returns:
-        The new row: ``entries=0``, no tokens, already ``consumed``.
     """
     now = utcnow()
-    row = CostRow(
-        job_id=job.id if job else None,
-        at=now,
-        day=now.strftime("%Y-%m-%d"),
-        transcript=job.transcript_path if job else "",
-        outcome=outcome,
-        entries=0,
-        model=model,
-        backend=backend,
-        consumed=True,
+    session.execute(
+        _INSERT_COST,
+        {
+            "job_id": job.id if job else None,
+            "at": now,
+            "day": now.strftime("%Y-%m-%d"),
+            "transcript": job.transcript_path if job else "",
+            "outcome": outcome,
+            "entries": 0,
+            "model": model,
+            "backend": backend,
+            "consumed": True,
+        },
     )
-    session.add(row)
-    return row
+
+
+_INSERT_COST = insert(cast(Table, CostRow.__table__))
 
 
 def budget_used(session: Session, day: str) -> int:

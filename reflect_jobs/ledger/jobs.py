@@ -1,9 +1,11 @@
-"""The job state machine (ARCHITECTURE §3): the one module that changes a job's stage or state.
+"""The job state machine for ORM callers (ARCHITECTURE §3): recovery, hand-back, retry.
 
 Every change goes through :func:`transition`, which writes the ``job_events`` row in the same
-transaction. Claims are compare-and-set UPDATEs (``WHERE state IN runnable``), so two workers
-— threads, processes or machines — can race for a job and exactly one wins, on SQLite and on
-PostgreSQL alike, without relying on Huey's delivery guarantees.
+transaction; the rules are :mod:`.moves`, shared with the ledger gateway's
+:func:`.gateway.transition` (the $0 hot path, in Core). Claims are compare-and-set UPDATEs
+(``WHERE state = <the state read>``; :func:`.gateway.claim`, which :func:`claim` wraps), so
+two workers — threads, processes or machines — can race for a job and exactly one wins, on
+SQLite and on PostgreSQL alike, without relying on Huey's delivery guarantees.
 
 A claim records its owner (host, pid, process start; :mod:`.owners`). Recovery takes a
 ``running`` job back when its lease expired, or at once when its owner on this machine is
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,34 +24,17 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from ..lifecycle import JOB_STAGES as STAGES
 from ..lifecycle import JOB_STATES as STATES
 from ..lifecycle import NEEDS_PERSON_STATES as NEEDS_PERSON
 from ..lifecycle import RUNNABLE_STATES as RUNNABLE
-from ..lifecycle import TERMINAL_STATES as TERMINAL
-from . import costs, owners
+from . import costs, gateway, owners
 from .db import rows_affected
+from .gateway import resume_claiming, stop_claiming
 from .models import Job, JobEvent, utcnow
+from .moves import ALLOWED, IllegalTransition, plan
 from .owners import Owner
 
-# Legal state moves. "running" is entered only by claim(); recovery may also move
-# running → queued/poisoned. Anything else is a bug and raises.
-ALLOWED: dict[str, frozenset[str]] = {
-    "queued": frozenset({"running", "queued", "deferred", "done", "halted"}),
-    "deferred": frozenset({"running", "queued", "deferred", "done", "halted"}),
-    "retrying": frozenset({"running", "queued", "deferred", "done", "halted"}),
-    "running": frozenset(
-        {"queued", "deferred", "retrying", "done", "poisoned", "quarantined", "halted"}
-    ),
-    "halted": frozenset({"queued"}),
-    "poisoned": frozenset({"queued"}),
-    "quarantined": frozenset({"queued"}),
-    "done": frozenset(),
-}
-
-
-class IllegalTransition(RuntimeError):
-    """A code path tried a state move ARCHITECTURE §3 does not allow."""
+__all__ = ["ALLOWED", "STATES", "IllegalTransition", "resume_claiming", "stop_claiming"]
 
 
 def worker_id() -> str:
@@ -107,38 +91,19 @@ def transition(
     Raises:
         IllegalTransition: The state or stage is unknown, or the move is not allowed.
     """
-    if to_state not in STATES:
-        raise IllegalTransition(f"unknown state {to_state!r}")
-    if to_stage is not None and to_stage not in STAGES:
-        raise IllegalTransition(f"unknown stage {to_stage!r}")
-    if to_state not in ALLOWED[job.state]:
-        raise IllegalTransition(f"job {job.id}: {job.state} -> {to_state} is not allowed")
-    now = now or utcnow()
-    event = JobEvent(
-        job_id=job.id,
-        at=now,
-        from_stage=job.stage,
-        to_stage=to_stage or job.stage,
-        from_state=job.state,
+    changes, values = plan(
+        job,
         to_state=to_state,
+        to_stage=to_stage,
         outcome=outcome,
-        detail=detail[:4000] if detail else None,
+        detail=detail,
+        next_run_at=next_run_at,
         worker=worker,
+        now=now or utcnow(),
     )
-    job.state = to_state
-    if to_stage is not None:
-        job.stage = to_stage
-    if outcome is not None:
-        job.outcome = outcome
-    if to_state != "running":
-        job.lease_owner = None
-        job.lease_expires_at = None
-        job.owner_host = job.owner_pid = job.owner_start = None
-    job.next_run_at = next_run_at
-    job.updated_at = now
-    if to_state in TERMINAL:
-        job.finished_at = now
-        job.accepting = False
+    for name, value in changes.items():
+        setattr(job, name, value)
+    event = JobEvent(**values)
     session.add(event)
     return event
 
@@ -161,7 +126,8 @@ def claim(
     (:func:`stop_claiming`) takes nothing, so what it hands back is all it held.
 
     Args:
-        session: An open write session; the ``claimed`` event is added to it.
+        session: An open write session; the compare-and-set and its ``claimed`` event run
+            on its connection (:func:`.gateway.claim`, the one claim), then the job is read.
         job_id: The job to take.
         stage: The stage the caller is about to run; the job must be at it.
         worker: The lease owner to record (see :func:`worker_id`).
@@ -174,58 +140,19 @@ def claim(
         not exist, is at another stage, is not runnable, is not due yet, another worker
         won the claim, or this process is stopping.
     """
-    if _stopping.is_set():
-        return None
-    now = now or utcnow()
-    owner = owner or owners.me()
-    job = session.get(Job, job_id, populate_existing=True)
-    if (
-        job is None
-        or job.stage != stage
-        or job.state not in RUNNABLE
-        or (job.next_run_at is not None and job.next_run_at > now)
-    ):
-        return None
-    observed = job.state
-    cas = (
-        update(Job)
-        .where(Job.id == job_id, Job.stage == stage, Job.state == observed)
-        .values(
-            state="running",
-            lease_owner=worker,
-            lease_expires_at=now + timedelta(seconds=lease_sec),
-            owner_host=owner.host[:255],
-            owner_pid=owner.pid,
-            owner_start=owner.start[:160],
-            updated_at=now,
-        )
+    session.flush()  # a job added to this session but not yet flushed is claimable
+    won = gateway.claim(
+        session.connection(),
+        job_id,
+        stage,
+        worker=worker,
+        lease_sec=lease_sec,
+        now=now,
+        owner=owner,
     )
-    if session.get_bind().dialect.update_returning:
-        # The compare-and-set returns the row as it now stands into ``job``: one statement,
-        # not an UPDATE and a refresh (on PostgreSQL a capture coalesced meanwhile is in it).
-        won = session.scalars(
-            cas.returning(Job),
-            execution_options={"synchronize_session": False, "populate_existing": True},
-        ).first()
-        if won is None:
-            return None
-    else:  # SQLite before 3.35 has no RETURNING
-        if rows_affected(session, cas.execution_options(synchronize_session=False)) != 1:
-            return None
-        session.refresh(job)
-    session.add(
-        JobEvent(
-            job_id=job_id,
-            at=now,
-            from_stage=stage,
-            to_stage=stage,
-            from_state=observed,
-            to_state="running",
-            detail="claimed",
-            worker=worker,
-        )
-    )
-    return job
+    if won is None:
+        return None
+    return session.get(Job, job_id, populate_existing=True)
 
 
 def extend_lease(session: Session, job_id: str, worker: str, lease_sec: int) -> bool:
@@ -365,19 +292,6 @@ def recover_expired(
             )
             out.append(Recovered(job.id, job.stage, False, gone))
     return out
-
-
-_stopping = threading.Event()
-
-
-def stop_claiming() -> None:
-    """This process is stopping: :func:`claim` takes nothing from now on."""
-    _stopping.set()
-
-
-def resume_claiming() -> None:
-    """Undo :func:`stop_claiming` (a drain run in-process ends; the process goes on)."""
-    _stopping.clear()
 
 
 def hand_back(

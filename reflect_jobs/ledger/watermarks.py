@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -50,7 +51,7 @@ def session_key(session_id: str | None, transcript_path: str) -> str:
 
 
 def current(
-    session: Session, harness: str, session_id: str | None, transcript_path: str
+    session: Session | Connection, harness: str, session_id: str | None, transcript_path: str
 ) -> Mark | None:
     """The session's committed watermark, if an add has committed one.
 
@@ -63,8 +64,15 @@ def current(
     Returns:
         The :class:`Mark`, or None for a session never reflected on.
     """
-    row = session.get(SessionWatermark, (harness, session_key(session_id, transcript_path)))
-    return None if row is None else Mark(int(row.byte_offset), row.digest)
+    key = {"harness": harness, "key": session_key(session_id, transcript_path)}
+    row = session.execute(_SELECT_MARK, key).first()
+    return None if row is None else Mark(int(row.byte_offset), str(row.digest))
+
+
+_SELECT_MARK = select(SessionWatermark.byte_offset, SessionWatermark.digest).where(
+    SessionWatermark.harness == bindparam("harness"),
+    SessionWatermark.session_key == bindparam("key"),
+)
 
 
 def plan(base: Mark | None, prefix_digest: str | None, end: Mark) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs import kb
 from reflect_jobs.faults import failpoint
@@ -35,8 +35,9 @@ from reflect_jobs.ledger import (
     watermarks,
 )
 from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.gateway import JobRow
 from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, Learning, utcnow
+from reflect_jobs.ledger.models import Learning, utcnow
 from reflect_jobs.lifecycle import ARCHIVED, PROPOSED
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.reflections import reflector
@@ -77,7 +78,7 @@ def run_add(rt: Runtime, job_id: str) -> None:
     run_stage(ADD, rt, job_id)
 
 
-def _claim(run: StageRun, session: Session, job: Job) -> AddTicket:
+def _claim(run: StageRun, conn: Connection, job: JobRow) -> AddTicket:
     """Inside the claim's transaction: the plan and what the commit needs."""
     stats = dict(job.prepare_stats or {})
     return AddTicket(

@@ -15,7 +15,7 @@ import time
 from reflect_jobs import spool
 from reflect_jobs.checkpoints import is_deep_event
 from reflect_jobs.faults import failpoint
-from reflect_jobs.ledger import control
+from reflect_jobs.ledger import control, gateway
 from reflect_jobs.ledger.captures import capture_recorded, record_capture
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.sanitize import bounded, clean_text
@@ -88,7 +88,7 @@ def run_capture(
     settle = rt.settings.capture_settle_sec if settle_sec is None else settle_sec
     sid = session_id or "unknown"
     duplicate = False
-    with session_scope(rt.db) as session:
+    with gateway.transaction(rt.db) as session:
         if spool_id is not None and capture_recorded(
             session, harness=harness, session_id=sid, capture_id=spool_id
         ):

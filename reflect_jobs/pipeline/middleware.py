@@ -19,13 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs.faults import failpoint
 from reflect_jobs.gates import Defer, dry_run, kill_switch
-from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import claim
-from reflect_jobs.ledger.models import Job
+from reflect_jobs.ledger import gateway
 
 from .runtime import Runtime, log, stage_failed
 
@@ -63,9 +61,10 @@ class Held:
     after: Callable[[], None] | None = None
 
 
-#: The claim hook: inside the claim's transaction, with the claimed job; returns the
-#: ticket the step needs, or :class:`Held` when a claim-time gate moved the job.
-ClaimHook = Callable[[StageRun, Session, Job], Any]
+#: The claim hook: inside the claim's transaction (a :mod:`~reflect_jobs.ledger.gateway`
+#: connection), with the claimed job; returns the ticket the step needs, or :class:`Held`
+#: when a claim-time gate moved the job. Columns it sets on the job commit with the claim.
+ClaimHook = Callable[[StageRun, Connection, gateway.JobRow], Any]
 
 
 @dataclass(frozen=True)
@@ -142,9 +141,9 @@ def claimed(hook: ClaimHook) -> Middleware:
     """
 
     def middleware(run: StageRun, nxt: Step) -> None:
-        with session_scope(run.rt.db) as session:
-            job = claim(
-                session,
+        with gateway.transaction(run.rt.db) as conn:
+            job = gateway.claim(
+                conn,
                 run.job_id,
                 run.stage,
                 worker=run.worker,
@@ -152,7 +151,8 @@ def claimed(hook: ClaimHook) -> Middleware:
             )
             if job is None:
                 return
-            ticket = hook(run, session, job)
+            ticket = hook(run, conn, job)
+            gateway.save(conn, job)
         if isinstance(ticket, Held):
             if ticket.after is not None:
                 ticket.after()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs import kb
 from reflect_jobs.cascade import Prepared, RelatedCandidate, Signal, origins
@@ -25,10 +25,8 @@ from reflect_jobs.cascade import prepare as cascade_prepare
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT
 from reflect_jobs.gates import Defer, first_defer
 from reflect_jobs.index import semantic
-from reflect_jobs.ledger import checkpoints, costs, learnings, watermarks
-from reflect_jobs.ledger.db import session_scope
-from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import Job, Transcript, transcript_key
+from reflect_jobs.ledger import captures, checkpoints, costs, gateway, learnings, watermarks
+from reflect_jobs.ledger.gateway import JobRow, transition
 from reflect_jobs.ledger.view import LedgerView
 from reflect_jobs.nightly.commits import session_commits
 from reflect_jobs.nightly.observations import observations_block
@@ -40,7 +38,7 @@ from reflect_jobs.transcripts import UnreadableTranscript, read_transcript
 from .middleware import Held, Stage, StageRun, run_stage
 from .prepare_gates import CheckpointGate, PrepTicket, RunningPass, free_gates
 from .reflect_pass import joined, plan_reflection
-from .runtime import Runtime, defer, finish, log, log_transition, owned
+from .runtime import Runtime, defer, finish, log, log_transition, owned_row
 
 SemanticLookup = Callable[[list[Signal]], list[tuple[RelatedCandidate, float]]]
 
@@ -114,17 +112,9 @@ def run_prepare(rt: Runtime, job_id: str) -> None:
     run_stage(PREPARE, rt, job_id)
 
 
-def _claim(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
-    """Inside the claim's transaction: the running-pass gate, then what prepare reads.
-
-    Its reads do not depend on the claim's pending event row or on ``accepting``: they are
-    made without autoflush, so the transaction flushes once, at its commit.
-    """
-    with session.no_autoflush:
-        return _claim_reads(run, session, job)
-
-
-def _claim_reads(run: StageRun, session: Session, job: Job) -> PrepTicket | Held:
+def _claim(run: StageRun, session: Connection, job: JobRow) -> PrepTicket | Held:
+    """Inside the claim's transaction (the ledger gateway's): the running-pass gate, then
+    what prepare reads; ``accepting`` is written with the claim's commit."""
     held = RunningPass(session, job).acquire()
     if isinstance(held, Defer):
         assert held.until is not None
@@ -136,9 +126,9 @@ def _claim_reads(run: StageRun, session: Session, job: Job) -> PrepTicket | Held
     return _ticket(session, job)
 
 
-def _ticket(session: Session, job: Job) -> PrepTicket:
+def _ticket(session: Connection, job: JobRow) -> PrepTicket:
     path, harness, session_id = job.transcript_path, job.harness, job.session_id
-    prev = session.get(Transcript, transcript_key(path))
+    prev = captures.last_transcript(session, path)
     # what the previous capture of this transcript already scanned for the fill
     floor = prev.size if prev is not None and prev.size else 0
     if job.transcript_size is not None and floor > job.transcript_size:
@@ -228,7 +218,7 @@ def _prepare(run: StageRun) -> None:
         slice_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         kb.atomic_write(slice_path, slice_text + offered.block + observed, mode=0o600)
 
-    with owned(rt, job_id, worker) as (session, job):
+    with owned_row(rt, job_id, worker) as (session, job):
         if job is None:
             return
         if pass_plan is not None:
@@ -271,12 +261,13 @@ def _prepare(run: StageRun) -> None:
                 "commits": made,
             }
         if skipped == "skip_dup_signal_hash" and prepared is not None:
-            bumped = sum(
-                learnings.add_proof(
-                    session, lid, path, reason="same signal set seen again", job_id=job_id
+            with gateway.orm(session) as orm:
+                bumped = sum(
+                    learnings.add_proof(
+                        orm, lid, path, reason="same signal set seen again", job_id=job_id
+                    )
+                    for lid in prepared.dup_learning_ids
                 )
-                for lid in prepared.dup_learning_ids
-            )
             detail += f" proof_bumped={bumped}"
         if outcome is not None:
             costs.record_free(session, job, outcome)
@@ -306,8 +297,8 @@ def _prepare(run: StageRun) -> None:
 def _preview(run: StageRun) -> None:
     """Dry run: compute and log the cascade's verdict; the job is left exactly as found."""
     rt, job_id = run.rt, run.job_id
-    with session_scope(rt.db) as session:
-        job = session.get(Job, job_id)
+    with gateway.transaction(rt.db) as session:
+        job = gateway.load(session, job_id)
         if job is None or job.stage != "prepare":
             return
         t = _ticket(session, job)

@@ -13,13 +13,14 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs import boundary, userconfig
 from reflect_jobs.checkpoints import BELOW_CHECKPOINT, Models, PassPlan, SessionState, plan_pass
 from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go
 from reflect_jobs.ledger import checkpoints, watermarks
-from reflect_jobs.ledger.models import Job, utcnow
+from reflect_jobs.ledger.gateway import JobRow
+from reflect_jobs.ledger.models import utcnow
 from reflect_jobs.recall.scope import transcript_repo
 from reflect_jobs.repo import Repo, listed, repo_for
 from reflect_jobs.transcripts import UnreadableTranscript
@@ -111,7 +112,7 @@ class RunningPass(FreeGate):
 
     name = "running_pass"
 
-    def __init__(self, session: Session, job: Job) -> None:
+    def __init__(self, session: Connection, job: JobRow) -> None:
         """Bind the gate to the claim's transaction and job."""
         self.session, self.job = session, job
 

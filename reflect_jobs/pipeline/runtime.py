@@ -16,11 +16,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from reflect_jobs.config import Settings
-from reflect_jobs.ledger import captures, control
+from reflect_jobs.ledger import captures, control, gateway
 from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.ledger.gateway import JobRow
 from reflect_jobs.ledger.jobs import transition, worker_id
 from reflect_jobs.ledger.models import Job, utcnow
 from reflect_jobs.limits import Caps
@@ -104,7 +106,42 @@ def owned(rt: Runtime, job_id: str, worker: str) -> Iterator[tuple[Session, Job 
             yield session, job
 
 
-def log_transition(job: Job, **extra: Any) -> None:
+@contextlib.contextmanager
+def owned_row(rt: Runtime, job_id: str, worker: str) -> Iterator[tuple[Connection, JobRow | None]]:
+    """:func:`owned` on the ledger gateway (Core, no ORM session): the $0 hot path's verdict.
+
+    Args:
+        rt: The runtime.
+        job_id: The job we claimed.
+        worker: The lease owner we claimed it as.
+
+    Yields:
+        ``(connection, job)``; ``job`` is None when the lease was lost, and the caller must
+        then change nothing. Columns set on the job are written when the block ends, and
+        the transaction commits then.
+    """
+    with gateway.transaction(rt.db) as conn:
+        job = gateway.load(conn, job_id)
+        if job is None or job.state != "running" or job.lease_owner != worker:
+            log.warning("lease lost", job_id=job_id, worker=worker)
+            yield conn, None
+        else:
+            yield conn, job
+            gateway.save(conn, job)
+
+
+def _move(ledger: Session | Connection, job: Job | JobRow, **move: Any) -> None:
+    """One transition by the executor that fits: the ORM's for a ``Job`` in a ``Session``,
+    the gateway's for a ``JobRow`` on a connection (the rules are one: ``ledger/moves.py``)."""
+    if isinstance(ledger, Session):
+        assert isinstance(job, Job)
+        transition(ledger, job, **move)
+    else:
+        assert isinstance(job, JobRow)
+        gateway.transition(ledger, job, **move)
+
+
+def log_transition(job: Job | JobRow, **extra: Any) -> None:
     """The one structured log line per job transition.
 
     Args:
@@ -117,8 +154,8 @@ def log_transition(job: Job, **extra: Any) -> None:
 
 
 def finish(
-    session: Session,
-    job: Job,
+    session: Session | Connection,
+    job: Job | JobRow,
     *,
     outcome: str,
     state: str = "done",
@@ -131,14 +168,14 @@ def finish(
     for free) and loses its slice file.
 
     Args:
-        session: The transaction that commits the transition.
-        job: The job (held by ``owned``).
+        session: The transaction that commits the transition (ORM, or a gateway connection).
+        job: The job (held by ``owned`` or ``held``).
         outcome: The job's final outcome.
         state: ``done``, ``poisoned`` or ``quarantined``.
         detail: The event's detail text.
         worker: The lease owner, recorded on the event.
     """
-    transition(
+    _move(
         session,
         job,
         to_state=state,
@@ -153,7 +190,9 @@ def finish(
     log_transition(job, detail=detail)
 
 
-def defer(session: Session, job: Job, until: datetime, reason: str, worker: str) -> None:
+def defer(
+    session: Session | Connection, job: Job | JobRow, until: datetime, reason: str, worker: str
+) -> None:
     """Hold the job until ``until`` (a cap, the quota gate): not a failure, not charged.
 
     Args:
@@ -163,7 +202,7 @@ def defer(session: Session, job: Job, until: datetime, reason: str, worker: str)
         reason: Why, for the event and the log.
         worker: The lease owner, recorded on the event.
     """
-    transition(session, job, to_state="deferred", next_run_at=until, detail=reason, worker=worker)
+    _move(session, job, to_state="deferred", next_run_at=until, detail=reason, worker=worker)
     log_transition(job, reason=reason, until=until.isoformat())
 
 
@@ -245,7 +284,7 @@ def backoff(rt: Runtime, failures: int) -> timedelta:
     return timedelta(seconds=rt.settings.retry_base_sec * (2 ** max(failures - 1, 0)))
 
 
-def remember_transcript(session: Session, job: Job) -> None:
+def remember_transcript(session: Session | Connection, job: Job | JobRow) -> None:
     """Record the transcript's size, mtime and last outcome as of this finished job.
 
     Args:
@@ -255,7 +294,7 @@ def remember_transcript(session: Session, job: Job) -> None:
     captures.remember_transcript(session, job)
 
 
-def drop_slice(job: Job) -> None:
+def drop_slice(job: Job | JobRow) -> None:
     """Delete the job's private slice file, if it has one (a missing file is fine).
 
     Args:

@@ -17,13 +17,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection
 
 from reflect_jobs.gates import Check, Defer, FreeGate, Gate, Go
-from reflect_jobs.ledger import control, costs
+from reflect_jobs.ledger import control, costs, gateway
 from reflect_jobs.ledger.control import HaltGate
+from reflect_jobs.ledger.gateway import JobRow
 from reflect_jobs.ledger.jobs import transition
-from reflect_jobs.ledger.models import CostRow, Job, utcnow
+from reflect_jobs.ledger.models import CostRow, utcnow
 from reflect_jobs.limits import CapsGate
 from reflect_jobs.write_lease import LEASE_WAIT_SEC, LeaseGate
 from reflect_jobs.writer.actions import (
@@ -103,12 +104,13 @@ def _preview(run: StageRun) -> None:
     )
 
 
-def _claim(run: StageRun, session: Session, job: Job) -> WriteTicket | Held:
+def _claim(run: StageRun, conn: Connection, job: JobRow) -> WriteTicket | Held:
     """Inside the claim's transaction: the halt gate, then what the call needs."""
     s = run.rt.settings
-    halted = HaltGate(session).acquire()
+    with gateway.orm(conn) as session:
+        halted = HaltGate(session).acquire()
     if isinstance(halted, Defer):
-        transition(session, job, to_state="halted", detail=halted.reason, worker=run.worker)
+        gateway.transition(conn, job, to_state="halted", detail=halted.reason, worker=run.worker)
         log_transition(job)
         return Held()
     ctx = AttemptContext(
