@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 from reflect_jobs import kb  # noqa: E402
 from reflect_jobs.index import maintenance  # noqa: E402
 from reflect_jobs.recall import tools  # noqa: E402
-from reflect_jobs.recall.hook import prompt_context, session_context  # noqa: E402
 from reflect_jobs.recall.mcp_scope import ServerScope  # noqa: E402
+from reflect_jobs.recall.prompt_hook import prompt_context  # noqa: E402
+from reflect_jobs.recall.session_start import session_context  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 

@@ -145,16 +145,16 @@ def measure(label: str, kb_root: Path, repo: Path, home: Path, runs: int) -> Non
 def in_process(kb_root: Path, repo: Path, home: Path) -> tuple[float, float]:
     """The block's build time without and with verification, in this process (no start-up
     noise): what verification itself adds to a session start."""
-    from reflect_jobs.recall import hook
+    from reflect_jobs.recall.session_start import session_block
 
     out = []
     for kb in (Path(str(kb_root) + "-plain"), kb_root):
         os.environ["GLOBAL_LEARNINGS_PATH"], os.environ["REFLECT_HOME"] = str(kb), str(home)
-        hook.session_block(str(repo), max_chars=6000, session_id="warm-up")
+        session_block(str(repo), max_chars=6000, session_id="warm-up")
         runs = []
         for i in range(50):
             t0 = time.perf_counter()
-            hook.session_block(str(repo), max_chars=6000, session_id=f"in-process-{i}")
+            session_block(str(repo), max_chars=6000, session_id=f"in-process-{i}")
             runs.append((time.perf_counter() - t0) * 1000)
         out.append(statistics.median(runs))
     return out[0], out[1]

@@ -23,7 +23,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import recall_eval_kb as kbuild  # noqa: E402
 from recall_eval_data import load  # noqa: E402
 
-from reflect_jobs.recall import hook, relevance, store  # noqa: E402
+from reflect_jobs.recall import hook_inputs, relevance, store  # noqa: E402
 from reflect_jobs.repo import repo_for  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def main() -> None:
         hits = good = told_n = rel = 0
         for s in (x for x in ds.situations if x["split"] == args.split):
             ref = repo_for(str(dirs[s["repo"]]))
-            prof = hook._profile_terms(ref)
+            prof = hook_inputs.repo_profile_terms(ref)
             ranked = relevance.rank_for_prompt(
                 conn,
                 s["prompt"],

@@ -213,7 +213,7 @@ def add(job_id: str) -> None:
 def stale_anchors(reached: list) -> list[str]:
     """Take learnings whose anchors were gone at STALE_AFTER session starts out of circulation.
 
-    Sent by the SessionStart hook (``recall/hook.py``, ARCHITECTURE §13.2); the ledger and
+    Sent by the SessionStart hook (``recall/session_start.py``, ARCHITECTURE §13.2); the ledger and
     the note become ``stale_anchors`` and the coalesced reindex drops them from the context
     store and search.
 

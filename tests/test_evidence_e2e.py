@@ -21,7 +21,7 @@ from support import STUB_CLAUDE, lease_expired, wait_for, write_claude_transcrip
 from reflect_jobs import kb
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
-from reflect_jobs.recall.hook import prompt_context
+from reflect_jobs.recall.prompt_hook import prompt_context
 
 CORRECTION = (
     "No, that's wrong: always run pnpm install from the repository root; npm rewrites the lockfile."

@@ -10,7 +10,7 @@ from recall_support import add_note, learning, make_repo, reindex
 
 from reflect_jobs import kb
 from reflect_jobs.recall import block, store
-from reflect_jobs.recall.hook import session_context
+from reflect_jobs.recall.session_start import session_context
 from reflect_jobs.transcripts.noise import clean_text
 
 KEY = "github.com/acme/shop"

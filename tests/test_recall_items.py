@@ -12,7 +12,7 @@ from recall_support import add_note, learning, make_repo, reindex, session_start
 from support import BIN
 
 from reflect_jobs.recall import block, items
-from reflect_jobs.recall.hook import session_context
+from reflect_jobs.recall.session_start import session_context
 from reflect_jobs.reflections.store import open_store
 from reflect_jobs.transcripts.noise import clean_text
 

@@ -23,9 +23,9 @@ from click.testing import CliRunner
 from recall_support import add_note, learning, make_repo, reindex
 
 from reflect_jobs.recall import items
-from reflect_jobs.recall.hook import session_context
 from reflect_jobs.recall.item_tools import list_items_tool
 from reflect_jobs.recall.mcp_scope import ServerScope
+from reflect_jobs.recall.session_start import session_context
 from reflect_jobs.reflections.cli import main as reflections
 from reflect_jobs.reflections.events import format_ts
 from reflect_jobs.reflections.index import ReflectionIndex

@@ -23,7 +23,7 @@ from recall_support import add_note, learning, make_repo, reindex
 from reflect_jobs import fsio, kb, perms
 from reflect_jobs.invisible import strip_invisible, visible_count
 from reflect_jobs.recall import items
-from reflect_jobs.recall.hook import session_context
+from reflect_jobs.recall.session_start import session_context
 from reflect_jobs.reflections.events import append_event, make_event
 from reflect_jobs.reflections.logscan import scan_logs
 from reflect_jobs.reflections.store import open_store

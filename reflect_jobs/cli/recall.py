@@ -50,7 +50,7 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     """
     s = get_settings()
     from ..recall import block, store
-    from ..recall.hook import session_block
+    from ..recall.session_start import session_block
 
     if not os.path.isfile(store.store_path(s.kb_path)):
         click.echo(

@@ -463,7 +463,8 @@ def context_tool(
     Raises:
         ToolError: ``cwd`` is in another repository and the setting is off.
     """
-    from .hook import prompt_recall, session_context
+    from .prompt_hook import prompt_recall
+    from .session_start import session_context
 
     where = _scope(scope).read_dir(cwd)
     try:
