@@ -428,3 +428,20 @@ def private_redis(directory: Path, *, password: str, port: int | None = None) ->
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def flushable_redis_db() -> int:
+    """A Redis logical database this test process may flush: one per xdist worker.
+
+    The Redis tests that only key by prefix share ``RJ_TEST_REDIS_DB`` (default 11); a test
+    that flushes its database at start must not share it — a flush dropped a running
+    write-lease test's slot key, and two flushing tests on one database emptied each other's
+    queue. So each xdist worker gets the base + 1 + its number (mod 4): 12–15 by default.
+
+    Returns:
+        The database number.
+    """
+    import os
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or "0"
+    return int(os.environ.get("RJ_TEST_REDIS_DB", "11")) + 1 + int(worker) % 4

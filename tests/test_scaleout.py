@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import func, or_, select
-from support import BIN, wait_for, write_claude_transcript
+from support import BIN, flushable_redis_db, wait_for, write_claude_transcript
 
 from reflect_jobs.ledger.db import dispose_all, session_scope
 from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
@@ -26,8 +26,8 @@ from reflect_jobs.ledger.models import CostRow, Job, JobEvent, Learning, utcnow
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-# A logical database of its own; parallel checkouts on one machine set RJ_TEST_REDIS_DB.
-REDIS_DB = int(os.environ.get("RJ_TEST_REDIS_DB", "11"))
+# Flushed at each test's start: a database of this worker's own (support.flushable_redis_db).
+REDIS_DB = flushable_redis_db()
 
 
 @pytest.fixture

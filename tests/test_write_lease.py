@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support import BIN, write_claude_transcript
+from support import BIN, flushable_redis_db, write_claude_transcript
 
 from reflect_jobs.write_lease import WriteLease
 
@@ -146,8 +146,9 @@ def test_a_killed_lease_holder_does_not_block_the_queue(env, tmp_path, queue):
     if queue == "redis":
         import redis
 
-        redis.Redis.from_url(f"redis://127.0.0.1:6379/{REDIS_DB}").flushdb()
-        env["REFLECT_QUEUE_URL"] = f"redis://127.0.0.1:6379/{REDIS_DB}"
+        db = flushable_redis_db()  # flushed: never the database the slot tests share
+        redis.Redis.from_url(f"redis://127.0.0.1:6379/{db}").flushdb()
+        env["REFLECT_QUEUE_URL"] = f"redis://127.0.0.1:6379/{db}"
     env.update(REFLECT_LEASE_SEC="2", REFLECT_WRITE_LEASE_TTL_SEC="2")
     _enqueue(env, tmp_path, 1)
     a = subprocess.run(
