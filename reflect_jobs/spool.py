@@ -107,8 +107,9 @@ def append(
     except FileExistsError:
         pass
     except FileNotFoundError:
-        os.makedirs(home, exist_ok=True)
-        os.mkdir(directory, 0o700)
+        # A first capture on a new home: the many hooks of a storm all get here at once, and
+        # the spool another one created in between is as good as ours (exist_ok).
+        os.makedirs(directory, 0o700, exist_ok=True)
     entry_id = new_id()
     body = json.dumps(
         {
