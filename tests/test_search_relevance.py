@@ -136,6 +136,9 @@ def test_one_plain_word_of_a_longer_query_is_a_chance_match_not_an_answer(env, c
         env.kb,
         learning("request_timeout is in milliseconds", "Set request_timeout in ms, not seconds."),
     ).id
+    code = add_note(
+        env.kb, learning("Long URLs may break the line limit", "Silence B950 on that line.")
+    ).id
     reindex(env.kb)
     for mode in ("lexical", "hybrid"):
         results, _, _ = cli("write unit test", "--mode", mode)
@@ -144,6 +147,9 @@ def test_one_plain_word_of_a_longer_query_is_a_chance_match_not_an_answer(env, c
         assert _ids(results)[:1] == [chance], mode
         results, _, _ = cli("raise request_timeout for uploads", "--mode", mode)
         assert _ids(results)[:1] == [ident], mode
+        # One code term of several (a lint code) is evidence, not chance.
+        results, _, _ = cli("write test b950", "--mode", mode)
+        assert _ids(results)[:1] == [code], (mode, results)
 
 
 def test_scoped_search_finds_a_repository_learning_that_ranks_low_overall(env, cli, tmp_path):
