@@ -2,8 +2,10 @@
 
 ``reflect-jobs-hook claude|codex`` on a SessionStart payload prints the harness's own JSON,
 ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}``, for
-the payload's ``cwd``, and enqueues nothing (no transcript is needed, and at startup it may
-not exist yet). With ``REFLECT_RECALL_ON_PROMPT=1`` a UserPromptSubmit payload gets at most
+the payload's ``cwd``, and enqueues nothing. At a fresh start (``source`` ``startup`` or
+``clear``) no transcript is read (it may not exist yet); after a ``compact`` or a ``resume``
+the tail of the payload's ``transcript_path`` gives the task's last prompts, and the block
+ranks the learnings they need first (``recall/task_query.py``). With ``REFLECT_RECALL_ON_PROMPT=1`` a UserPromptSubmit payload gets at most
 three strongly matching learnings the same way; without it the event is ignored.
 
 ``reflect-jobs-hook copilot --event sessionStart`` prints ``{"additionalContext": …}``, the
@@ -110,10 +112,13 @@ def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
     sid = payload.get("session_id") or payload.get("sessionId")
     said = SessionTold(home_dir_str(), harness, sid)
     if kind == "session_start":
+        from .task_query import task_text
+
         told = session_block(
             payload.get("cwd"),
             max_chars=block.DEFAULT_MAX_CHARS,
             session_id=str(sid) if sid else "",
+            task=task_text(harness, payload),  # after a compaction or a resume: its prompts
         )
         text = told.text
         said.write(told.learning_ids + told.item_ids, replace=True)

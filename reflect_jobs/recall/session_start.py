@@ -64,6 +64,7 @@ def session_block(
     kb_root: str | None = None,
     session_id: str | None = None,
     everything: bool = False,
+    task: str = "",
 ) -> Told:
     """The recall block for a working directory, its repository learnings verified first.
 
@@ -81,6 +82,10 @@ def session_block(
         kb_root: The KB root (default ``$GLOBAL_LEARNINGS_PATH``).
         session_id: The session starting (``None``: a preview, nothing is counted).
         everything: Every learning that qualifies, without caps (``context --all``).
+        task: What the session is doing, when that is known (after a compaction or a
+            resume: its last prompts, ``recall/task_query.py``): the learnings it needs are
+            ranked first in both sections (:func:`_task_hits`); ``""`` keeps the order by
+            strength and fit.
 
     Returns:
         The :class:`Told`.
@@ -102,6 +107,7 @@ def session_block(
     conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
     general: list[dict] = []
+    hits: list[dict] = []
     qualifying = 0
     now = time.time()
     days = fading.unused_days()
@@ -115,6 +121,9 @@ def session_block(
             if ref:
                 repo = block.ranked(store.repo_rows(conn, ref.key, limit, awake_since=since), now)
             general = _fitting_general(conn, ref, everything, since)
+            hits = _task_hits(conn, task, ref, since, now) if task and not everything else []
+            repo = _task_first(repo, hits, "repo")
+            general = _task_first(general, hits, "global")
             qualifying = store.count_rows(conn, key, awake_since=since)
         finally:
             conn.close()
@@ -130,6 +139,7 @@ def session_block(
             ],
             now,
         )
+        repo = _task_first(repo, hits, "repo", add=False)  # re-ranked by strength: task first
     marks = {i: v.mark() for i, v in verdicts.items() if v.mark()}
     if everything:
         for row in repo + general:
@@ -227,3 +237,68 @@ def _fitting_general(
         fitting = fitting[: block.GLOBAL_ITEMS * 2]
     full = {r["rid"]: r for r in store.rows_by_rid(conn, [r["rid"] for r in fitting])}  # type: ignore[arg-type]
     return [full[r["rid"]] for r in fitting if r["rid"] in full]
+
+
+#: The task's ranking may take this long (seconds); past it the block keeps today's order.
+TASK_BUDGET = 0.5
+#: At most this many learnings the task needs move to the top of the block.
+TASK_LIMIT = 8
+#: Of those above the relevance floor, only the ones within this share of the best.
+TASK_RELATIVE = 0.0
+
+
+def _task_hits(
+    conn: object, task: str, ref: object, awake_since: float | None, now: float
+) -> list[dict]:
+    """The learnings a known task needs, best first; ``[]`` on any problem or past budget.
+
+    The same ranking per-prompt recall uses (``recall/relevance.py:rank_for_prompt``, the
+    relevance floor included: the repository's learnings and the globals that fit it, scored
+    against the task's words), without the worker's model (the SessionStart hook stays
+    stdlib-only and asks no socket). The store's queries are cut off at :data:`TASK_BUDGET`
+    by SQLite's progress handler; any failure is logged and the block keeps its order by
+    strength. Dormant learnings stay untold, as in the rest of the block.
+    """
+    import time
+
+    from . import fading, relevance
+
+    deadline = time.monotonic() + TASK_BUDGET
+    try:
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)  # type: ignore[attr-defined]
+        try:
+            hits = relevance.rank_for_prompt(
+                conn,  # type: ignore[arg-type]
+                task,
+                repo_key=getattr(ref, "key", None),
+                profile_terms=repo_profile_terms(ref),
+                limit=TASK_LIMIT,
+                relative=TASK_RELATIVE,
+            )
+        finally:
+            conn.set_progress_handler(None, 0)  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - the block is told in today's order
+        log(f"task recall: {type(exc).__name__}: {exc}")
+        return []
+    if time.monotonic() > deadline:
+        log("task recall: over its time budget; the block keeps its order")
+        return []
+    days = fading.unused_days()
+    return [
+        h
+        for h in hits
+        if awake_since is None or not fading.is_dormant(h.get("awake_ts"), days, now)
+    ]
+
+
+def _task_first(rows: list[dict], hits: list[dict], scope: str, *, add: bool = True) -> list[dict]:
+    """``rows`` with the task's learnings of ``scope`` first (best first), the rest after
+    in their order; a task learning missing from ``rows`` (beyond the strongest read) is
+    added, unless ``add`` is false (after the verification, which withheld some)."""
+    first = [h for h in hits if (h.get("scope") == "repo") == (scope == "repo")]
+    if not first:
+        return rows
+    ids = {str(h["id"]) for h in first}
+    by_id = {str(r.get("id")): r for r in rows}
+    head = [by_id.get(str(h["id"]), h) for h in first if add or str(h["id"]) in by_id]
+    return head + [r for r in rows if str(r.get("id")) not in ids]

@@ -1,0 +1,174 @@
+"""SessionStart after a compaction or a resume: the learnings the task needs come first.
+
+A real ``reflect-jobs-hook`` process reads the tail of the payload's transcript (issue 25,
+item 2); a fresh start, and every transcript that cannot be read safely, keep the block
+ranked by strength.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from recall_support import add_note, learning, make_repo, reindex
+from support import BIN
+
+HOOK = str(BIN / "reflect-jobs-hook")
+KEY = "github.com/acme/shop"
+X_TITLE = "Regenerate protobuf stubs with buf generate"
+FILLER = [
+    ("Run pnpm -w install at the workspace root", "Install from the root only"),
+    ("Seed the database before the e2e suite", "Run make seed first"),
+    ("Keep feature flags in flags.yaml", "Never hardcode a flag"),
+    ("Use the shared logger module", "Import log from lib/log"),
+    ("Bump the schema version on every migration", "Edit schema_version"),
+    ("Storybook stories live next to components", "One story per component"),
+    ("Translations go through the i18n extractor", "Run pnpm i18n:extract"),
+    ("Payments sandbox keys are in vault", "Never commit a key"),
+    ("The CDN purges on deploy", "Do not purge by hand"),
+    ("Admin routes need the staff guard", "Wrap them in requireStaff"),
+    ("Images are resized by the worker", "Upload originals only"),
+    ("Webhooks are verified with the signing secret", "Check the signature header"),
+]
+
+
+def _setup(env, tmp_path):
+    repo = make_repo(tmp_path / "shop", "https://github.com/acme/shop.git")
+    for i, (title, rule) in enumerate(FILLER):
+        add_note(env.kb, learning(title, rule, repo=KEY, confidence_num=0.95 - i * 0.01))
+    # The weakest learning of the repository: at a fresh start it is not among the ten told.
+    add_note(
+        env.kb,
+        learning(
+            X_TITLE,
+            "After editing any .proto file run buf generate; never edit the stubs by hand",
+            repo=KEY,
+            confidence_num=0.3,
+        ),
+    )
+    reindex(env.kb)
+    return repo
+
+
+def _record(role, content, **extra):
+    return json.dumps({"type": role, "message": {"role": role, "content": content}, **extra})
+
+
+def _transcript(path, last_prompt):
+    lines = [
+        _record("user", "set up the storybook stories for the cart"),
+        _record("assistant", [{"type": "text", "text": "Done."}]),
+        _record("user", last_prompt),
+        _record("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+        # tool output and our own injected block are not what the person asked
+        _record(
+            "user",
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": "webhooks signing secret signature header verified",
+                }
+            ],
+        ),
+        _record(
+            "user",
+            "<reflect-jobs-context>\n- [x] Webhooks are verified with the signing secret\n"
+            "</reflect-jobs-context>",
+            isMeta=True,
+        ),
+        _record(
+            "user",
+            "This session is being continued from a previous conversation. "
+            "Summary: webhooks signature",
+            isCompactSummary=True,
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _block(env, cwd, source, transcript=None, sid="s"):
+    payload = {
+        "session_id": sid,
+        "hook_event_name": "SessionStart",
+        "cwd": str(cwd),
+        "source": source,
+    }
+    if transcript is not None:
+        payload["transcript_path"] = str(transcript)
+    proc = subprocess.run(
+        [HOOK, "claude"],
+        input=json.dumps(payload).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def _learning_lines(ctx):
+    return [x for x in ctx.splitlines() if x.startswith("- [")]
+
+
+@pytest.mark.parametrize("source", ["compact", "resume"])
+def test_a_compacted_session_is_told_the_learning_its_task_needs_first(env, tmp_path, source):
+    repo = _setup(env, tmp_path)
+    transcript = _transcript(
+        tmp_path / "t.jsonl",
+        "the generated protobuf stubs are stale after my .proto edit, fix them",
+    )
+    fresh = _block(env, repo, "startup", transcript, sid="a")
+    assert X_TITLE not in fresh  # the weakest of 13: not told at a fresh start
+    ctx = _block(env, repo, source, transcript, sid="b")
+    lines = _learning_lines(ctx)
+    assert X_TITLE in lines[0], ctx
+    # the rest still follows by strength, and the block is as long as before
+    assert len(lines) == len(_learning_lines(fresh))
+    assert FILLER[0][0] in "\n".join(lines[1:3])
+    # what the tool printed and our own block named is no query: webhooks stay where they were
+    assert not any("Webhooks" in x for x in lines[:3])
+
+
+def test_a_fresh_start_is_unchanged_by_the_transcript(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    transcript = _transcript(tmp_path / "t.jsonl", "regenerate the protobuf stubs with buf")
+    without = _block(env, repo, "startup", sid="a")
+    for source in ("startup", "clear", None):
+        assert _block(env, repo, source, transcript, sid=f"b{source}") == without
+
+
+def _bad_paths(tmp_path):
+    good = _transcript(tmp_path / "good.jsonl", "regenerate the protobuf stubs with buf")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(good)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as fh:  # 3 GB of nothing, then a prompt line longer than any kept
+        fh.truncate(3 * 1024**3)
+        fh.seek(0, 2)
+        fh.write(_record("user", "protobuf stubs buf " * 20000).encode())
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(os.urandom(300_000) + b'\n{"type": "user", "message": 7}\n')
+    return {
+        "symlink": link,
+        "fifo": fifo,
+        "huge": huge,
+        "garbage": garbage,
+        "directory": tmp_path,
+        "missing": tmp_path / "gone.jsonl",
+    }
+
+
+def test_an_unreadable_transcript_keeps_todays_block(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    today = _block(env, repo, "startup", sid="a")
+    for name, path in _bad_paths(tmp_path).items():
+        # a FIFO with no writer would block an open() for ever: subprocess's timeout guards
+        assert _block(env, repo, "compact", path, sid=name) == today, name
+    log = env.home / "hook-errors.log"
+    assert not log.exists() or "Traceback" not in log.read_text()
