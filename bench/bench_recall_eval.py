@@ -6,6 +6,7 @@ figures in docs/BENCHMARKS.md)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_recall_eval.py [--split dev|test|all]
         [--scale 200|2000|both] [--modes lexical,hybrid,local,global] [--json out.json]
+        [--sections block,compact,prompt,search] [--reuse /tmp/rt/kb]
 
 The labelled data is ``bench/data/recall_eval/`` (``recall_eval_data.py`` loads it; how it
 was made is in its ``SOURCES.md``): 10 public projects' agent-instruction files paraphrased
@@ -25,6 +26,10 @@ checkout, and then for every situation:
 * **prompt** — the UserPromptSubmit hook with ``REFLECT_RECALL_ON_PROMPT=1``, once in a
   fresh session (hit, precision, silence when nothing is needed) and once after the block
   in the same session (what the session was told in all);
+* **compact** (``--sections block,compact``) — the SessionStart hook after a compaction:
+  ``source`` ``compact`` and a small transcript whose last user prompt is the situation's,
+  so the block ranks the learnings that task needs first (``recall/task_query.py``);
+  the same figures as **block**, to compare with the fresh start's;
 * **context** (with the prompt section) — MCP ``context`` with the situation's query as its
   ``query`` (what an agent asks when its task needs more than the block holds: at most 8,
   above the relevance floor). The *reach* figures count a learning reached when the block,
@@ -72,9 +77,9 @@ def told_lines(block: str) -> list[tuple[str, str]]:
     return out
 
 
-def hook(event: str, cwd: Path, session: str, prompt: str = "") -> str:
+def hook(event: str, cwd: Path, session: str, prompt: str = "", **extra: str) -> str:
     """The block one hook call prints (``""`` when it prints nothing)."""
-    payload = {"hook_event_name": event, "cwd": str(cwd), "session_id": session}
+    payload = {"hook_event_name": event, "cwd": str(cwd), "session_id": session, **extra}
     if prompt:
         payload["prompt"] = prompt
     out = io.StringIO()
@@ -83,6 +88,31 @@ def hook(event: str, cwd: Path, session: str, prompt: str = "") -> str:
     if not text:
         return ""
     return json.loads(text)["hookSpecificOutput"]["additionalContext"]
+
+
+def compact_block(cwd: Path, session: str, prompt: str, tmp: Path) -> str:
+    """The SessionStart block after a compaction of a session whose last prompt was
+    ``prompt`` (a small Claude Code transcript: an earlier exchange, the prompt, a tool call
+    and its result, the summary the compacted session continues from)."""
+    path = tmp / f"{session}.jsonl"
+
+    def rec(role: str, content: object, **kw: object) -> str:
+        return json.dumps({"type": role, "message": {"role": role, "content": content}, **kw})
+
+    path.write_text(
+        "\n".join(
+            [
+                rec("user", "look around the repository first"),
+                rec("assistant", [{"type": "text", "text": "Done."}]),
+                rec("user", prompt),
+                rec("assistant", [{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]),
+                rec("user", [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]),
+                rec("user", "This session is being continued …", isCompactSummary=True),
+            ]
+        )
+        + "\n"
+    )
+    return hook("SessionStart", cwd, session, source="compact", transcript_path=str(path))
 
 
 def context(query: str, cwd: Path) -> str:
@@ -231,9 +261,18 @@ def measure(
             run = uuid.uuid4().hex[:8]
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = after = alone = ctx = ""
+                block = after = alone = ctx = compact = ""
                 if "block" in sections:
                     block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-{run}-session")
+                if "compact" in sections:
+                    compact = timed(
+                        "compact",
+                        compact_block,
+                        cwd,
+                        f"{s['id']}-{run}-compact",
+                        s["prompt"],
+                        Path(tmp),
+                    )
                 if "prompt" in sections:
                     after = hook("UserPromptSubmit", cwd, f"{s['id']}-{run}-session", s["prompt"])
                     alone = timed(
@@ -252,6 +291,7 @@ def measure(
                             timed(f"search {mode}/{scope}", search, s["query"], mode, rd, runner)
                         )
                 b = judge.told(block, s["repo"])
+                c = judge.told(compact, s["repo"])
                 rows.append(
                     {
                         **{k: s[k] for k in ("id", "split", "kind", "repo")},
@@ -259,6 +299,8 @@ def measure(
                         "expected": s["expected"],
                         "block": b,
                         "block_lines": {x: i + 1 for i, x in enumerate(b["ids"])},
+                        "compact": c,
+                        "compact_lines": {x: i + 1 for i, x in enumerate(c["ids"])},
                         "prompt": judge.told(alone, s["repo"]),
                         "session_ids": sorted(
                             set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
@@ -338,6 +380,8 @@ def summarise(
         [float(r["block"]["leak_repo"] + r["block"]["leak_stack"] > 0) for r in rows]
     )
     out["block"] = block
+    if "compact" in sections:
+        out["compact"] = _told_figures(rel, rows, part, "compact")
     told = [r for r in rel if r["prompt"]["ids"]]
     good = sum(sum(x in r["expected"] for x in r["prompt"]["ids"]) for r in told)
     out["prompt"] = {
@@ -368,6 +412,26 @@ def summarise(
     return out
 
 
+def _told_figures(rel: list[dict], rows: list[dict], part, key: str) -> dict:  # type: ignore[no-untyped-def]
+    """Hit, 40+ hit, median line, characters and leaks of one told block per row."""
+    out: dict = {}
+    for scope, name in (("repo", "repo_hit"), ("global", "global_hit")):
+        sel = [r for r in rel if part(r, scope)]
+
+        def hit(r: dict, scope: str = scope) -> float:
+            return sum(e in r[key]["ids"] for e in part(r, scope)) / len(part(r, scope))
+
+        out[name] = _mean([hit(r) for r in sel])
+        out[name + "_n"] = len(sel)
+        if scope == "repo":
+            out["repo_hit_40plus"] = _mean([hit(r) for r in sel if r["repo_size"] >= BIG_REPO])
+    lines = [r[key + "_lines"][e] for r in rel for e in r["expected"] if e in r[key + "_lines"]]
+    out["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
+    out["chars_mean"] = round(statistics.mean(r[key]["chars"] for r in rows)) if rows else None
+    out["leak_lines"] = _mean([r[key]["leak_repo"] + r[key]["leak_stack"] for r in rows])
+    return out
+
+
 def _fmt(v: object) -> str:
     if v is None:
         return "-"
@@ -386,8 +450,10 @@ def print_tables(report: dict, splits: list[str]) -> None:
         print(
             "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
         )
-        for section in ("block", "prompt"):
-            if section not in report.get("sections", (section,)):
+        for section in ("block", "compact", "prompt"):
+            if section not in report.get("sections", (section,)) or (
+                section not in res["splits"][splits[0]]
+            ):
                 continue
             keys = list(res["splits"][splits[0]][section])
             print(f"  {section:<28}" + "".join(f"{s:>8}" for s in splits))

@@ -9,7 +9,9 @@ hook's own repository among them, so its repository section is filled and querie
 ``reflect-jobs-hook claude`` is run on a SessionStart payload whose ``cwd`` is inside one of
 those repositories (so the repository section and the global section are both queried, and
 the git root and origin are found by reading ``.git``), and on a UserPromptSubmit payload with
-``REFLECT_RECALL_ON_PROMPT=1``. At 5,000 notes the repository then gets ``--items`` open
+``REFLECT_RECALL_ON_PROMPT=1``, and on a SessionStart payload after a compaction (``source``
+``compact``, a 2 MB transcript whose last prompt is the UserPromptSubmit one: its tail is
+read and the block ranks that task's learnings first). At 5,000 notes the repository then gets ``--items`` open
 reflection items (default 200; their index already refreshed, as after any ``reflections``
 command) and SessionStart is timed again, the block now listing them. Runs are interleaved with ``python -c pass`` of the same venv
 so a load change on the shared machine hits all alike: compare the ratios. The bound is a
@@ -96,6 +98,23 @@ def main() -> None:
                 "prompt": "the nightly job fails with database is locked when the web app writes",
             }
         )
+        # After a compaction: the transcript's tail gives the task (``recall/task_query.py``);
+        # a 2 MB transcript, so the bounded tail read is what is timed.
+        transcript = Path(tmp) / "session.jsonl"
+        turn = {"type": "user", "message": {"role": "user", "content": "x " * 2000}}
+        last = {
+            "type": "user",
+            "message": {"role": "user", "content": json.loads(prompt)["prompt"]},
+        }
+        transcript.write_text("\n".join([json.dumps(turn)] * 500 + [json.dumps(last)]) + "\n")
+        compact = json.dumps(
+            {
+                "hook_event_name": "SessionStart",
+                "cwd": str(repo / "src" / "deep"),
+                "source": "compact",
+                "transcript_path": str(transcript),
+            }
+        )
         bare = [sys.executable, "-c", "pass"]
         print(f"runs per command: {args.runs}; medians in ms, ratio to the bare interpreter")
         for n in (100, 1000, 5000):
@@ -115,16 +134,18 @@ def main() -> None:
             # the figure is only worth printing if both sections were queried and told
             assert "## This repository (github.com/acme/r1)" in told, told[:400]
             assert "## General" in told, told[:400]
-            times: dict[str, list[float]] = {"bare": [], "start": [], "prompt": []}
+            times: dict[str, list[float]] = {"bare": [], "start": [], "prompt": [], "compact": []}
             for _ in range(args.runs):
                 times["bare"].append(timed(bare, b"", env))
                 times["start"].append(timed(hook, start.encode(), env))
                 times["prompt"].append(timed(hook, prompt.encode(), env))
+                times["compact"].append(timed(hook, compact.encode(), env))
             med = {k: statistics.median(v) for k, v in times.items()}
             print(
                 f"{n:>5} notes: bare {med['bare']:.1f}  SessionStart {med['start']:.1f} "
                 f"({med['start'] / med['bare']:.2f}x, {chars} chars)  "
-                f"UserPromptSubmit {med['prompt']:.1f} ({med['prompt'] / med['bare']:.2f}x)"
+                f"UserPromptSubmit {med['prompt']:.1f} ({med['prompt'] / med['bare']:.2f}x)  "
+                f"SessionStart compact {med['compact']:.1f} ({med['compact'] / med['bare']:.2f}x)"
             )
         add_items(repo, env, args.items)
         out = subprocess.run(hook, input=start.encode(), env=env, capture_output=True, check=True)

@@ -121,7 +121,8 @@ def session_block(
             if ref:
                 repo = block.ranked(store.repo_rows(conn, ref.key, limit, awake_since=since), now)
             general = _fitting_general(conn, ref, everything, since)
-            hits = _task_hits(conn, task, ref, since, now) if task and not everything else []
+            if task and not everything:
+                hits = _task_hits(conn, task, ref, since, now, kb_root or kb_root_str())
             repo = _task_first(repo, hits, "repo")
             general = _task_first(general, hits, "global")
             qualifying = store.count_rows(conn, key, awake_since=since)
@@ -248,23 +249,25 @@ TASK_RELATIVE = 0.0
 
 
 def _task_hits(
-    conn: object, task: str, ref: object, awake_since: float | None, now: float
+    conn: object, task: str, ref: object, awake_since: float | None, now: float, root: str
 ) -> list[dict]:
     """The learnings a known task needs, best first; ``[]`` on any problem or past budget.
 
     The same ranking per-prompt recall uses (``recall/relevance.py:rank_for_prompt``, the
     relevance floor included: the repository's learnings and the globals that fit it, scored
-    against the task's words), without the worker's model (the SessionStart hook stays
-    stdlib-only and asks no socket). The store's queries are cut off at :data:`TASK_BUDGET`
-    by SQLite's progress handler; any failure is logged and the block keeps its order by
-    strength. Dormant learnings stay untold, as in the rest of the block.
+    against the task's words), with the running worker's cosines when they come within
+    their budget (``recall/warm_rank.py``, as per-prompt recall asks). The store's queries
+    are cut off at :data:`TASK_BUDGET` by SQLite's progress handler; any failure is logged
+    and the block keeps its order by strength. Dormant learnings stay untold, as in the rest
+    of the block.
     """
     import time
 
-    from . import fading, relevance
+    from . import fading, relevance, warm_rank
 
     deadline = time.monotonic() + TASK_BUDGET
     try:
+        semantic = warm_rank.similar(relevance.prompt_text(task), root)
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)  # type: ignore[attr-defined]
         try:
             hits = relevance.rank_for_prompt(
@@ -272,6 +275,7 @@ def _task_hits(
                 task,
                 repo_key=getattr(ref, "key", None),
                 profile_terms=repo_profile_terms(ref),
+                semantic=semantic,
                 limit=TASK_LIMIT,
                 relative=TASK_RELATIVE,
             )
