@@ -21,7 +21,6 @@ and :data:`MAX_TERMS`, so a 100 KB pasted prompt costs no more than its first fe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 #: A query is read up to here; the rest of a pasted log adds noise, not meaning.
 MAX_QUERY_CHARS = 2000
@@ -168,15 +167,38 @@ def words(text: str) -> list[str]:
     return list(out)
 
 
-@dataclass(frozen=True)
 class QueryTerms:
-    """What a query asks for: its meaningful words and its compound identifiers (squashed)."""
+    """What a query asks for: its meaningful words and its compound identifiers (squashed).
 
-    words: tuple[str, ...]
-    idents: tuple[str, ...]
+    A plain value class, not a dataclass: both recall hooks import this module, and
+    ``dataclasses`` imports ``inspect`` — a tenth of a bare interpreter's start.
+    """
+
+    __slots__ = ("idents", "words")
+
+    def __init__(self, words: tuple[str, ...], idents: tuple[str, ...]) -> None:
+        """Hold the terms.
+
+        Args:
+            words: The meaningful words.
+            idents: The compound identifiers, squashed.
+        """
+        self.words = words
+        self.idents = idents
 
     def __bool__(self) -> bool:
         return bool(self.words or self.idents)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueryTerms):
+            return NotImplemented
+        return (self.words, self.idents) == (other.words, other.idents)
+
+    def __hash__(self) -> int:
+        return hash((self.words, self.idents))
+
+    def __repr__(self) -> str:
+        return f"QueryTerms(words={self.words!r}, idents={self.idents!r})"
 
 
 def query_terms(query: str) -> QueryTerms:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 TurnTuple = tuple[str, str, str | None]  # role, text, timestamp
 
 
-@dataclass
 class ParsedRecord:
     """Dialogue found in one record, plus what the reader needs to judge the whole session.
 
@@ -28,12 +25,21 @@ class ParsedRecord:
         main: The record is dialogue of the session itself (not a sidechain).
     """
 
-    turns: list[TurnTuple] = field(default_factory=list)
-    scan: list[str] = field(default_factory=list)
-    fallback: list[TurnTuple] | None = None
-    not_interactive: str = ""
-    sidechain: bool = False
-    main: bool = False
+    __slots__ = ("fallback", "main", "not_interactive", "scan", "sidechain", "turns")
+
+    def __init__(self) -> None:
+        """An empty record: no dialogue, nothing to scan, interactive, not a sidechain.
+
+        A plain class, not a dataclass: the SessionStart hook parses records after a
+        compaction (``recall/task_query.py``) and ``dataclasses`` imports ``inspect``, a
+        tenth of a bare interpreter's start on the hook's path.
+        """
+        self.turns: list[TurnTuple] = []
+        self.scan: list[str] = []
+        self.fallback: list[TurnTuple] | None = None
+        self.not_interactive = ""
+        self.sidechain = False
+        self.main = False
 
 
 def str_or_none(value: object) -> str | None:
