@@ -23,10 +23,14 @@ transcript no harness wrote.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
@@ -43,6 +47,7 @@ __all__ = [
     "globals_created",
     "known_rows",
     "note_extra",
+    "pending_global_count",
     "pending_note",
     "promote_by_proof",
     "promote_row",
@@ -112,9 +117,7 @@ def pending_note(note_path: str | None) -> bool:
         fm = kb.parse_note(raw).frontmatter
     except (OSError, kb.NoteError):
         return False
-    return str(fm.get(kb.PROPOSED_SCOPE) or "").strip().lower() == "global" and (
-        str(fm.get("scope") or "").strip().lower() == "repo"
-    )
+    return kb.is_pending_global(fm)
 
 
 def known_rows(session: Session, ids: list[str]) -> dict[str, Known]:
@@ -352,6 +355,18 @@ def with_pending(
         path = row.get("note_path")
         pending = pending_note(str(path) if path else None)
         out.append({**row, "proposed_scope": "global" if pending else None})
+    for learning in _active_pending(session, limit):
+        shown = review.to_dict(learning)
+        shown["why"] = [
+            f"global: told only in {learning.repo_key} until a second session or a person confirms it"
+        ]
+        out.append({**shown, "proposed_scope": "global"})
+    return out
+
+
+def _active_pending(session: Session, limit: int) -> Iterator[Learning]:
+    """The active pending global learnings, oldest first: the ledger's active
+    repository-scoped rows whose note :func:`pending_note` says so (each note read)."""
     found = 0
     query = (
         select(Learning)
@@ -360,13 +375,55 @@ def with_pending(
     )
     for learning in session.scalars(query):
         if found >= limit:
-            break
-        if not pending_note(learning.note_path):
-            continue
-        found += 1
-        shown = review.to_dict(learning)
-        shown["why"] = [
-            f"global: told only in {learning.repo_key} until a second session or a person confirms it"
-        ]
-        out.append({**shown, "proposed_scope": "global"})
-    return out
+            return
+        if pending_note(learning.note_path):
+            found += 1
+            yield learning
+
+
+def pending_global_count(session: Session, kb_path: str | os.PathLike[str]) -> int:
+    """How many active learnings are pending globals, for ``status`` (kept fast).
+
+    :func:`with_pending` reads the note of every active repository-scoped learning — fine
+    for a person's ``review``, too slow for ``status`` at thousands of notes. The context
+    store already holds each note's flag (``pending_global``, set by the indexer with the
+    same test, ``kb.is_pending_global``): a partial-index read of the flagged ids, kept
+    only where the ledger still has them active and repository-scoped (so a promotion, a
+    rejection or a ``forget`` counts at once, before the worker's refresh). A store that
+    does not exist or predates the column falls back to :func:`with_pending`'s reader.
+
+    Args:
+        session: An open ledger session.
+        kb_path: The KB root (its context store).
+
+    Returns:
+        The count (a pending learning written since the worker's last refresh of the store
+        is counted once the refresh ran).
+    """
+    from reflect_jobs.recall import store
+
+    ids: list[str] | None = None
+    with contextlib.suppress(sqlite3.Error):
+        conn = store.open_for_read(store.store_path(kb_path))
+        if conn is not None:
+            try:
+                ids = store.pending_global_ids(conn)
+            finally:
+                conn.close()
+    if ids is None:
+        return sum(1 for _ in _active_pending(session, limit=1_000_000))
+    count = 0
+    for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        count += int(
+            session.scalar(
+                select(func.count())
+                .select_from(Learning)
+                .where(
+                    Learning.id.in_(ids[start : start + 500]),
+                    Learning.status == ACTIVE,
+                    Learning.scope == "repo",
+                )
+            )
+            or 0
+        )
+    return count
