@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.lifecycle import normalise_causal_type
+from reflect_jobs.recall.fading import iso, parse_forget_after
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer.evidence import EVIDENCE_MAX_CHARS, SCAN_CHARS, SentSlice, quote_key
 
@@ -56,6 +58,14 @@ REASON_MAX_CHARS = 1_000
 TRUNCATION_MARK = "…"
 #: At most this many drop/cut notes are kept on a plan (the rest are counted in one note).
 MAX_NOTES = 50
+#: A CREATE's own ``forget_after`` (seed 003's TTL "the model or a person may set") must
+#: fall this far from the answer's time: at least a day (sooner is a task for this session,
+#: not a learning), at most two years (a guess beyond that is no better than fading, which
+#: puts an unconfirmed learning to sleep after ``REFLECT_FORGET_UNUSED_DAYS``).
+FORGET_AFTER_MIN = timedelta(days=1)
+FORGET_AFTER_MAX = timedelta(days=730)
+#: Longest ``forget_after`` text read (a date-time is 25 characters; a TTL a few).
+FORGET_AFTER_MAX_CHARS = 40
 
 
 class UnparseableOutput(ValueError):
@@ -73,6 +83,9 @@ class ActionPlan:
     skipped_over_cap: int = 0
     #: CREATEs dropped because their evidence is missing or not in the sent slice (§6).
     dropped_unevidenced: int = 0
+    #: CREATE ``forget_after`` values dropped (unreadable, past or out of range); the
+    #: learning itself is kept, without a TTL.
+    dropped_forget_after: int = 0
     #: The answer's reflection-store plan (``writer/items.py``), ``None`` when not parsed.
     items: dict[str, Any] | None = None
     #: The backend that answered (``ModelResult.backend``); ``heuristic`` means no model.
@@ -315,6 +328,39 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def model_forget_after(value: Any, now: datetime) -> tuple[str | None, str | None]:
+    """A CREATE's ``forget_after`` as the note stores it, or why it is dropped.
+
+    Read with the parser ``reflect-jobs add`` uses (``recall/fading.py``): a date, an ISO
+    date-time or a TTL (``30d``, ``12w``, ``6m``, ``1y``) counted from ``now``; then bounded
+    to :data:`FORGET_AFTER_MIN` .. :data:`FORGET_AFTER_MAX` from ``now``. A bad value never
+    fails the job: the caller drops it with a counted note and keeps the learning.
+
+    Args:
+        value: What the model wrote (any JSON value; missing, ``null`` or ``""``: none).
+        now: The answer's time (what a TTL counts from).
+
+    Returns:
+        ``(iso, None)`` for a kept value (``2027-01-31T00:00:00Z``), ``(None, why)`` for a
+        dropped one, ``(None, None)`` when there is none.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    if not isinstance(value, str) or len(value) > FORGET_AFTER_MAX_CHARS:
+        return None, f"forget_after {_snippet(value)!r} is not a date or a TTL"
+    try:
+        when = parse_forget_after(strip_invisible(clean_text(value)), now)
+    except ValueError:
+        return None, f"forget_after {_snippet(value)!r} is not a date or a TTL"
+    if when is None:
+        return None, None
+    if when <= now:
+        return None, f"forget_after {iso(when)} is already past"
+    if when < now + FORGET_AFTER_MIN or when > now + FORGET_AFTER_MAX:
+        return None, f"forget_after {iso(when)} is not between 1 day and 2 years away"
+    return iso(when), None
+
+
 def _action_name(action: dict[str, Any], index: int, notes: list[str]) -> str | None:
     name = action.get("action")
     if isinstance(name, str):
@@ -362,7 +408,11 @@ def _check_create(
 
 
 def plan_actions(
-    actions: Any, *, allowed_ids: set[str], sent: SentSlice | None = None
+    actions: Any,
+    *,
+    allowed_ids: set[str],
+    sent: SentSlice | None = None,
+    now: datetime | None = None,
 ) -> ActionPlan:
     """Turn parsed actions into an ``ActionPlan``. Total: never raises.
 
@@ -377,6 +427,7 @@ def plan_actions(
             Given (the write stage always gives it), a CREATE is kept only when its
             ``evidence`` occurs in it, and an UPDATE's evidence is kept only then; ``None``
             keeps every CREATE with its evidence unchecked (for callers that check later).
+        now: What a CREATE's ``forget_after`` TTL counts from (default now).
 
     Returns:
         The :class:`ActionPlan`: normalised CREATEs with every field bounded
@@ -385,9 +436,12 @@ def plan_actions(
         reason}`` UPDATEs (with ``evidence``/``evidence_origin`` when their quote was found)
         and DELETEs for listed ids, ``dropped_unevidenced``, and one note per dropped, cut
         or corrected action (an action name in the wrong case is accepted with a note; a
-        field over its size bound is truncated with a note naming it).
+        field over its size bound is truncated with a note naming it). A CREATE's optional
+        ``forget_after`` is kept as an absolute ISO time (:func:`model_forget_after`); a bad
+        one is dropped, counted in ``dropped_forget_after`` and noted.
     """
     plan = ActionPlan()
+    when = now or datetime.now(UTC)
     allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}
     if not isinstance(actions, list):
         plan.notes.append(f"actions is {type(actions).__name__}, not a list: ignored")
@@ -412,6 +466,12 @@ def plan_actions(
                 continue
             for reason in cap_learning(normalised):
                 plan.notes.append(f"action #{index}: {reason}")
+            expires, why = model_forget_after(learning.get("forget_after"), when)
+            if expires is not None:
+                normalised["forget_after"] = expires
+            elif why is not None:
+                plan.dropped_forget_after += 1
+                plan.notes.append(f"action #{index}: {why}: dropped (the learning is kept)")
             creates.append(normalised)
             continue
         target = action.get("target_id")
