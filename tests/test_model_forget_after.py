@@ -18,7 +18,8 @@ from support import write_claude_transcript
 from reflect_jobs.kb.parse import parse_note
 from reflect_jobs.lifecycle import FORGOTTEN_DIR
 from reflect_jobs.pipeline.expiry import forget_expired
-from reflect_jobs.writer.actions import model_forget_after, plan_actions
+from reflect_jobs.writer.actions import plan_actions
+from reflect_jobs.writer.forget_after import model_forget_after
 
 CORRECTION = "No, keep the release branch frozen until the audit ends; no merges this month."
 TTLS = {

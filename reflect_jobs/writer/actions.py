@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.lifecycle import normalise_causal_type
-from reflect_jobs.recall.fading import iso, parse_forget_after
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer.evidence import EVIDENCE_MAX_CHARS, SCAN_CHARS, SentSlice, quote_key
+from reflect_jobs.writer.forget_after import model_forget_after
 
 MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
@@ -58,14 +58,6 @@ REASON_MAX_CHARS = 1_000
 TRUNCATION_MARK = "…"
 #: At most this many drop/cut notes are kept on a plan (the rest are counted in one note).
 MAX_NOTES = 50
-#: A CREATE's own ``forget_after`` (seed 003's TTL "the model or a person may set") must
-#: fall this far from the answer's time: at least a day (sooner is a task for this session,
-#: not a learning), at most two years (a guess beyond that is no better than fading, which
-#: puts an unconfirmed learning to sleep after ``REFLECT_FORGET_UNUSED_DAYS``).
-FORGET_AFTER_MIN = timedelta(days=1)
-FORGET_AFTER_MAX = timedelta(days=730)
-#: Longest ``forget_after`` text read (a date-time is 25 characters; a TTL a few).
-FORGET_AFTER_MAX_CHARS = 40
 
 
 class UnparseableOutput(ValueError):
@@ -328,39 +320,6 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def model_forget_after(value: Any, now: datetime) -> tuple[str | None, str | None]:
-    """A CREATE's ``forget_after`` as the note stores it, or why it is dropped.
-
-    Read with the parser ``reflect-jobs add`` uses (``recall/fading.py``): a date, an ISO
-    date-time or a TTL (``30d``, ``12w``, ``6m``, ``1y``) counted from ``now``; then bounded
-    to :data:`FORGET_AFTER_MIN` .. :data:`FORGET_AFTER_MAX` from ``now``. A bad value never
-    fails the job: the caller drops it with a counted note and keeps the learning.
-
-    Args:
-        value: What the model wrote (any JSON value; missing, ``null`` or ``""``: none).
-        now: The answer's time (what a TTL counts from).
-
-    Returns:
-        ``(iso, None)`` for a kept value (``2027-01-31T00:00:00Z``), ``(None, why)`` for a
-        dropped one, ``(None, None)`` when there is none.
-    """
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None, None
-    if not isinstance(value, str) or len(value) > FORGET_AFTER_MAX_CHARS:
-        return None, f"forget_after {_snippet(value)!r} is not a date or a TTL"
-    try:
-        when = parse_forget_after(strip_invisible(clean_text(value)), now)
-    except ValueError:
-        return None, f"forget_after {_snippet(value)!r} is not a date or a TTL"
-    if when is None:
-        return None, None
-    if when <= now:
-        return None, f"forget_after {iso(when)} is already past"
-    if when < now + FORGET_AFTER_MIN or when > now + FORGET_AFTER_MAX:
-        return None, f"forget_after {iso(when)} is not between 1 day and 2 years away"
-    return iso(when), None
-
-
 def _action_name(action: dict[str, Any], index: int, notes: list[str]) -> str | None:
     name = action.get("action")
     if isinstance(name, str):
@@ -437,7 +396,7 @@ def plan_actions(
         and DELETEs for listed ids, ``dropped_unevidenced``, and one note per dropped, cut
         or corrected action (an action name in the wrong case is accepted with a note; a
         field over its size bound is truncated with a note naming it). A CREATE's optional
-        ``forget_after`` is kept as an absolute ISO time (:func:`model_forget_after`); a bad
+        ``forget_after`` is kept as an absolute ISO time (``writer/forget_after.py``); a bad
         one is dropped, counted in ``dropped_forget_after`` and noted.
     """
     plan = ActionPlan()
