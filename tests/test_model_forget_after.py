@@ -111,3 +111,28 @@ def test_the_bounds_of_a_model_forget_after() -> None:
     )
     assert plan.dropped_forget_after == 1
     assert [c.get("forget_after") for c in plan.creates] == [None, "2026-11-28T00:00:00Z"]
+
+
+def test_a_model_never_moves_the_forget_after_of_a_learning_that_exists(env, tmp_path) -> None:
+    repo = make_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    title = "Keep the release branch frozen during the audit"
+    added = tmp_path / "freeze.md"
+    added.write_text(f"---\ntitle: {title}\nrule: {title}.\nforget_after: 2031-01-31\n---\nx\n")
+    lid = env.invoke("add", str(added), "--cwd", str(repo)).stdout.strip()
+    answer = _answer()
+    answer["actions"] = [a for a in answer["actions"] if a["learning"]["title"] == title]
+    answer["actions"][0]["learning"]["forget_after"] = "2d"  # would forget it the day after
+    env.update(STUB_CLAUDE_MODE="echo_actions", STUB_CLAUDE_ACTIONS=json.dumps(answer))
+    path = tmp_path / "s-again.jsonl"
+    write_claude_transcript(path, [CORRECTION], session="s-again")
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
+    env.invoke("enqueue", str(path))
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+
+    (note,) = (env.kb / "documents").glob("*.md")
+    fm = parse_note(note).frontmatter
+    assert fm["id"] == lid and fm["forget_after"] == "2031-01-31T00:00:00Z"
+    db = sqlite3.connect(env.home / "reflect.db")
+    (stored,) = db.execute("SELECT forget_after FROM learnings").fetchone()
+    assert str(stored).startswith("2031-01-31")
