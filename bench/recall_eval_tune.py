@@ -63,7 +63,7 @@ def collect(kb_root: Path, dirs: dict, situations: list[dict], weights: tuple) -
                     "id": s["id"],
                     "scope": scope_name,
                     "expected": s["expected"],
-                    "lex": [(h.doc_id, h.score, h.coverage) for h in hits],
+                    "lex": [(h.doc_id, h.score, h.coverage, h.lone) for h in hits],
                     "vec": vec,
                     "own": sorted(own),
                     "docs": lex.size(),

@@ -7,7 +7,11 @@ Run (on a KB ``bench_recall_eval.py --reuse PREFIX`` built)::
 For every dev situation whose prompt was told nothing it needed, or something it did not
 need, it prints the prompt's terms, each expected learning — told, passed the relevance floor
 but ranked out (its rank and score against the best), or below the floor — and what was told
-instead. The test split is refused: tune on dev, report test.
+instead. With ``--search`` it explains search instead: for every dev query (``--repo`` and
+unscoped, lexical and hybrid) whose top 5 miss every expected learning, where each expected one
+ranked among the lexical candidates (its coverage against the floor) and what outranked it
+(coverage, score, whose learning); for every query that needs nothing but was answered, what
+passed the floor and with what coverage. The test split is refused: tune on dev, report test.
 """
 
 from __future__ import annotations
@@ -31,8 +35,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kb", type=Path, required=True, help="a --reuse directory (with ids.json)")
     ap.add_argument("--split", default="dev", choices=["dev"], help="dev only")
+    ap.add_argument("--search", action="store_true", help="explain search, not per-prompt recall")
+    ap.add_argument("--modes", default="lexical,hybrid", help="search modes (with --search)")
     args = ap.parse_args()
     ds = load()
+    if args.search:
+        search_why(args.kb, ds, args.split, args.modes.split(","))
+        return
     old = kbuild.apply_env(kbuild.env_for(args.kb, vectors=True))
     try:
         ids = json.loads((args.kb / "ids.json").read_text())
@@ -89,6 +98,70 @@ def main() -> None:
             f"\n{args.split}: hit {hits / max(rel, 1):.3f}, precision {good / max(told_n, 1):.3f}"
             " (lexical: the worker's model is not asked)"
         )
+    finally:
+        kbuild.restore_env(old)
+
+
+def search_why(root: Path, ds, split: str, modes: list[str]) -> None:
+    """Print each dev search miss and each irrelevant query answered (see the module doc)."""
+    from reflect_jobs.index import search as srch
+    from reflect_jobs.index.lexical import LexicalIndex
+
+    old = kbuild.apply_env(kbuild.env_for(root, vectors=True))
+    try:
+        kb_root = root / "kb"
+        ids = json.loads((root / "ids.json").read_text())
+        bench_of = {note: bench for bench, note in ids.items()}
+        dirs = {k: kbuild.fake_repo(root, k, r) for k, r in ds.repos.items()}
+        by = ds.by_id()
+        lex = LexicalIndex(kb_root / "index" / "lexical.db")
+        floor = srch.FUSION.sized(lex.size()).floor_coverage
+        print(f"{lex.size()} notes, coverage floor {floor:.3f}")
+
+        def name(note: str) -> str:
+            b = bench_of.get(note, note)
+            x = by.get(b)
+            return f"{b} [{(x.repo or 'global') if x else '?'}] {x.title if x else ''}"
+
+        tally: dict[str, list[int]] = {}
+        for s in (x for x in ds.situations if x["split"] == split):
+            key = repo_for(str(dirs[s["repo"]])).key
+            for scope_name, repo_key in (("repo", key), ("all", None)):
+                scope = srch.scope_filter(kb_root, repo_key, False)
+                exclude = scope.exclude if scope else frozenset()
+                cands = lex.scored(s["query"], srch.CANDIDATES, exclude=exclude, coverage=True)
+                cov = {h.doc_id: h for h in cands}
+                order = [h.doc_id for h in cands]
+                for mode in modes:
+                    res = srch.search(
+                        kb_root, s["query"], mode=mode, k=5, vectors=True, repo_key=repo_key
+                    )
+                    got = [str(h["id"]) for h in res.hits]
+                    got_b = [bench_of.get(g, g) for g in got]
+                    exp = s["expected"]
+                    bad = bool(got) if not exp else not any(e in got_b for e in exp)
+                    t = tally.setdefault(f"{mode}/{scope_name}", [0, 0])
+                    t[0] += bad
+                    t[1] += 1
+                    if not bad:
+                        continue
+                    print(f"\n{s['id']} {mode}/{scope_name} [{s['kind']}] {s['query']!r}")
+                    for e in exp:
+                        note = ids.get(e, "")
+                        if note in cov:
+                            h = cov[note]
+                            print(
+                                f"   want {name(note)}: lexical rank {order.index(note) + 1},"
+                                f" coverage {h.coverage:.2f}, bm25 {h.score:.2f}"
+                            )
+                        else:
+                            print(f"   want {name(note)}: not among the lexical candidates")
+                    for g, h in zip(got, res.hits, strict=True):
+                        c = cov.get(g)
+                        extra = f"coverage {c.coverage:.2f}, bm25 {c.score:.2f}" if c else "vector"
+                        print(f"   got  {name(g)}: {extra}, score {h['score']:.3f}")
+        print("\n" + ", ".join(f"{k} wrong {v[0]}/{v[1]}" for k, v in tally.items()))
+        lex.close()
     finally:
         kbuild.restore_env(old)
 

@@ -119,6 +119,39 @@ def test_a_huge_query_is_bounded_and_still_answers(env, cli):
     assert results == [] and reason
 
 
+def test_one_plain_word_of_a_longer_query_is_a_chance_match_not_an_answer(env, cli):
+    """A note sharing one rare word with a three-word query ("systemd unit" for "write unit
+    test") clears a coverage floor on that word's rarity alone; it is not returned. A note
+    sharing two of its words is, and so is one an identifier of the query names alone."""
+    for i in range(6):  # "write" and "test" are everywhere: they say little
+        add_note(
+            env.kb,
+            learning(f"Write the test fixture {i} first", f"Write test {i} before the code."),
+        )
+    chance = add_note(
+        env.kb,
+        learning("systemd services restart on failure", "Give the unit Restart=on-failure."),
+    ).id
+    ident = add_note(
+        env.kb,
+        learning("request_timeout is in milliseconds", "Set request_timeout in ms, not seconds."),
+    ).id
+    code = add_note(
+        env.kb, learning("Long URLs may break the line limit", "Silence B950 on that line.")
+    ).id
+    reindex(env.kb)
+    for mode in ("lexical", "hybrid"):
+        results, _, _ = cli("write unit test", "--mode", mode)
+        assert chance not in _ids(results), (mode, results)
+        results, _, _ = cli("systemd unit restart", "--mode", mode)
+        assert _ids(results)[:1] == [chance], mode
+        results, _, _ = cli("raise request_timeout for uploads", "--mode", mode)
+        assert _ids(results)[:1] == [ident], mode
+        # One code term of several (a lint code) is evidence, not chance.
+        results, _, _ = cli("write test b950", "--mode", mode)
+        assert _ids(results)[:1] == [code], (mode, results)
+
+
 def test_scoped_search_finds_a_repository_learning_that_ranks_low_overall(env, cli, tmp_path):
     shop = make_repo(tmp_path / "shop", SHOP)
     make_repo(tmp_path / "other", "https://github.com/acme/other.git")

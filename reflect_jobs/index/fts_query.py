@@ -77,6 +77,22 @@ def build_match(query: str, *, idents: bool = True) -> str | None:
     return " OR ".join(phrases)
 
 
+def is_code_part(part: str) -> bool:
+    """Whether one term of :func:`query_match` is code: an identifier (``idents : …``) or a
+    word with a separator or a digit (``user_id``, ``e2e``, ``b950``) — one such term
+    matched is evidence; one plain word matched of several is chance.
+
+    Args:
+        part: One sub-expression :func:`query_match` returned.
+
+    Returns:
+        True for a code term.
+    """
+    if part.startswith("idents"):
+        return True
+    return any(c in part for c in "_./:\\-") or any(c.isdigit() for c in part)
+
+
 def query_match(query: str) -> tuple[str | None, list[str]]:
     """The FTS5 MATCH expression of a query, and its terms one by one.
 

@@ -38,7 +38,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import tokens
+from . import fts_query, tokens
 from .fts_query import _clean, query_match
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -48,6 +48,8 @@ _LEGACY_WEIGHTS = (4.0, 1.0, 10.0)
 #: Added to every term's IDF in the coverage: in a small or one-topic KB every term is common
 #: (IDF near 0) and the share of matched terms, not noise in tiny IDFs, must decide.
 COVERAGE_SMOOTHING = 0.5
+#: A hit matching one plain word of a query of at least this many terms is a chance match.
+LONE_PARTS = 3
 #: ``PRAGMA user_version`` of the current layout; an older file is rebuilt by the next reindex.
 SCHEMA_VERSION = 2
 
@@ -68,11 +70,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
 
 @dataclass(frozen=True)
 class LexicalHit:
-    """One lexical hit: the note, its ``-bm25`` score and its coverage of the query."""
+    """One lexical hit: the note, its ``-bm25`` score and its coverage of the query.
+
+    ``lone`` (with coverage) says the note matched only one of a query's three or more
+    terms, and that term is a plain word: a chance match (``systemd unit`` for "write a
+    unit test"), which the relevance floor of :mod:`.search` does not let pass on coverage.
+    """
 
     doc_id: str
     score: float
     coverage: float
+    lone: bool = False
 
 
 class LexicalIndex:
@@ -381,14 +389,17 @@ class LexicalIndex:
         hits = [LexicalHit(doc_id, -float(rank), 0.0) for doc_id, rank, _ in rows]
         if not coverage or not hits:
             return hits
-        share = self._coverage(parts, [rid for _, _, rid in rows])
-        return [LexicalHit(h.doc_id, h.score, share[i]) for i, h in enumerate(hits)]
+        share, lone = self._coverage(parts, [rid for _, _, rid in rows])
+        return [LexicalHit(h.doc_id, h.score, share[i], lone[i]) for i, h in enumerate(hits)]
 
-    def _coverage(self, parts: list[str], rids: list[int]) -> list[float]:
-        """The IDF-weighted share of ``parts`` each of ``rids`` matches (same order)."""
+    def _coverage(self, parts: list[str], rids: list[int]) -> tuple[list[float], list[bool]]:
+        """The IDF-weighted share of ``parts`` each of ``rids`` matches (same order), and
+        whether it matched only one of three or more parts, a plain word (not code)."""
         total = self._conn.execute("SELECT count(*) FROM docs").fetchone()[0] or 1
         wanted = set(rids)
         got = [0.0] * len(rids)
+        count = [0] * len(rids)
+        code = [False] * len(rids)
         where = {rid: i for i, rid in enumerate(rids)}
         denominator = 0.0
         for part in parts:
@@ -401,9 +412,16 @@ class LexicalIndex:
             df = len(matched)
             idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) + COVERAGE_SMOOTHING
             denominator += idf
+            is_code = fts_query.is_code_part(part)
             for rid in wanted.intersection(matched):
                 got[where[rid]] += idf
-        return [round(g / denominator, 4) if denominator else 0.0 for g in got]
+                count[where[rid]] += 1
+                code[where[rid]] |= is_code
+        shares = [round(g / denominator, 4) if denominator else 0.0 for g in got]
+        lone = [
+            len(parts) >= LONE_PARTS and n == 1 and not c for n, c in zip(count, code, strict=True)
+        ]
+        return shares, lone
 
     def check(self) -> bool:
         """True if the database and the FTS index are intact and agree with the metadata.

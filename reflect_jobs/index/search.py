@@ -78,6 +78,10 @@ class Fusion:
     #: floor sits midway at each size (0.37 and 0.40).
     floor_docs: int = 2000
     floor_per_decade: float = 0.033
+    #: A hit matching one plain word of a query of three or more terms
+    #: (:attr:`LexicalHit.lone`) does not pass the floor on its coverage, however rare the
+    #: word (a chance match: "systemd unit" for "write a unit test").
+    lone_fails: bool = True
 
     def sized(self, docs: int) -> Fusion:
         """These settings with the coverage floor for a KB of ``docs`` notes.
@@ -294,7 +298,7 @@ def fuse(
         h.doc_id: (
             fusion.coverage_weight * h.coverage
             + (1.0 - fusion.coverage_weight) * (h.score / top if top > 0 else 0.0),
-            h.coverage,
+            0.0 if h.lone and fusion.lone_fails else h.coverage,
         )
         for h in lexical
     }
@@ -380,7 +384,7 @@ def _search(
         elif mode == "hybrid":
             ranked = fuse(lexical, vector, own, fusion)
         else:  # naive / local / global: the graph's own ranking, floored like hybrid
-            cover = {h.doc_id: h.coverage for h in lexical}
+            cover = {h.doc_id: 0.0 if h.lone and fusion.lone_fails else h.coverage for h in lexical}
             ranked = [
                 (d, s)
                 for d, s in vector
