@@ -22,6 +22,7 @@ from .ledger import control, costs, proposals, review, spend
 from .ledger.db import session_scope
 from .ledger.models import CostRow, Job, JobEvent, SessionCheckpoint, utcnow
 from .lifecycle import JOB_STATES, RUNNABLE_STATES
+from .pipeline import global_cap
 
 HEARTBEAT_STALE = timedelta(minutes=5)
 #: Writes held back (caps, quota gate, write lease) longer than this raise a warning.
@@ -102,7 +103,9 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         ``REFLECT_DRAIN_DEBOUNCE_SEC`` or ``REFLECT_DRAIN_MAX`` is 0: no per-window cap), ``quota`` (``gate`` ``open``/``closed``,
         ``reason``, ``window``; always open when the gate is off), ``proposals``
         (``pending``: retirements held back by the daily retire cap), ``review``
-        (``pending``: learnings waiting for review, ARCHITECTURE §7.1), ``halted``,
+        (``pending``: learnings waiting for review, ARCHITECTURE §7.1 — the proposed ones
+        and the pending globals, told only in their repository until a second session or a
+        person confirms them; ``pending_global``: how many of them are those), ``halted``,
         ``halt_reason``, ``last_success_at`` and ``heartbeat_at`` (ISO 8601 or ``None``),
         ``stores`` (redacted URLs), ``queue`` (``pending``, ``captures``, ``spooled``:
         see :func:`queue_pending`), ``sessions`` (``checkpoints``: the thresholds or
@@ -139,6 +142,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         snaps = control.quota_snapshots(session)
         pending_proposals = proposals.pending_count(session)
         waiting_review = review.pending_count(session)
+        pending_global = global_cap.pending_global_count(session, settings.kb_path)
         day = usage["day"]
         ledger_used = costs.budget_used(session, str(day))
         today_ok = (
@@ -243,7 +247,10 @@ def collect_status(settings: Settings) -> dict[str, Any]:
             "window": "" if decision is None else decision.window,
         },
         "proposals": {"pending": pending_proposals},
-        "review": {"pending": waiting_review},
+        "review": {
+            "pending": waiting_review + pending_global,
+            "pending_global": pending_global,
+        },
         "halted": bool(halt),
         "halt_reason": halt,
         "last_success_at": last_ok.isoformat() if last_ok else None,

@@ -139,7 +139,11 @@ def status(as_json: bool, line: bool) -> None:
         click.echo("retire proposals: none pending")
     waiting = data.get("review", {}).get("pending", 0)
     if waiting:
-        click.echo(f"review: {waiting} learning(s) waiting for review — `reflect-jobs review`")
+        pending_global = data.get("review", {}).get("pending_global", 0)
+        of_them = f" ({pending_global} global, awaiting a second session)" if pending_global else ""
+        click.echo(
+            f"review: {waiting} learning(s) waiting for review{of_them} — `reflect-jobs review`"
+        )
     click.echo(
         f"last success: {data['last_success_at'] or 'never'}; worker heartbeat: {data.get('heartbeat_at') or 'never'}"
     )

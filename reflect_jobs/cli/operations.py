@@ -252,8 +252,9 @@ def db_rebuild(force: bool) -> None:
     for line in done.skipped[:20]:
         click.echo(f"  skipped {line}", err=True)
     click.echo(
-        "not in the notes, so starting empty: job history, cost rows, session watermarks "
-        "and chunk hashes (the next capture of a session reflects it whole again)"
+        "not in the notes, so starting empty: job history, cost rows, session watermarks, "
+        "chunk hashes (the next capture of a session reflects it whole again) and each "
+        "confirmation's record (the counts, last confirmations and forget_after are back)"
     )
 
 

@@ -270,15 +270,21 @@ def review_queue(settings: Settings) -> list[dict[str, Any]]:
         settings: The settings (the ledger, ``REFLECT_REVIEW_BELOW``, the KB).
 
     Returns:
-        :func:`reflect_jobs.ledger.review.list_proposed` rows, oldest first, each with
-        ``rule``, ``scope``, ``repository`` and ``age_days``, and ``evidence`` cut to
-        :data:`TEXT_MAX` characters.
+        :func:`reflect_jobs.ledger.review.list_proposed` rows, oldest first, then the
+        pending global learnings (``pipeline/global_cap.py:with_pending``: told only in
+        their repository until a second session or a person confirms them), each with
+        ``proposed_scope`` (``"global"`` or ``None``), ``rule``, ``scope``, ``repository``
+        and ``age_days``, and ``evidence`` cut to :data:`TEXT_MAX` characters.
     """
     from ..ledger import review
+    from ..pipeline import global_cap
 
     now = utcnow()
     with session_scope(settings.db_url, readonly=True) as session:
         rows = review.list_proposed(session, review_below=settings.review_below, limit=200)
+        # And the pending globals, as ``review`` lists them (one reader: global_cap's),
+        # reading only the notes the context store flags (a page loaded often).
+        rows = global_cap.with_pending(session, rows, limit=200, kb_path=settings.kb_path)
         where = {
             lid: (scope, key, at)
             for lid, scope, key, at in session.execute(

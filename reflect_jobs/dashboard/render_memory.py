@@ -110,7 +110,8 @@ def learnings_section(
 
 
 def review_section(review: list[dict[str, Any]]) -> str:
-    """The review queue: learnings never told until a person accepts them.
+    """The review queue: learnings never told until a person accepts them, and global
+    ones told only in their repository until a second session or a person confirms them.
 
     Args:
         review: :func:`reflect_jobs.dashboard.memory.review_queue` output.
@@ -131,8 +132,14 @@ def review_section(review: list[dict[str, Any]]) -> str:
                 "anchors": r.get("anchors") or [],
             }
             why = "; ".join(r.get("why") or []) or "proposed"
+            label = (
+                '<p class="pending-global">global, awaiting a second session (told only '
+                f"in {_e(r.get('repository') or '?')} until then; Accept makes it global)</p>"
+                if r.get("proposed_scope") == "global"
+                else ""
+            )
             actions = (
-                f'<p class="why">why it waits: {_e(why)}</p><p class="actions">'
+                f'{label}<p class="why">why it waits: {_e(why)}</p><p class="actions">'
                 f'<button type="button" data-review="accept" data-id="{_e(r["id"])}">Accept'
                 f'</button> <button type="button" data-review="reject" data-id="{_e(r["id"])}">'
                 "Reject</button></p>"

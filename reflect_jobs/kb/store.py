@@ -370,6 +370,25 @@ def confirm_note(
 PROPOSED_SCOPE = "proposed_scope"
 
 
+def is_pending_global(fm: Mapping[str, object]) -> bool:
+    """Whether a note's frontmatter makes it a pending global: ``scope: repo`` with
+    ``proposed_scope: global`` (told only in its repository until confirmed).
+
+    The one test of it: the review queue (``pipeline/global_cap.py:pending_note``) and the
+    context store's ``pending_global`` column (``recall/refresh.py``), which ``status``
+    counts, both ask it.
+
+    Args:
+        fm: A parsed note's frontmatter.
+
+    Returns:
+        True for a pending global learning.
+    """
+    return str(fm.get(PROPOSED_SCOPE) or "").strip().lower() == "global" and (
+        str(fm.get("scope") or "").strip().lower() == "repo"
+    )
+
+
 def promote_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     """Make a pending global note global: ``scope: global``, its ``repo`` and
     ``proposed_scope`` dropped (a second session or a person confirmed it).

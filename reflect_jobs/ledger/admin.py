@@ -129,8 +129,8 @@ def job_detail(db_url: str, job_id: str) -> dict[str, Any]:
 
     Returns:
         :func:`job_dict` plus ``prepare_stats``, ``actions``, ``slice_path``, ``recoveries``,
-        ``failures``, ``dropped_unevidenced``, ``events`` (oldest first) and ``costs``
-        (oldest first).
+        ``failures``, ``dropped_unevidenced``, ``dropped_forget_after``, ``events`` (oldest
+        first) and ``costs`` (oldest first).
 
     Raises:
         JobNotFound: No job has this id.
@@ -146,6 +146,8 @@ def job_detail(db_url: str, job_id: str) -> dict[str, Any]:
             failures=job.failures,
             # CREATEs dropped because their evidence was not in the slice (ARCHITECTURE §6)
             dropped_unevidenced=int((job.actions or {}).get("dropped_unevidenced") or 0),
+            # CREATE forget_after values dropped (unreadable, past or out of range)
+            dropped_forget_after=int((job.actions or {}).get("dropped_forget_after") or 0),
         )
         data["events"] = [
             {

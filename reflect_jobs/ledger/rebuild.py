@@ -5,12 +5,15 @@ learning's id, title, category, type, confidence, scope, repository, status, ret
 proof sources are in its frontmatter (ARCHITECTURE §7). So a ledger that cannot be restored
 from a backup can be rebuilt from the notes: the damaged file is set aside (never deleted),
 a fresh one is migrated, and the learnings and their proof are read back in — what the
-revision block, retirement and proof counting need to go on as before.
+revision block, retirement and proof counting need to go on as before — with their
+confirmations (count and last one) and their own ``forget_after``, so fading and the
+hourly sweep go on as before too.
 
 What the notes do not hold starts empty, and the command says so: job history and cost rows
 (the caps' counters in the queue still hold today's budget), session watermarks and chunk
 hashes (the next capture of a session reflects it whole again; a finding already in a note
-gets the same id and adds proof instead of a second note), retire proposals, quota
+gets the same id and adds proof instead of a second note), the history of each confirmation
+(``learning_confirmations``: the count and the last one are back), retire proposals, quota
 telemetry, heartbeats and errors. Captures still in the spool are recorded by the next
 worker or drain. The reflection store's items live in their own logs and are not touched.
 """
@@ -29,6 +32,7 @@ from reflect_jobs.kb.parse import NoteError, parse_note
 from reflect_jobs.kb.render import confidence_num
 from reflect_jobs.kb.store import content_hash, iter_notes
 from reflect_jobs.lifecycle import ACTIVE, LEARNING_STATUSES, is_retired, normalise_learning_type
+from reflect_jobs.recall.fading import parse_forget_after
 
 from .db import dispose_all, get_engine, migration_status, session_scope, sqlite_file
 from .learnings import add_source
@@ -162,6 +166,27 @@ def _when(value: object, fallback: datetime) -> datetime:
     return fallback
 
 
+def _maybe_when(value: object) -> datetime | None:
+    """A note's time, or ``None`` when it has none or it does not parse."""
+    sentinel = datetime.min.replace(tzinfo=UTC)
+    when = _when(value, sentinel)
+    return None if when == sentinel else when
+
+
+def _count(value: object) -> int:
+    """A note's ``confirmations``: a positive integer, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _forget_after(value: object) -> datetime | None:
+    """A note's ``forget_after`` (stored absolute; a date or a hand-written TTL is read as
+    ``recall/fading.py`` reads it), ``None`` when it has none or it does not parse."""
+    try:
+        return parse_forget_after(value)
+    except ValueError:
+        return None
+
+
 def _learning_from_note(session: Session, fm: dict[str, Any], path: Path, text: str) -> int:
     """Insert one note's ledger row and its proof sources; returns how many sources."""
     mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
@@ -194,6 +219,13 @@ def _learning_from_note(session: Session, fm: dict[str, Any], path: Path, text: 
         retired_at=updated if is_retired(status) else None,
         scope=scope,
         repo_key=str(fm["repo"])[:300] if scope == "repo" and fm.get("repo") else None,
+        # Usage and fading (migration 0011): the note mirrors the ledger's count and last
+        # confirmation (``note_edits`` op ``confirm``) and keeps its own TTL; without them
+        # every rebuilt learning would look never confirmed, and the next confirmation
+        # would write a count of 1 back into its note.
+        confirmations=_count(fm.get("confirmations")),
+        last_confirmed_at=_maybe_when(fm.get("last_confirmed")),
+        forget_after=_forget_after(fm.get("forget_after")),
     )
     session.merge(row)
     session.flush()

@@ -93,6 +93,16 @@ def _claim(run: StageRun, conn: Connection, job: JobRow) -> AddTicket:
     )
 
 
+def _note_extra(learning: dict[str, Any]) -> dict[str, object] | None:
+    """A CREATE's extra frontmatter: ``proposed_scope`` for a pending global
+    (``global_cap.note_extra``) and its own ``forget_after`` (seed 003; an absolute ISO time
+    ``writer/actions.py`` checked), which the ledger row records too for the hourly sweep."""
+    extra = dict(global_cap.note_extra(learning) or {})
+    if learning.get("forget_after"):
+        extra["forget_after"] = str(learning["forget_after"])
+    return extra or None
+
+
 def _add(run: StageRun) -> None:
     """Notes on disk first, then one commit under our lease, then the note edits."""
     rt, job_id, worker, ticket = run.rt, run.job_id, run.worker, run.ticket
@@ -170,6 +180,10 @@ def _add(run: StageRun) -> None:
                 confirmed=before is not None and before[1] != session_id,
             )
             learning["status"] = status
+            if before is not None:
+                # A model's forget_after is for a learning it creates: one written again keeps
+                # its note's own (a person's TTL is not moved, an old learning not put on a clock).
+                learning.pop("forget_after", None)
             written.append(
                 (
                     learning,
@@ -181,7 +195,7 @@ def _add(run: StageRun) -> None:
                         source_path=source,
                         session_id=session_id,
                         status=status,
-                        extra=global_cap.note_extra(learning),
+                        extra=_note_extra(learning),
                     ),
                 )
             )
@@ -325,6 +339,9 @@ def _add(run: StageRun) -> None:
         dropped = int(plan.get("dropped_unevidenced") or 0)
         if dropped:  # CREATEs whose evidence was not in the slice (ARCHITECTURE §6)
             summary += f" dropped_unevidenced={dropped}"
+        bad_ttl = int(plan.get("dropped_forget_after") or 0)
+        if bad_ttl:  # a CREATE's forget_after unreadable, past or out of range: no TTL
+            summary += f" dropped_forget_after={bad_ttl}"
         if proposed_n:
             summary += f" proposed={proposed_n} (waiting for review)"
         if demoted:

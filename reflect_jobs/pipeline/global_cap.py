@@ -23,10 +23,14 @@ transcript no harness wrote.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
@@ -43,6 +47,7 @@ __all__ = [
     "globals_created",
     "known_rows",
     "note_extra",
+    "pending_global_count",
     "pending_note",
     "promote_by_proof",
     "promote_row",
@@ -112,9 +117,7 @@ def pending_note(note_path: str | None) -> bool:
         fm = kb.parse_note(raw).frontmatter
     except (OSError, kb.NoteError):
         return False
-    return str(fm.get(kb.PROPOSED_SCOPE) or "").strip().lower() == "global" and (
-        str(fm.get("scope") or "").strip().lower() == "repo"
-    )
+    return kb.is_pending_global(fm)
 
 
 def known_rows(session: Session, ids: list[str]) -> dict[str, Known]:
@@ -329,18 +332,26 @@ def promote_row(session: Session, row: Learning, *, reason: str, job_id: str | N
 
 
 def with_pending(
-    session: Session, rows: list[dict[str, Any]], limit: int = 500
+    session: Session,
+    rows: list[dict[str, Any]],
+    limit: int = 500,
+    *,
+    kb_path: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The review list with the pending global learnings added, each row marked.
 
     A person's ``review`` shows both queues: what waits to be told at all (``proposed``)
     and what is told only in its repository until someone confirms it goes global. Reads
-    the notes of the active repository-scoped learnings (a person's command, not a hook).
+    the notes of the active repository-scoped learnings (a person's command, not a hook);
+    given ``kb_path`` (the dashboard, loaded often), only the notes the context store flags
+    (:func:`pending_global_count` says why and what it costs).
 
     Args:
         session: An open ledger session.
         rows: ``ledger/review.py:list_proposed``'s rows.
         limit: At most this many pending global rows are added.
+        kb_path: The KB root whose context store narrows the notes read (``None``: every
+            active repository-scoped learning's note is read).
 
     Returns:
         ``rows`` and then the active pending globals (oldest first), each with
@@ -352,21 +363,95 @@ def with_pending(
         path = row.get("note_path")
         pending = pending_note(str(path) if path else None)
         out.append({**row, "proposed_scope": "global" if pending else None})
-    found = 0
-    query = (
-        select(Learning)
-        .where(Learning.status == ACTIVE, Learning.scope == "repo")
-        .order_by(Learning.created_at, Learning.id)
-    )
-    for learning in session.scalars(query):
-        if found >= limit:
-            break
-        if not pending_note(learning.note_path):
-            continue
-        found += 1
+    ids = _flagged_ids(kb_path) if kb_path is not None else None
+    for learning in _active_pending(session, limit, ids):
         shown = review.to_dict(learning)
         shown["why"] = [
             f"global: told only in {learning.repo_key} until a second session or a person confirms it"
         ]
         out.append({**shown, "proposed_scope": "global"})
     return out
+
+
+#: More flagged ids than this and the ledger is scanned instead (one query's parameters).
+_MAX_FLAGGED = 10_000
+
+
+def _flagged_ids(kb_path: str | os.PathLike[str]) -> list[str] | None:
+    """The ids the context store flags ``pending_global``; ``None`` when there is no store,
+    it predates the column, it cannot be read, or it flags more than :data:`_MAX_FLAGGED`."""
+    from reflect_jobs.recall import store
+
+    ids: list[str] | None = None
+    with contextlib.suppress(sqlite3.Error):
+        conn = store.open_for_read(store.store_path(kb_path))
+        if conn is not None:
+            try:
+                ids = store.pending_global_ids(conn)
+            finally:
+                conn.close()
+    return ids if ids is None or len(ids) <= _MAX_FLAGGED else None
+
+
+def _active_pending(
+    session: Session, limit: int, ids: list[str] | None = None
+) -> Iterator[Learning]:
+    """The active pending global learnings, oldest first: the ledger's active
+    repository-scoped rows (among ``ids`` when given) whose note :func:`pending_note` says
+    so (each such note read)."""
+    found = 0
+    query = (
+        select(Learning)
+        .where(Learning.status == ACTIVE, Learning.scope == "repo")
+        .order_by(Learning.created_at, Learning.id)
+    )
+    if ids is not None:
+        if not ids:
+            return
+        query = query.where(Learning.id.in_(ids))
+    for learning in session.scalars(query):
+        if found >= limit:
+            return
+        if pending_note(learning.note_path):
+            found += 1
+            yield learning
+
+
+def pending_global_count(session: Session, kb_path: str | os.PathLike[str]) -> int:
+    """How many active learnings are pending globals, for ``status`` (kept fast).
+
+    :func:`with_pending` reads the note of every active repository-scoped learning — fine
+    for a person's ``review``, too slow for ``status`` at thousands of notes. The context
+    store already holds each note's flag (``pending_global``, set by the indexer with the
+    same test, ``kb.is_pending_global``): a partial-index read of the flagged ids, kept
+    only where the ledger still has them active and repository-scoped (so a promotion, a
+    rejection or a ``forget`` counts at once, before the worker's refresh). No note is
+    read. A store that does not exist or predates the column falls back to
+    :func:`with_pending`'s reader.
+
+    Args:
+        session: An open ledger session.
+        kb_path: The KB root (its context store).
+
+    Returns:
+        The count (a pending learning written since the worker's last refresh of the store
+        is counted once the refresh ran).
+    """
+    ids = _flagged_ids(kb_path)
+    if ids is None:
+        return sum(1 for _ in _active_pending(session, limit=1_000_000))
+    count = 0
+    for start in range(0, len(ids), 500):
+        count += int(
+            session.scalar(
+                select(func.count())
+                .select_from(Learning)
+                .where(
+                    Learning.id.in_(ids[start : start + 500]),
+                    Learning.status == ACTIVE,
+                    Learning.scope == "repo",
+                )
+            )
+            or 0
+        )
+    return count

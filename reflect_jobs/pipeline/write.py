@@ -397,6 +397,9 @@ def plan_json(plan: ActionPlan | None) -> dict[str, Any]:
         "notes": plan.notes,
         # CREATEs whose evidence was missing or not in the slice (ARCHITECTURE §6)
         "dropped_unevidenced": plan.dropped_unevidenced,
+        # CREATE forget_after values dropped (unreadable, past or out of range): the
+        # learnings are kept without a TTL (writer/forget_after.py)
+        "dropped_forget_after": plan.dropped_forget_after,
         # which writer answered: the heuristic writer's learnings wait for review (§7.1)
         "writer": plan.writer,
     }

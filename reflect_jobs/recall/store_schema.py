@@ -10,8 +10,11 @@ from __future__ import annotations
 import sqlite3
 
 #: 2: ``anchors``; 3: ``applies_to`` (what a learning is about, ``recall/stack.py``);
-#: 4: ``confirmations`` and ``awake_ts`` (usage and fading, ``recall/fading.py``).
-SCHEMA_VERSION = "4"
+#: 4: ``confirmations`` and ``awake_ts`` (usage and fading, ``recall/fading.py``);
+#: 5: ``pending_global`` (a global learning told only in its repository until a second
+#: session confirms it, ``pipeline/global_cap.py``: what ``status`` counts without reading
+#: every note).
+SCHEMA_VERSION = "5"
 COLUMNS = (
     "id",
     "scope",
@@ -29,6 +32,7 @@ COLUMNS = (
     "applies_to",
     "confirmations",
     "awake_ts",
+    "pending_global",
 )
 #: Columns added after schema 1, with their SQL type and default: an older store gets them
 #: empty and is refilled (:func:`upgrade`); a reader of an unupgraded store reads the default.
@@ -37,6 +41,7 @@ ADDED = {
     "applies_to": ("TEXT", "''"),
     "confirmations": ("INTEGER", "0"),
     "awake_ts": ("REAL", "0"),
+    "pending_global": ("INTEGER", "0"),
 }
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +63,8 @@ CREATE TABLE IF NOT EXISTS notes (
     anchors TEXT NOT NULL DEFAULT '',
     applies_to TEXT NOT NULL DEFAULT '',
     confirmations INTEGER NOT NULL DEFAULT 0,
-    awake_ts REAL NOT NULL DEFAULT 0
+    awake_ts REAL NOT NULL DEFAULT 0,
+    pending_global INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
@@ -71,7 +77,7 @@ def upgrade(conn: sqlite3.Connection) -> None:
     """Bring an older store to this schema and have it refilled.
 
     Schema 1 lacks ``anchors``, schema 2 ``applies_to``, schema 3 ``confirmations`` and
-    ``awake_ts``: each missing column is added empty and the store marked unfilled, so the
+    ``awake_ts``, schema 4 ``pending_global``: each missing column is added empty and the store marked unfilled, so the
     pass that opened it refills every row from the notes — a store is derived data. The
     covering index of the fitting pass is made here (after the columns it covers exist).
 
@@ -96,4 +102,9 @@ def upgrade(conn: sqlite3.Connection) -> None:
         conn.execute(
             "CREATE INDEX IF NOT EXISTS notes_fit ON notes (scope, strength DESC, id,"
             " applies_to, proof_count, confidence, updated_ts, confirmations, awake_ts)"
+        )
+        # The pending globals ``status`` counts: a partial index holding only them, so the
+        # count reads as many entries as there are pending learnings, not every row.
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS notes_pending ON notes (id) WHERE pending_global = 1"
         )

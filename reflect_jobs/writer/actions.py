@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from reflect_jobs.invisible import strip_invisible
 from reflect_jobs.lifecycle import normalise_causal_type
 from reflect_jobs.sanitize import clean_text
 from reflect_jobs.writer.evidence import EVIDENCE_MAX_CHARS, SCAN_CHARS, SentSlice, quote_key
+from reflect_jobs.writer.forget_after import model_forget_after
 
 MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
@@ -73,6 +75,9 @@ class ActionPlan:
     skipped_over_cap: int = 0
     #: CREATEs dropped because their evidence is missing or not in the sent slice (§6).
     dropped_unevidenced: int = 0
+    #: CREATE ``forget_after`` values dropped (unreadable, past or out of range); the
+    #: learning itself is kept, without a TTL.
+    dropped_forget_after: int = 0
     #: The answer's reflection-store plan (``writer/items.py``), ``None`` when not parsed.
     items: dict[str, Any] | None = None
     #: The backend that answered (``ModelResult.backend``); ``heuristic`` means no model.
@@ -362,7 +367,11 @@ def _check_create(
 
 
 def plan_actions(
-    actions: Any, *, allowed_ids: set[str], sent: SentSlice | None = None
+    actions: Any,
+    *,
+    allowed_ids: set[str],
+    sent: SentSlice | None = None,
+    now: datetime | None = None,
 ) -> ActionPlan:
     """Turn parsed actions into an ``ActionPlan``. Total: never raises.
 
@@ -377,6 +386,7 @@ def plan_actions(
             Given (the write stage always gives it), a CREATE is kept only when its
             ``evidence`` occurs in it, and an UPDATE's evidence is kept only then; ``None``
             keeps every CREATE with its evidence unchecked (for callers that check later).
+        now: What a CREATE's ``forget_after`` TTL counts from (default now).
 
     Returns:
         The :class:`ActionPlan`: normalised CREATEs with every field bounded
@@ -385,9 +395,12 @@ def plan_actions(
         reason}`` UPDATEs (with ``evidence``/``evidence_origin`` when their quote was found)
         and DELETEs for listed ids, ``dropped_unevidenced``, and one note per dropped, cut
         or corrected action (an action name in the wrong case is accepted with a note; a
-        field over its size bound is truncated with a note naming it).
+        field over its size bound is truncated with a note naming it). A CREATE's optional
+        ``forget_after`` is kept as an absolute ISO time (``writer/forget_after.py``); a bad
+        one is dropped, counted in ``dropped_forget_after`` and noted.
     """
     plan = ActionPlan()
+    when = now or datetime.now(UTC)
     allowed = {i for i in (allowed_ids or ()) if isinstance(i, str)}
     if not isinstance(actions, list):
         plan.notes.append(f"actions is {type(actions).__name__}, not a list: ignored")
@@ -412,6 +425,12 @@ def plan_actions(
                 continue
             for reason in cap_learning(normalised):
                 plan.notes.append(f"action #{index}: {reason}")
+            expires, why = model_forget_after(learning.get("forget_after"), when)
+            if expires is not None:
+                normalised["forget_after"] = expires
+            elif why is not None:
+                plan.dropped_forget_after += 1
+                plan.notes.append(f"action #{index}: {why}: dropped (the learning is kept)")
             creates.append(normalised)
             continue
         target = action.get("target_id")

@@ -46,7 +46,8 @@ Each action is one of:
     "causal_relations": [{"source": "<x>", "target": "<y>",
                           "type": "caused_by|causes|enables|prevents"}],
     "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>",
-    "evidence": "<a verbatim quote of the slice, at most 300 characters>"}}
+    "evidence": "<a verbatim quote of the slice, at most 300 characters>",
+    "forget_after": "<optional: a date (2027-01-31) or a TTL (30d, 12w, 6m, 1y)>"}}
 - {"action": "UPDATE", "target_id": "<an allowed id>", "reason": "<one sentence>",
    "evidence": "<a verbatim quote of the slice that confirms it>"}
 - {"action": "DELETE", "target_id": "<an allowed id>", "reason": "<one sentence>"}
@@ -79,7 +80,10 @@ Rules:
   it holds in any repository. A global learning is only told in repositories that use them.
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
-- Every learning field must be present; use "" or [] when unknown.
+- forget_after: only for a learning the slice shows stops holding at a known time (a
+  freeze until a date, a workaround until a fixed release); leave it out otherwise. Between
+  1 day and 2 years from now; a past or unreadable value is dropped.
+- Every learning field but forget_after must be present; use "" or [] when unknown.
 - If nothing is durable, answer {"actions": []}.
 - The slice may also hold a section named "Condensed transcript since the last pass": the
   session's work since the previous call, one line each — the person's prompts
