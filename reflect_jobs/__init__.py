@@ -5,4 +5,4 @@ This package's ``__init__`` is deliberately empty of imports: the hook entry poi
 pull in SQLAlchemy, Huey, structlog or click.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
