@@ -36,7 +36,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # the stdlib idiom: no `typing` import at run time (the hook imports us)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from typing import BinaryIO
 
 #: The mode of a file created without ``mode=``: private (0600), because what we write —
@@ -331,3 +331,52 @@ def linked_part(base: str | os.PathLike[str], *parts: str) -> str | None:
         except OSError:
             return None
     return None
+
+
+def lines_backwards(
+    fh: BinaryIO, pos: int, floor: int, *, max_line: int, block: int = 64 * 1024
+) -> Iterator[bytes]:
+    """The complete lines ending at or before ``pos`` and starting at or after ``floor``,
+    last first, read in blocks from ``pos`` back: what a transcript's newest records need
+    (its context fill, its last prompts) without reading, or holding, the rest of it.
+
+    A line longer than ``max_line`` (a pasted file, a tool's output) is skipped without being
+    held, so memory stays bounded by ``block + max_line`` whatever a line's size. A line that
+    crosses ``floor`` is not complete here and is not given (a tail read from a seek starts
+    mid-line), except that at ``floor == 0`` the file's first line is.
+
+    Args:
+        fh: The open file (binary, seekable).
+        pos: Where to read back from (the file's size for its end).
+        floor: Read nothing before this offset.
+        max_line: The longest line given, in bytes.
+        block: How much is read at a time.
+
+    Yields:
+        Each line's bytes, without its newline, newest first (an unterminated last line
+        included).
+    """
+    parts: list[bytes] = []  # the pieces of the line being crossed, last piece first
+    held = 0
+    skipping = False
+    while pos > floor:
+        start = max(floor, pos - block)
+        fh.seek(start)
+        chunk = fh.read(pos - start)
+        end = len(chunk)
+        cut = chunk.rfind(b"\n", 0, end)
+        while cut >= 0:
+            piece = chunk[cut + 1 : end]
+            if not skipping and held + len(piece) <= max_line:
+                yield b"".join([piece, *reversed(parts)]) if parts else piece
+            parts, held, skipping = [], 0, False
+            end = cut
+            cut = chunk.rfind(b"\n", 0, end)
+        if not skipping:
+            parts.append(chunk[:end])
+            held += end
+            if held > max_line:
+                parts, held, skipping = [], 0, True
+        pos = start
+    if floor == 0 and parts and not skipping:
+        yield b"".join(reversed(parts))  # the file's first line

@@ -64,20 +64,15 @@ def task_text(harness: str, payload: dict) -> str:
 
 
 def _tail_lines(path: str) -> list[bytes]:
-    """The complete lines of the file's last :data:`TAIL_BYTES`, last first."""
+    """The complete, non-blank lines of the file's last :data:`TAIL_BYTES`, last first."""
     import os
 
-    from reflect_jobs.fsio import open_regular
+    from reflect_jobs.fsio import lines_backwards, open_regular
 
     with open_regular(path, follow=False) as fh:
         size = os.fstat(fh.fileno()).st_size
-        start = max(0, size - TAIL_BYTES)
-        fh.seek(start)
-        data = fh.read(TAIL_BYTES)
-    lines = data.split(b"\n")
-    if start:
-        lines = lines[1:]  # cut by the seek
-    return [x for x in reversed(lines) if x.strip() and len(x) <= MAX_LINE_BYTES]
+        tail = lines_backwards(fh, size, max(0, size - TAIL_BYTES), max_line=MAX_LINE_BYTES)
+        return [line for line in tail if line.strip()]
 
 
 def last_prompts(path: str, harness: str, count: int = PROMPTS) -> list[str]:

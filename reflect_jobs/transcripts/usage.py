@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
-from reflect_jobs.fsio import open_regular
+from reflect_jobs.fsio import lines_backwards, open_regular
 
 #: Bytes read per step backwards from the end of the file.
 BLOCK = 64 * 1024
@@ -100,35 +99,6 @@ def _decode(line: bytes) -> Any:
         return None
 
 
-def _lines_backwards(fh: Any, pos: int, floor: int) -> Iterator[bytes]:
-    """The complete lines ending at or before ``pos`` and starting at or after ``floor``,
-    last first; a line over :data:`MAX_LINE_BYTES` is skipped without being held."""
-    parts: list[bytes] = []  # the pieces of the line being crossed, last piece first
-    held = 0
-    skipping = False
-    while pos > floor:
-        start = max(floor, pos - BLOCK)
-        fh.seek(start)
-        block = fh.read(pos - start)
-        end = len(block)
-        cut = block.rfind(b"\n", 0, end)
-        while cut >= 0:
-            piece = block[cut + 1 : end]
-            if not skipping and held + len(piece) <= MAX_LINE_BYTES:
-                yield b"".join([piece, *reversed(parts)]) if parts else piece
-            parts, held, skipping = [], 0, False
-            end = cut
-            cut = block.rfind(b"\n", 0, end)
-        if not skipping:
-            parts.append(block[:end])
-            held += end
-            if held > MAX_LINE_BYTES:
-                parts, held, skipping = [], 0, True
-        pos = start
-    if floor == 0 and parts and not skipping:
-        yield b"".join(reversed(parts))  # the file's first line
-
-
 def context_tokens(path: str, *, end: int | None = None, floor: int = 0) -> int | None:
     """The latest context size the transcript reports, reading backwards from its end.
 
@@ -151,7 +121,7 @@ def context_tokens(path: str, *, end: int | None = None, floor: int = 0) -> int 
     with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         pos = size if end is None else max(0, min(end, size))
-        for line in _lines_backwards(fh, pos, max(0, floor)):
+        for line in lines_backwards(fh, pos, max(0, floor), max_line=MAX_LINE_BYTES, block=BLOCK):
             if any(h in line for h in _HINTS):
                 tokens = record_context_tokens(_decode(line))
                 if tokens is not None:
