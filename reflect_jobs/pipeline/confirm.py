@@ -18,6 +18,7 @@ from typing import Any
 from reflect_jobs.index.immediate import apply_now
 from reflect_jobs.ledger import confirmations
 from reflect_jobs.ledger.db import session_scope
+from reflect_jobs.recall.fading import iso
 
 from . import note_edits
 
@@ -54,7 +55,7 @@ def apply_confirmations(kb_path: str | os.PathLike[str], db: str, entries: Any) 
             if confirmations.record_confirmation(session, ident, by=by, session_id=sid):
                 done.append(ident)
     if done:
-        now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        now = iso(datetime.now(UTC))
         note_edits.apply_direct(db, [note_edits.confirm(i, now) for i in done])
         apply_now(kb_path, done)
     return done

@@ -18,6 +18,7 @@ from datetime import datetime
 from reflect_jobs.ledger import confirmations, control
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Learning
+from reflect_jobs.recall.fading import iso
 
 from . import curation
 
@@ -43,7 +44,7 @@ def forget_expired(
         when = {lid: row.forget_after for lid, row in due if row is not None}
     done: list[str] = []
     for lid, at in when.items():
-        stamp = f"{at:%Y-%m-%dT%H:%M:%SZ}" if at is not None else "?"
+        stamp = iso(at) if at is not None else "?"
         try:
             curation.forget(kb_path, db, lid, by=f"its forget_after ({stamp})")
         except (curation.CurationError, OSError) as exc:

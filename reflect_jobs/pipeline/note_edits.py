@@ -32,6 +32,7 @@ from reflect_jobs.ledger import confirmations, control, proposals, review
 from reflect_jobs.ledger.db import session_scope
 from reflect_jobs.ledger.models import Job, Learning, RetireProposal
 from reflect_jobs.lifecycle import ACTIVE, REJECTED, SUPERSEDED, is_retired
+from reflect_jobs.recall.fading import iso
 from reflect_jobs.writer.outcomes import retries_exhausted
 
 from . import global_cap
@@ -161,7 +162,7 @@ def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
                 r.status,
                 r.scope,
                 int(r.confirmations or 0),
-                f"{r.last_confirmed_at:%Y-%m-%dT%H:%M:%SZ}" if r.last_confirmed_at else None,
+                iso(r.last_confirmed_at) if r.last_confirmed_at else None,
             )
             for r in s.scalars(select(Learning).where(Learning.id.in_(ids)))
         }
