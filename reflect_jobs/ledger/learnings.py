@@ -151,6 +151,7 @@ def upsert_learning(
     evidence: str | None = None,
     evidence_origin: str | None = None,
     anchors: list[dict[str, str]] | None = None,
+    forget_after: datetime | None = None,
 ) -> UpsertResult:
     """Insert a learning, or treat a re-add of the same id as new proof from ``source``.
 
@@ -179,6 +180,8 @@ def upsert_learning(
         evidence: The verbatim quote of the slice that proves it (ARCHITECTURE §6).
         evidence_origin: Whose words the quote is: ``person``, ``assistant``, ``tool``.
         anchors: The ``{path, symbol?}`` it names that exist in its repository.
+        forget_after: Its own TTL, absolute (seed 003; the hourly sweep forgets it then);
+            ``None`` keeps what the row has.
 
     Returns:
         The id, ``created`` (``True`` only for a new row) and the proof count after the call.
@@ -207,6 +210,7 @@ def upsert_learning(
             evidence=evidence,
             evidence_origin=evidence_origin,
             anchors=anchors,
+            forget_after=forget_after,
         )
         try:
             with session.begin_nested():
@@ -226,6 +230,8 @@ def upsert_learning(
     row.scope, row.repo_key = scope, repo_key
     if evidence is not None:
         row.evidence, row.evidence_origin, row.anchors = evidence, evidence_origin, anchors
+    if forget_after is not None:
+        row.forget_after = forget_after
     target = status or (ACTIVE if is_retired(row.status) else row.status)
     if is_retired(row.status) and not is_retired(target):
         row.retired_reason = None

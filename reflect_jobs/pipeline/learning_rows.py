@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
 from reflect_jobs.ledger import contradiction, learnings
-from reflect_jobs.ledger.models import Learning
 from reflect_jobs.lifecycle import ACTIVE, normalise_learning_type
 from reflect_jobs.recall import fading
 
@@ -68,11 +67,8 @@ def record_learning(
         evidence=str(learning.get("evidence") or "") or None,
         evidence_origin=str(learning.get("evidence_origin") or "") or None,
         anchors=list(learning.get("anchors") or []),
+        forget_after=fading.parse_forget_after(learning.get("forget_after") or None),
     )
-    if learning.get("forget_after"):
-        row = session.get(Learning, res.learning_id)
-        if row is not None:
-            row.forget_after = fading.parse_forget_after(learning["forget_after"])
     return res
 
 
