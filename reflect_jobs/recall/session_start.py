@@ -120,9 +120,11 @@ def session_block(
             key = ref.key if ref else None
             if ref:
                 repo = block.ranked(store.repo_rows(conn, ref.key, limit, awake_since=since), now)
-            general = _fitting_general(conn, ref, everything, since)
+            terms = repo_profile_terms(ref)  # one profile read for both sections
+            general = _fitting_general(conn, terms, everything, since)
             if task and not everything:
-                hits = _task_hits(conn, task, ref, since, now, kb_root or kb_root_str())
+                root = kb_root or kb_root_str()
+                hits = _task_hits(conn, task, ref, terms, (since, days, now), root)
             repo = _task_first(repo, hits, "repo")
             general = _task_first(general, hits, "global")
             qualifying = store.count_rows(conn, key, awake_since=since)
@@ -217,20 +219,21 @@ def _hand_over(reached: list[tuple[str, list[str]]]) -> None:
 
 
 def _fitting_general(
-    conn: object, ref: object, everything: bool, awake_since: float | None = None
+    conn: object, terms: list[str], everything: bool, awake_since: float | None = None
 ) -> list[dict]:
     """The global learnings that fit the repository's profile, best fit first (issue 25).
 
     Only globals whose ``applies_to`` fits the profile (``recall/profile.py``,
     ``recall/relevance.py:fitting_globals``): none rather than another stack's rules. The
     fitting pass reads a covering index of the strongest :data:`relevance.GLOBAL_SCAN`
-    globals; only the few told are read whole. ``awake_since`` leaves the dormant out.
+    globals; only the few told are read whole. ``terms`` is the repository's profile
+    (``hook_inputs.repo_profile_terms``); ``awake_since`` leaves the dormant out.
     """
     from . import block, relevance, store
 
     fitting = relevance.fitting_globals(
         store.global_stack_rows(conn, relevance.GLOBAL_SCAN, awake_since=awake_since),  # type: ignore[arg-type]
-        repo_profile_terms(ref),
+        terms,
         block.rank_score,
         per_fit=relevance.GLOBAL_SCAN if everything else 40,
     )
@@ -249,7 +252,12 @@ TASK_RELATIVE = 0.0
 
 
 def _task_hits(
-    conn: object, task: str, ref: object, awake_since: float | None, now: float, root: str
+    conn: object,
+    task: str,
+    ref: object,
+    terms: list[str],
+    clock: tuple[float | None, int, float],
+    root: str,
 ) -> list[dict]:
     """The learnings a known task needs, best first; ``[]`` on any problem or past budget.
 
@@ -259,7 +267,8 @@ def _task_hits(
     their budget (``recall/warm_rank.py``, as per-prompt recall asks). The store's queries
     are cut off at :data:`TASK_BUDGET` by SQLite's progress handler; any failure is logged
     and the block keeps its order by strength. Dormant learnings stay untold, as in the rest
-    of the block.
+    of the block. ``terms`` is the repository's profile (read once by the caller for both
+    sections); ``clock`` is ``(awake_since, unused days, now)`` as the caller read them.
     """
     import time
 
@@ -274,7 +283,7 @@ def _task_hits(
                 conn,  # type: ignore[arg-type]
                 task,
                 repo_key=getattr(ref, "key", None),
-                profile_terms=repo_profile_terms(ref),
+                profile_terms=terms,
                 semantic=semantic,
                 limit=TASK_LIMIT,
                 relative=TASK_RELATIVE,
@@ -287,7 +296,7 @@ def _task_hits(
     if time.monotonic() > deadline:
         log("task recall: over its time budget; the block keeps its order")
         return []
-    days = fading.unused_days()
+    awake_since, days, now = clock
     return [
         h
         for h in hits
