@@ -136,7 +136,9 @@ def _valid_ref_name(name: str) -> bool:
         return False
     if name.startswith(("/", "-")) or name.endswith(("/", ".", ".lock")):
         return False
-    return all(part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/"))
+    return all(
+        part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/")
+    )
 
 
 def test_every_situation_has_a_valid_branch(ds: data.Dataset) -> None:
