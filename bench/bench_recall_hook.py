@@ -89,6 +89,13 @@ def main() -> None:
             '[remote "origin"]\n\turl = git@github.com:acme/r1.git\n'
         )
         (repo / "src" / "deep").mkdir(parents=True)
+        # A second checkout of the same repository, on a task branch: a fresh start there
+        # ranks the block by the branch's words (``recall/task_query.py:branch_task``).
+        on_branch = Path(tmp) / "r1-branch"
+        (on_branch / ".git").mkdir(parents=True)
+        (on_branch / ".git" / "config").write_text((repo / ".git" / "config").read_text())
+        (on_branch / ".git" / "HEAD").write_text("ref: refs/heads/fix/nightly-db-locked\n")
+        branch_start = json.dumps({"hook_event_name": "SessionStart", "cwd": str(on_branch)})
         hook = [str(BIN / "reflect-jobs-hook"), "claude"]
         start = json.dumps({"hook_event_name": "SessionStart", "cwd": str(repo / "src" / "deep")})
         prompt = json.dumps(
@@ -121,7 +128,9 @@ def main() -> None:
             kb_root = Path(tmp) / f"kb{n}"
             fill(kb_root, n)
             env = {
-                **os.environ,
+                # Bytecode is written as an install does (with PYTHONDONTWRITEBYTECODE every
+                # run would compile the hook's modules again and time the compiler).
+                **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
                 "REFLECT_HOME": str(Path(tmp) / "home"),
                 "GLOBAL_LEARNINGS_PATH": str(kb_root),
                 "REFLECT_RECALL_ON_PROMPT": "1",
@@ -134,16 +143,24 @@ def main() -> None:
             # the figure is only worth printing if both sections were queried and told
             assert "## This repository (github.com/acme/r1)" in told, told[:400]
             assert "## General" in told, told[:400]
-            times: dict[str, list[float]] = {"bare": [], "start": [], "prompt": [], "compact": []}
+            times: dict[str, list[float]] = {
+                "bare": [],
+                "start": [],
+                "branch": [],
+                "prompt": [],
+                "compact": [],
+            }
             for _ in range(args.runs):
                 times["bare"].append(timed(bare, b"", env))
                 times["start"].append(timed(hook, start.encode(), env))
+                times["branch"].append(timed(hook, branch_start.encode(), env))
                 times["prompt"].append(timed(hook, prompt.encode(), env))
                 times["compact"].append(timed(hook, compact.encode(), env))
             med = {k: statistics.median(v) for k, v in times.items()}
             print(
                 f"{n:>5} notes: bare {med['bare']:.1f}  SessionStart {med['start']:.1f} "
                 f"({med['start'] / med['bare']:.2f}x, {chars} chars)  "
+                f"on a branch {med['branch']:.1f} ({med['branch'] / med['bare']:.2f}x)  "
                 f"UserPromptSubmit {med['prompt']:.1f} ({med['prompt'] / med['bare']:.2f}x)  "
                 f"SessionStart compact {med['compact']:.1f} ({med['compact'] / med['bare']:.2f}x)"
             )
