@@ -6,7 +6,7 @@ figures in docs/BENCHMARKS.md)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_recall_eval.py [--split dev|test|all|heldout]
         [--scale 200|2000|both] [--modes lexical,hybrid,local,global] [--json out.json]
-        [--sections block,compact,prompt,search] [--reuse /tmp/rt/kb]
+        [--sections block,branch,compact,prompt,search] [--reuse /tmp/rt/kb]
 
 The labelled data is ``bench/data/recall_eval/`` (``recall_eval_data.py`` loads it; how it
 was made is in its ``SOURCES.md``): 10 public projects' agent-instruction files paraphrased
@@ -32,6 +32,10 @@ checkout, and then for every situation:
   ``source`` ``compact`` and a small transcript whose last user prompt is the situation's,
   so the block ranks the learnings that task needs first (``recall/task_query.py``);
   the same figures as **block**, to compare with the fresh start's;
+* **branch** (``--sections block,branch``) — the SessionStart hook at a fresh start with the
+  checkout on the situation's branch (``branches.json``: a default, an opaque or a
+  descriptive name, written from the prompt): the block ranks by the branch's words
+  (``recall/task_query.py``); the same figures as **block** (which runs on ``main``);
 * **context** (with the prompt section) — MCP ``context`` with the situation's query as its
   ``query`` (what an agent asks when its task needs more than the block holds: at most 8,
   above the relevance floor). The *reach* figures count a learning reached when the block,
@@ -115,6 +119,17 @@ def compact_block(cwd: Path, session: str, prompt: str, tmp: Path) -> str:
         + "\n"
     )
     return hook("SessionStart", cwd, session, source="compact", transcript_path=str(path))
+
+
+def branch_block(cwd: Path, session: str, branch: str) -> str:
+    """The SessionStart block at a fresh start on ``branch`` (the checkout's ``HEAD`` names
+    it for this one call; the default branch's ``main`` is put back after)."""
+    head = cwd / ".git" / "HEAD"
+    head.write_text(f"ref: refs/heads/{branch}\n")
+    try:
+        return hook("SessionStart", cwd, session, source="startup")
+    finally:
+        head.write_text("ref: refs/heads/main\n")
 
 
 def context(query: str, cwd: Path) -> str:
@@ -263,9 +278,13 @@ def measure(
             run = uuid.uuid4().hex[:8]
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = after = alone = ctx = compact = ""
+                block = after = alone = ctx = compact = branch = ""
                 if "block" in sections:
                     block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-{run}-session")
+                if "branch" in sections:
+                    branch = timed(
+                        "branch", branch_block, cwd, f"{s['id']}-{run}-branch", s["branch"]
+                    )
                 if "compact" in sections:
                     compact = timed(
                         "compact",
@@ -294,6 +313,7 @@ def measure(
                         )
                 b = judge.told(block, s["repo"])
                 c = judge.told(compact, s["repo"])
+                br = judge.told(branch, s["repo"])
                 rows.append(
                     {
                         **{k: s[k] for k in ("id", "split", "kind", "repo")},
@@ -303,6 +323,8 @@ def measure(
                         "block_lines": {x: i + 1 for i, x in enumerate(b["ids"])},
                         "compact": c,
                         "compact_lines": {x: i + 1 for i, x in enumerate(c["ids"])},
+                        "branch": br,
+                        "branch_lines": {x: i + 1 for i, x in enumerate(br["ids"])},
                         "prompt": judge.told(alone, s["repo"]),
                         "session_ids": sorted(
                             set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
@@ -382,8 +404,9 @@ def summarise(
         [float(r["block"]["leak_repo"] + r["block"]["leak_stack"] > 0) for r in rows]
     )
     out["block"] = block
-    if "compact" in sections:
-        out["compact"] = _told_figures(rel, rows, part, "compact")
+    for key in ("compact", "branch"):
+        if key in sections:
+            out[key] = _told_figures(rel, rows, part, key)
     told = [r for r in rel if r["prompt"]["ids"]]
     good = sum(sum(x in r["expected"] for x in r["prompt"]["ids"]) for r in told)
     out["prompt"] = {
@@ -452,7 +475,7 @@ def print_tables(report: dict, splits: list[str]) -> None:
         print(
             "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
         )
-        for section in ("block", "compact", "prompt"):
+        for section in ("block", "branch", "compact", "prompt"):
             if section not in report.get("sections", (section,)) or (
                 section not in res["splits"][splits[0]]
             ):

@@ -12,6 +12,8 @@ Files (``bench/data/recall_eval/``, provenance in ``SOURCES.md`` there):
   global notes of ``bench/data/notes.jsonl``.
 * ``situations.jsonl`` — a session in a labelled repository: the first prompt, a search
   query, the expected learning ids (``[]`` for the prompts that need nothing).
+* ``branches.json`` — the git branch each situation's session starts on (written from the
+  repository and the prompt only: a default branch, an opaque or a descriptive name).
 * ``facts.tsv`` — short per-stack facts. Each becomes one global distractor and is recorded
   again, prefixed with a component name, in several distractor repositories (the same
   lesson learned in many projects, as an un-deduplicated KB accumulates it).
@@ -189,10 +191,16 @@ def load() -> Dataset:
     distractors = _note_distractors(notes, spec["notes_applies_to"], set(labelled))
     distractors += _fact_distractors(spec)
     situations = _jsonl(DATA / "situations.jsonl")
+    branches_file = DATA / "branches.json"
+    branches = (
+        json.loads(branches_file.read_text(encoding="utf-8")) if branches_file.exists() else {}
+    )
     for s in situations:
         s["split"] = split_of(s["id"])
+        s["branch"] = branches.get(s["id"], "main")  # the branch the session starts on
     for s in _jsonl(HELDOUT_SITUATIONS):
-        situations.append({**s, "split": "heldout"})
+        # No held-out branch was written (see SOURCES.md): the default branch, no task signal.
+        situations.append({**s, "split": "heldout", "branch": branches.get(s["id"], "main")})
     repos = {**repos, **heldout_repos}
     return Dataset(repos, spec["languages"], spec["frameworks"], labelled, distractors, situations)
 

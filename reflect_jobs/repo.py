@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import os
 
+from .git_files import git_config_path, git_root, read_git_file
+
 MAX_KEY_CHARS = 300
-MAX_CONFIG_BYTES = 256 * 1024
 _NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _NAME_CHARS = _NAME_FIRST | frozenset("._-")
 _MAX_NAME = 121
@@ -171,62 +172,6 @@ class Repo:
 # -- the root and the remote -------------------------------------------------------------
 
 
-def git_root(start: str | os.PathLike[str]) -> str | None:
-    """The nearest directory at or above ``start`` holding a ``.git`` entry.
-
-    Args:
-        start: A directory (or file) path; relative paths are made absolute.
-
-    Returns:
-        The absolute, symlink-resolved root, or ``None`` when there is none up to ``/``.
-    """
-    path = os.path.realpath(start)
-    if not os.path.isdir(path):
-        path = os.path.dirname(path)
-    while True:
-        if os.path.exists(os.path.join(path, ".git")):
-            return path
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-
-
-def _read(path: str, limit: int = MAX_CONFIG_BYTES) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
-
-
-def git_config_path(root: str) -> str | None:
-    """The config file of the repository at ``root``.
-
-    Args:
-        root: A directory holding ``.git``.
-
-    Returns:
-        ``.git/config`` for a plain checkout; for a ``.git`` *file* (worktree, submodule)
-        the config of the directory it points at, or of that directory's ``commondir``
-        (a linked worktree shares its main checkout's config); ``None`` when unreadable.
-    """
-    dot = os.path.join(root, ".git")
-    if os.path.isdir(dot):
-        return os.path.join(dot, "config")
-    text = _read(dot)
-    if not text or not text.startswith("gitdir:"):
-        return None
-    gitdir = text[len("gitdir:") :].strip().splitlines()[0].strip() if text.strip() else ""
-    if not gitdir:
-        return None
-    gitdir = os.path.normpath(os.path.join(root, gitdir))
-    common = _read(os.path.join(gitdir, "commondir"))
-    if common and common.strip():
-        gitdir = os.path.normpath(os.path.join(gitdir, common.strip().splitlines()[0]))
-    return os.path.join(gitdir, "config")
-
-
 def origin_url(config_text: str) -> str | None:
     """The ``url`` of ``[remote "origin"]`` in a git config file's text.
 
@@ -339,7 +284,7 @@ def repo_for(cwd: str | None) -> Repo | None:
         path = os.path.realpath(cwd)
         return Repo(path[:MAX_KEY_CHARS], path, style="path")
     config = git_config_path(root)
-    url = origin_url(_read(config) or "") if config else None
+    url = origin_url(read_git_file(config) or "") if config else None
     if not url:
         return Repo(root[:MAX_KEY_CHARS], root, in_git=True, style="path")
     style = "local" if _is_local_remote(url) else "remote"

@@ -172,7 +172,7 @@ def counts_for(cwd: str, environ: dict[str, str] | None = None) -> dict[str, Any
         a git repository or when the counts cannot be read.
     """
     from reflect_jobs.envpaths import environ as merged
-    from reflect_jobs.repo import git_root
+    from reflect_jobs.git_files import git_root
 
     root = git_root(os.path.abspath(cwd))
     if root is None:

@@ -196,3 +196,32 @@ def test_heldout_names_no_excluded_project() -> None:
     text += (DATA / "heldout_repos.json").read_text(encoding="utf-8").lower()
     for name in data.EXCLUDED:
         assert not re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text), name
+
+
+def _valid_ref_name(name: str) -> bool:
+    """The rules of git check-ref-format that a branch name can break."""
+    if not name or name != name.strip() or name in ("@", "HEAD"):
+        return False
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in name):
+        return False
+    if any(c in name for c in "~^:?*[\\") or ".." in name or "@{" in name or "//" in name:
+        return False
+    if name.startswith(("/", "-")) or name.endswith(("/", ".", ".lock")):
+        return False
+    return all(
+        part and not part.startswith(".") and not part.endswith(".lock") for part in name.split("/")
+    )
+
+
+def test_every_situation_has_a_valid_branch(ds: data.Dataset) -> None:
+    branches = json.loads((DATA / "branches.json").read_text(encoding="utf-8"))
+    assert isinstance(branches, dict)
+    # The held-out situations have none yet (SOURCES.md): they start on the default branch.
+    ids = {s["id"] for s in ds.situations if s["split"] != "heldout"}
+    assert all(s["branch"] == "main" for s in ds.situations if s["split"] == "heldout")
+    assert not set(branches) - ids, sorted(set(branches) - ids)
+    assert not ids - set(branches), sorted(ids - set(branches))
+    for key, branch in branches.items():
+        assert isinstance(branch, str) and _valid_ref_name(branch), (key, branch)
+    for bad in ("a b", "a..b", "x~1", "x^", "a:b", "a?", "a*", "a[b", "a\\b", "x.lock", "x/"):
+        assert not _valid_ref_name(bad), bad

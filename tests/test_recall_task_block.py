@@ -172,3 +172,84 @@ def test_an_unreadable_transcript_keeps_todays_block(env, tmp_path):
         assert _block(env, repo, "compact", path, sid=name) == today, name
     log = env.home / "hook-errors.log"
     assert not log.exists() or "Traceback" not in log.read_text()
+
+
+def _on_branch(repo, head: str) -> None:
+    (repo / ".git" / "HEAD").write_text(head)
+
+
+def test_a_fresh_start_on_a_task_branch_is_told_what_the_branch_names_first(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    today = _block(env, repo, "startup", sid="a")
+    _on_branch(repo, "ref: refs/heads/fix/stale-protobuf-stubs\n")
+    for source in ("startup", "clear", None):
+        ctx = _block(env, repo, source, sid=f"b{source}")
+        lines = _learning_lines(ctx)
+        assert X_TITLE in lines[0], ctx  # the weakest of 13, named by the branch
+        assert len(lines) == len(_learning_lines(today))
+        assert FILLER[0][0] in "\n".join(lines[1:3])  # the rest by strength, as before
+    # after a compaction the session's own prompts say the task, not the branch
+    transcript = _transcript(tmp_path / "t.jsonl", "put the storybook stories next to components")
+    lines = _learning_lines(_block(env, repo, "compact", transcript, sid="c"))
+    assert "Storybook" in lines[0] and X_TITLE not in lines[0]
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "ref: refs/heads/main\n",
+        "ref: refs/heads/dev\n",
+        "ref: refs/heads/release/main\n",
+        "ref: refs/heads/alice/wip\n",  # words no learning holds
+        "ref: refs/heads/gh-4312\n",
+        "3f2a9c0d1e4b5a6978c0d1e2f3a4b5c6d7e8f901\n",  # detached
+        "",
+    ],
+)
+def test_a_branch_that_names_no_task_keeps_todays_block(env, tmp_path, head):
+    repo = _setup(env, tmp_path)
+    today = _block(env, repo, "startup", sid="a")
+    _on_branch(repo, head)
+    assert _block(env, repo, "startup", sid="b") == today
+
+
+def test_a_linked_worktree_is_ranked_by_its_own_branch(env, tmp_path):
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    main = _setup(env, tmp_path)
+    (main / ".git").rename(tmp_path / "gitmeta")  # rebuilt by git below
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "main", str(main)], check=True)
+    subprocess.run(
+        [*git, "-C", str(main), "remote", "add", "origin", "https://github.com/acme/shop.git"],
+        check=True,
+    )
+    subprocess.run([*git, "-C", str(main), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    wt = tmp_path / "wt"
+    subprocess.run(
+        [*git, "-C", str(main), "worktree", "add", "-q", "-b", "proto-stubs-regen", str(wt)],
+        check=True,
+    )
+    assert X_TITLE not in _block(env, main, "startup", sid="a")  # main: by strength
+    assert X_TITLE in _learning_lines(_block(env, wt, "startup", sid="b"))[0]
+
+
+def test_a_fifo_in_the_git_metadata_cannot_hang_the_hook(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    today = _block(env, repo, "startup", sid="a")
+    os.mkfifo(repo / ".git" / "HEAD")
+    assert _block(env, repo, "startup", sid="b") == today  # subprocess's timeout guards
+    (repo / ".git" / "config").unlink()
+    os.mkfifo(repo / ".git" / "config")
+    payload = {"session_id": "c", "hook_event_name": "SessionStart", "cwd": str(repo)}
+    proc = subprocess.run(
+        [HOOK, "claude"],
+        input=json.dumps(payload).encode(),
+        env=dict(env),
+        capture_output=True,
+        timeout=30,
+    )  # no origin readable: no repository's learnings, and no hang
+    assert proc.returncode == 0, proc.stderr
+    assert X_TITLE not in proc.stdout.decode()

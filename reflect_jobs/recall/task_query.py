@@ -1,10 +1,16 @@
-"""The task a resumed or compacted session is on: its last user prompts (stdlib only).
+"""The task a session is on when it starts: its last prompts, or its branch (stdlib only).
 
-At a fresh start (``source`` ``startup``/``clear``, or no ``source``) the task is unknown
-and the SessionStart block ranks by strength and profile fit (``recall/session_start.py``).
 After a **compaction** or a **resume** the session is mid-task, and compaction is exactly
 when an agent loses what it knew: the transcript's last user prompts say what the task is,
 and the block ranks the learnings that task needs first (issue 25, item 2).
+
+At a **fresh start** (``source`` ``startup``/``clear``, or none) no prompt exists yet; the
+one thing that often names the task is the **branch** the person created for it
+(``fix/flaky-redirect-e2e``). Its words are the ranking query, read from the checkout's
+``HEAD`` file (no ``git`` process; a linked worktree's own ``HEAD``). A default or
+long-lived branch (``main``, ``master``, ``dev``…) or a detached ``HEAD`` says nothing, and
+the block ranks by strength and profile fit (``recall/session_start.py``); so does a branch
+whose words no learning holds above the relevance floor (``alice/wip``, ``gh-4312``).
 
 Only what the harness really sends is used: Claude Code's SessionStart payload carries
 ``source`` (``startup``/``resume``/``clear``/``compact``) and ``transcript_path``; Codex's
@@ -43,24 +49,58 @@ PARSERS = {
 
 
 def task_text(harness: str, payload: dict) -> str:
-    """The ranking query of a mid-task SessionStart: its last user prompts, newest first.
+    """The ranking query of a SessionStart: its last user prompts, newest first, mid-task;
+    the branch's words otherwise (:func:`branch_task`).
 
     Args:
         harness: ``claude`` or ``codex`` (any other names no transcript format we read).
         payload: The SessionStart payload.
 
     Returns:
-        The prompts joined newest first, or ``""`` for a fresh start, a payload without a
-        usable ``transcript_path``, or a transcript that cannot be read safely (a symbolic
-        link, a FIFO, a directory, missing) or holds no prompt in its tail.
+        The prompts joined newest first; when the session is not mid-task, its payload has
+        no usable ``transcript_path`` or the transcript cannot be read safely (a symbolic
+        link, a FIFO, a directory, missing) or holds no prompt in its tail, the branch's
+        words; ``""`` when neither says anything.
     """
-    if payload.get("source") not in TASK_SOURCES or harness not in PARSERS:
+    if payload.get("source") in TASK_SOURCES and harness in PARSERS:
+        path = payload.get("transcript_path") or payload.get("transcriptPath")
+        if isinstance(path, str) and path and "\0" not in path:
+            prompts = last_prompts(path, harness)
+            if prompts:
+                return "\n".join(p[:PROMPT_CHARS] for p in prompts)
+    return branch_task(payload.get("cwd"))
+
+
+#: Branches that name no task: default and long-lived ones.
+_LONG_LIVED = """main master trunk develop development dev devel canary next stable staging
+    production prod release live default gh-pages head"""
+LONG_LIVED = frozenset(_LONG_LIVED.split())
+#: Branch-name words that say what kind of change, not what it is about.
+_NOISE = "feat feature features chore wip tmp temp scratch draft patch bugfix hotfix topic branch"
+BRANCH_NOISE = frozenset(_NOISE.split())
+
+
+def branch_task(cwd: object) -> str:
+    """The ranking query a fresh start's branch gives: its words, or ``""``.
+
+    Args:
+        cwd: The session's working directory.
+
+    Returns:
+        The branch's words with separators as spaces and the change-kind words
+        (:data:`BRANCH_NOISE`) dropped; ``""`` for a long-lived branch (:data:`LONG_LIVED`,
+        also as the last part: ``origin/main``), a detached ``HEAD`` or no repository.
+    """
+    from reflect_jobs.git_files import current_branch
+
+    branch = current_branch(cwd)
+    if not branch:
         return ""
-    path = payload.get("transcript_path") or payload.get("transcriptPath")
-    if not isinstance(path, str) or not path or "\0" in path:
+    parts = branch.lower().split("/")
+    if parts[-1] in LONG_LIVED or branch.lower() in LONG_LIVED:
         return ""
-    prompts = last_prompts(path, harness)
-    return "\n".join(p[:PROMPT_CHARS] for p in prompts)
+    words = " ".join(parts).replace("-", " ").replace("_", " ").replace(".", " ").split()
+    return " ".join(w for w in words if w not in BRANCH_NOISE)[:PROMPT_CHARS]
 
 
 def _tail_lines(path: str) -> list[bytes]:
