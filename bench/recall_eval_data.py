@@ -18,6 +18,11 @@ Files (``bench/data/recall_eval/``, provenance in ``SOURCES.md`` there):
   again, prefixed with a component name, in several distractor repositories (the same
   lesson learned in many projects, as an un-deduplicated KB accumulates it).
 
+* ``heldout_repos.json``, ``heldout_learnings.jsonl``, ``heldout_situations.jsonl`` — the
+  held-out set (four more public projects, written later and never used to tune): its
+  repositories and learnings are always part of the KB, so one KB serves every split; its
+  situations form the ``heldout`` split instead of the hash split.
+
 Everything here is a pure function of those files: ids, proof counts, confidences, ages and
 the dev/test split come from sha256 of ids, so every run builds the same KB.
 """
@@ -138,13 +143,22 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
+#: The held-out files: the situations' split is always ``heldout``, never the hash split.
+HELDOUT_REPOS = DATA / "heldout_repos.json"
+HELDOUT_LEARNINGS = DATA / "heldout_learnings.jsonl"
+HELDOUT_SITUATIONS = DATA / "heldout_situations.jsonl"
+
+
 def load() -> Dataset:
     """Read the files and expand the distractors (deterministic)."""
     spec = json.loads((DATA / "repos.json").read_text(encoding="utf-8"))
     repos: dict[str, dict] = spec["repos"]
+    heldout_repos = json.loads(HELDOUT_REPOS.read_text(encoding="utf-8"))["repos"]
+    assert not set(heldout_repos) & set(repos), "a held-out repository is also in repos.json"
     notes = {n["slug"]: n for n in _jsonl(NOTES)}
     labelled: dict[str, Learning] = {}
-    for row in _jsonl(DATA / "learnings.jsonl"):
+    for row in [*_jsonl(DATA / "learnings.jsonl"), *_jsonl(HELDOUT_LEARNINGS)]:
+        assert row["id"] not in labelled, f"duplicate learning id {row['id']}"
         if row.get("ref"):
             note = notes[row["id"]]
             extra = {k: note[k] for k in note if k not in ("slug", "title", "rule", "key_insight")}
@@ -184,6 +198,10 @@ def load() -> Dataset:
     for s in situations:
         s["split"] = split_of(s["id"])
         s["branch"] = branches.get(s["id"], "main")  # the branch the session starts on
+    for s in _jsonl(HELDOUT_SITUATIONS):
+        # No held-out branch was written (see SOURCES.md): the default branch, no task signal.
+        situations.append({**s, "split": "heldout", "branch": branches.get(s["id"], "main")})
+    repos = {**repos, **heldout_repos}
     return Dataset(repos, spec["languages"], spec["frameworks"], labelled, distractors, situations)
 
 

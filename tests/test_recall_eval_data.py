@@ -8,6 +8,7 @@ asks for — and none of it may come from the projects kept for an independent c
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -29,7 +30,13 @@ def ds() -> data.Dataset:
 
 def test_every_file_parses() -> None:
     json.loads((DATA / "repos.json").read_text(encoding="utf-8"))
-    for name in ("learnings.jsonl", "situations.jsonl"):
+    json.loads((DATA / "heldout_repos.json").read_text(encoding="utf-8"))
+    for name in (
+        "learnings.jsonl",
+        "situations.jsonl",
+        "heldout_learnings.jsonl",
+        "heldout_situations.jsonl",
+    ):
         for n, line in enumerate((DATA / name).read_text(encoding="utf-8").splitlines(), 1):
             assert isinstance(json.loads(line), dict), f"{name}:{n}"
     facts = data.read_facts()
@@ -69,8 +76,11 @@ def test_every_expected_id_exists_and_fits_its_situation(ds: data.Dataset) -> No
 
 def test_the_split_is_stable_and_both_halves_are_used(ds: data.Dataset) -> None:
     # Pinned values: a change of the hash or its use would silently reshuffle dev and test.
-    pinned = {s["id"]: s["split"] for s in ds.situations}
-    assert pinned == {s["id"]: data.split_of(s["id"]) for s in data.load().situations}
+    # (The held-out situations are the ``heldout`` split whatever their hash says.)
+    pinned = {s["id"]: s["split"] for s in ds.situations if s["split"] != "heldout"}
+    again = data.load().situations
+    assert pinned == {s["id"]: data.split_of(s["id"]) for s in again if s["split"] != "heldout"}
+    assert len(pinned) == 156
     assert [data.split_of(x) for x in ("nx-s01", "nx-s02", "ha-s01", "no-s01")] == [
         "dev",
         "test",
@@ -126,6 +136,68 @@ def test_every_repository_has_a_profile(ds: data.Dataset) -> None:
             assert learning.repo in ds.repos, learning.id
 
 
+def _rows(name: str) -> list[dict]:
+    return [json.loads(x) for x in (DATA / name).read_text(encoding="utf-8").splitlines() if x]
+
+
+def test_heldout_ids_are_new_and_its_labels_exist(ds: data.Dataset) -> None:
+    situations = _rows("heldout_situations.jsonl")
+    learnings = _rows("heldout_learnings.jsonl")
+    ids = [s["id"] for s in situations]
+    assert len(ids) == len(set(ids))
+    earlier = {s["id"] for s in _rows("situations.jsonl")}
+    assert not set(ids) & earlier
+    earlier_learnings = {x["id"] for x in _rows("learnings.jsonl")}
+    distractors = {x.id for x in ds.distractors}
+    for x in learnings:
+        assert x["id"] not in earlier_learnings and x["id"] not in distractors, x["id"]
+        assert x["id"] in ds.labelled and ds.labelled[x["id"]].labelled, x["id"]
+    heldout_repos = json.loads((DATA / "heldout_repos.json").read_text(encoding="utf-8"))["repos"]
+    assert not set(heldout_repos) & set(json.loads((DATA / "repos.json").read_text())["repos"])
+    for s in situations:
+        for e in s["expected"]:
+            assert e in ds.labelled, f"{s['id']}: unknown learning {e}"
+    # Held-out situations are about the held-out repositories only.
+    assert {s["repo"] for s in situations} == set(heldout_repos)
+    assert {x["repo"] for x in learnings if x["scope"] == "repo"} == set(heldout_repos)
+
+
+def test_heldout_situations_never_enter_dev_or_test(ds: data.Dataset) -> None:
+    heldout = {s["id"] for s in _rows("heldout_situations.jsonl")}
+    by_split = {s["id"]: s["split"] for s in ds.situations}
+    assert all(by_split[x] == "heldout" for x in heldout)
+    assert {k for k, v in by_split.items() if v == "heldout"} == heldout
+    # The KB is one for every split: the held-out learnings are in both scales.
+    for scale in ("200", "2000"):
+        in_kb = {x.id for x in ds.learnings(scale)}
+        assert {x["id"] for x in _rows("heldout_learnings.jsonl")} <= in_kb
+
+
+def test_heldout_sizes() -> None:
+    situations = _rows("heldout_situations.jsonl")
+    kinds = Counter(s["kind"] for s in situations)
+    assert len(situations) >= 50
+    assert len({s["repo"] for s in situations}) >= 4
+    assert kinds["repo"] >= 25 and kinds["global"] >= 8 and kinds["mixed"] >= 3
+    assert kinds["none"] >= 8 and all(not s["expected"] for s in situations if s["kind"] == "none")
+    learnings = _rows("heldout_learnings.jsonl")
+    per_repo = Counter(x["repo"] for x in learnings if x["scope"] == "repo")
+    assert len(per_repo) >= 4 and all(8 <= n <= 12 for n in per_repo.values()), per_repo
+    assert 6 <= sum(1 for x in learnings if x["scope"] == "global") <= 10
+
+
+def test_heldout_names_no_excluded_project() -> None:
+    # Whole words anywhere in the held-out rows (sources, repositories, text), not only sources.
+    text = " ".join(
+        json.dumps(r).lower()
+        for name in ("heldout_learnings.jsonl", "heldout_situations.jsonl")
+        for r in _rows(name)
+    )
+    text += (DATA / "heldout_repos.json").read_text(encoding="utf-8").lower()
+    for name in data.EXCLUDED:
+        assert not re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text), name
+
+
 def _valid_ref_name(name: str) -> bool:
     """The rules of git check-ref-format that a branch name can break."""
     if not name or name != name.strip() or name in ("@", "HEAD"):
@@ -144,7 +216,9 @@ def _valid_ref_name(name: str) -> bool:
 def test_every_situation_has_a_valid_branch(ds: data.Dataset) -> None:
     branches = json.loads((DATA / "branches.json").read_text(encoding="utf-8"))
     assert isinstance(branches, dict)
-    ids = {s["id"] for s in ds.situations}
+    # The held-out situations have none yet (SOURCES.md): they start on the default branch.
+    ids = {s["id"] for s in ds.situations if s["split"] != "heldout"}
+    assert all(s["branch"] == "main" for s in ds.situations if s["split"] == "heldout")
     assert not set(branches) - ids, sorted(set(branches) - ids)
     assert not ids - set(branches), sorted(ids - set(branches))
     for key, branch in branches.items():
