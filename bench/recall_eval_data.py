@@ -199,7 +199,7 @@ def load() -> Dataset:
         s["split"] = split_of(s["id"])
         s["branch"] = branches.get(s["id"], "main")  # the branch the session starts on
     for s in _jsonl(HELDOUT_SITUATIONS):
-        # No held-out branch was written (see SOURCES.md): the default branch, no task signal.
+        # Held-out branches come from branches.json too (written later, see SOURCES.md).
         situations.append({**s, "split": "heldout", "branch": branches.get(s["id"], "main")})
     repos = {**repos, **heldout_repos}
     return Dataset(repos, spec["languages"], spec["frameworks"], labelled, distractors, situations)

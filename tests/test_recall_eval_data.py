@@ -216,11 +216,14 @@ def _valid_ref_name(name: str) -> bool:
 def test_every_situation_has_a_valid_branch(ds: data.Dataset) -> None:
     branches = json.loads((DATA / "branches.json").read_text(encoding="utf-8"))
     assert isinstance(branches, dict)
-    # The held-out situations have none yet (SOURCES.md): they start on the default branch.
-    ids = {s["id"] for s in ds.situations if s["split"] != "heldout"}
-    assert all(s["branch"] == "main" for s in ds.situations if s["split"] == "heldout")
+    # Every situation, dev, test and held-out alike, has exactly one entry, and the loader
+    # attaches that entry (not a fallback) as the branch the session starts on.
+    ids = {s["id"] for s in ds.situations}
+    assert {s["split"] for s in ds.situations} >= {"dev", "test", "heldout"}
     assert not set(branches) - ids, sorted(set(branches) - ids)
     assert not ids - set(branches), sorted(ids - set(branches))
+    for s in ds.situations:
+        assert s["branch"] == branches[s["id"]], (s["id"], s["branch"])
     for key, branch in branches.items():
         assert isinstance(branch, str) and _valid_ref_name(branch), (key, branch)
     for bad in ("a b", "a..b", "x~1", "x^", "a:b", "a?", "a*", "a[b", "a\\b", "x.lock", "x/"):
