@@ -356,3 +356,58 @@ def test_a_manifests_versions_and_section_names_are_not_its_dependencies(tmp_pat
     deps = profile.profile(str(repo), str(tmp_path / "home"))["dependencies"]
     assert {"tokio", "clap", "serde"} <= set(deps)
     assert not {"1", "4", "1.0", "dependencies", "version"} & set(deps)
+
+
+def test_a_side_languages_rules_come_after_the_main_languages(env, tmp_path, monkeypatch):
+    """A C++ project whose conversion scripts use numpy: its C++ rules are told first; the
+    numpy rule still fits (a prompt about the scripts is told it) but no longer leads."""
+    for key, value in env.items():
+        if key.startswith(("REFLECT_", "GLOBAL_")):
+            monkeypatch.setenv(key, value)
+    numpy_rule = add_note(
+        env.kb,
+        learning(
+            "Views share memory with the original array",
+            "Copy a numpy slice before writing to it when the original must stay intact",
+            scope="global",
+            applies_to=["python", "numpy"],
+            confidence_num=0.95,
+        ),
+    )
+    cpp_rule = add_note(
+        env.kb,
+        learning(
+            "Mark single-argument constructors explicit",
+            "Declare one-argument C++ constructors explicit to stop silent conversions",
+            scope="global",
+            applies_to=["cpp"],
+            confidence_num=0.6,
+        ),
+    )
+    reindex(env.kb)
+    repo = make_repo(tmp_path / "llm", "https://github.com/acme/llm.git")
+    (repo / "CMakeLists.txt").write_text("project(llm CXX)\n")
+    (repo / "requirements.txt").write_text("numpy\n")
+    (repo / "src").mkdir()
+    for i in range(12):
+        (repo / "src" / f"k{i}.cpp").write_text("")
+    (repo / "convert.py").write_text("")
+    prof = profile.read_profile(str(repo))
+    assert profile.side_languages(prof) == {"python"}
+    general = _hook("SessionStart", repo, "s1").split("## General", 1)[1]
+    assert _ids(general) == [cpp_rule.id, numpy_rule.id]  # fits, after the C++ rule
+    # the same numpy rule leads in a Python project, where Python is the main language
+    py = make_repo(tmp_path / "ds", "https://github.com/acme/ds.git")
+    (py / "requirements.txt").write_text("numpy\n")
+    for i in range(5):
+        (py / f"m{i}.py").write_text("")
+    assert profile.side_languages(profile.read_profile(str(py))) == frozenset()
+    assert _ids(_hook("SessionStart", py, "s2")) == [numpy_rule.id]
+
+
+def test_side_languages_count_a_family_together(tmp_path):
+    ts = {"extensions": {".ts": 8, ".tsx": 4, ".js": 3, ".rs": 2}, "terms": ["typescript"]}
+    assert profile.side_languages(ts) == {"rust"}  # JavaScript is TypeScript's family
+    c = {"extensions": {".c": 6, ".cpp": 6, ".sh": 1}, "terms": ["c", "cpp", "go"]}
+    assert profile.side_languages(c) == {"shell", "go"}  # named by a manifest, no file
+    assert profile.side_languages({"extensions": {}, "terms": ["python"]}) == frozenset()

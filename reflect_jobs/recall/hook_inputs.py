@@ -71,6 +71,26 @@ def open_items_for(cwd: object, kb_root: str | None) -> tuple[list[dict], int]:
     return found, total
 
 
+def repo_profile(ref: object, home: str | None = None) -> dict:
+    """The repository's cached profile; a failure reading it only logs (no general rules).
+
+    Args:
+        ref: A :class:`reflect_jobs.repo.Repo`, or ``None`` (the empty profile).
+        home: ``$REFLECT_HOME`` (default: from the environment).
+
+    Returns:
+        :func:`reflect_jobs.recall.profile.profile`; ``{}`` after a failure.
+    """
+    from . import profile
+
+    root = getattr(ref, "root", None)
+    try:
+        return profile.profile(root, home)
+    except Exception as exc:  # noqa: BLE001 - a profile is an aid; the session goes on
+        log(f"repository profile: {type(exc).__name__}: {exc}")
+        return {}
+
+
 def repo_profile_terms(ref: object, home: str | None = None) -> list[str]:
     """The repository's profile terms; a failure reading it only logs (no general rules).
 
@@ -84,9 +104,4 @@ def repo_profile_terms(ref: object, home: str | None = None) -> list[str]:
     """
     from . import profile
 
-    root = getattr(ref, "root", None)
-    try:
-        return profile.profile_terms(profile.profile(root, home))
-    except Exception as exc:  # noqa: BLE001 - a profile is an aid; the session goes on
-        log(f"repository profile: {type(exc).__name__}: {exc}")
-        return []
+    return profile.profile_terms(repo_profile(ref, home))

@@ -326,3 +326,45 @@ def profile_terms(prof: dict) -> list[str]:
         unknown tool, ``pydantic``, fits a repository that depends on it).
     """
     return [*prof.get("terms", []), *prof.get("dependencies", [])]
+
+
+#: A language with fewer files than this share of the main language's is on the side (a
+#: C++ project's Python conversion scripts, a web app's shell scripts).
+SIDE_SHARE = 0.25
+#: Languages counted as one for their shares: a rule about JavaScript is about TypeScript
+#: code too, one about C about C++.
+_FAMILY = {"javascript": "typescript", "c": "cpp"}
+
+
+def side_languages(prof: dict) -> frozenset[str]:
+    """The repository's side languages: it has them, but few of its files are in them.
+
+    The general section ranks a rule about a side language (and its frameworks: a numpy
+    rule in a C++ project whose scripts use numpy) after the rules about the language the
+    repository is written in (``relevance.fitting_globals``); it still fits, and is told
+    when a prompt needs it.
+
+    Args:
+        prof: From :func:`profile`.
+
+    Returns:
+        Each language (with its family, :data:`_FAMILY`) whose files are fewer than
+        :data:`SIDE_SHARE` of the main language's among the top extensions, and each
+        language the manifests name with no such file; empty when no file was counted.
+    """
+    counts: dict[str, int] = {}
+    for ext, n in (prof.get("extensions") or {}).items():
+        for term in EXTENSIONS.get(ext, ()):
+            if stack.KIND.get(term) == stack.LANGUAGE:
+                fam = _FAMILY.get(term, term)
+                counts[fam] = counts.get(fam, 0) + int(n)
+    if not counts:
+        return frozenset()
+    top = max(counts.values())
+    named = {
+        _FAMILY.get(t, t) for t in prof.get("terms", ()) if stack.KIND.get(t) == stack.LANGUAGE
+    }
+    side = {
+        fam for fam in counts | dict.fromkeys(named, 0) if counts.get(fam, 0) < top * SIDE_SHARE
+    }
+    return frozenset(side | {t for t, fam in _FAMILY.items() if fam in side})

@@ -31,6 +31,9 @@ MAX_TERMS = 24
 PROMPT_MAX = 3
 #: Global learnings read for fitting, strongest first (bounds the hook at any KB size).
 GLOBAL_SCAN = 3000
+#: The fit of a rule about a side language: below any rule about the main language (1.0),
+#: above a rule for any repository (``stack.UNIVERSAL_FIT``), even with its framework.
+SIDE_FIT = 0.1
 #: The relevance floor and its shape (tuned on the dev split of bench_recall_eval).
 FLOOR = 0.9
 MIN_MATCHED = 2
@@ -64,8 +67,13 @@ def fitting_globals(
     now: float | None = None,
     *,
     per_fit: int = 40,
+    side: frozenset[str] = frozenset(),
 ) -> list[dict]:
     """The global learnings that fit a repository, best fit first, then strongest.
+
+    A learning whose languages are all the repository's side languages
+    (``profile.side_languages``) fits :data:`SIDE_FIT` as well: a C++ project whose
+    conversion scripts use numpy is told its C++ rules before the numpy ones.
 
     Args:
         rows: Global context-store rows, strongest first (``applies_to`` a space-separated
@@ -73,6 +81,7 @@ def fitting_globals(
         profile_terms: The repository's terms (:func:`reflect_jobs.recall.profile.profile_terms`).
         rank_score: The strength score (:func:`reflect_jobs.recall.block.rank_score`).
         now: The current time (recency).
+        side: The repository's side languages.
         per_fit: Rows kept per fit value before the fine ranking (the rows come strongest
             first, so thousands of globals cost one pass, not a sort of all of them).
 
@@ -85,7 +94,11 @@ def fitting_globals(
     for row in rows:
         key = str(row.get("applies_to") or "")
         if key not in fits:
-            fits[key] = stack.fit(stack.loads(key), profile)
+            terms = stack.loads(key)
+            fits[key] = stack.fit(terms, profile)
+            langs = [t for t in terms if stack.KIND.get(t) == stack.LANGUAGE]
+            if fits[key] is not None and langs and all(t in side for t in langs):
+                fits[key] = fits[key] * SIDE_FIT  # type: ignore[operator]
         f = fits[key]
         if f is None:
             continue

@@ -12,7 +12,7 @@ the verification are imported when a block is actually built.
 
 from __future__ import annotations
 
-from .hook_inputs import is_ignored, log, open_items_for, repo_profile_terms
+from .hook_inputs import is_ignored, log, open_items_for, repo_profile
 
 #: The worker task that takes learnings stale at STALE_AFTER session starts out of circulation.
 STALE_TASK = "reflect_jobs.tasks.stale_anchors"
@@ -98,7 +98,7 @@ def session_block(
     from reflect_jobs.envpaths import kb_root_str
     from reflect_jobs.repo import repo_for
 
-    from . import block, fading, store
+    from . import block, fading, profile, store
 
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     if is_ignored(ref):
@@ -120,8 +120,10 @@ def session_block(
             key = ref.key if ref else None
             if ref:
                 repo = block.ranked(store.repo_rows(conn, ref.key, limit, awake_since=since), now)
-            terms = repo_profile_terms(ref)  # one profile read for both sections
-            general = _fitting_general(conn, terms, everything, since)
+            prof = repo_profile(ref)  # one profile read for both sections
+            terms = profile.profile_terms(prof)
+            side = profile.side_languages(prof)
+            general = _fitting_general(conn, terms, everything, since, side)
             if task and not everything:
                 root = kb_root or kb_root_str()
                 hits = _task_hits(conn, task, ref, terms, (since, days, now), root)
@@ -219,7 +221,11 @@ def _hand_over(reached: list[tuple[str, list[str]]]) -> None:
 
 
 def _fitting_general(
-    conn: object, terms: list[str], everything: bool, awake_since: float | None = None
+    conn: object,
+    terms: list[str],
+    everything: bool,
+    awake_since: float | None = None,
+    side: frozenset[str] = frozenset(),
 ) -> list[dict]:
     """The global learnings that fit the repository's profile, best fit first (issue 25).
 
@@ -227,7 +233,8 @@ def _fitting_general(
     ``recall/relevance.py:fitting_globals``): none rather than another stack's rules. The
     fitting pass reads a covering index of the strongest :data:`relevance.GLOBAL_SCAN`
     globals; only the few told are read whole. ``terms`` is the repository's profile
-    (``hook_inputs.repo_profile_terms``); ``awake_since`` leaves the dormant out.
+    (``hook_inputs.repo_profile``); ``awake_since`` leaves the dormant out; a rule about
+    one of the ``side`` languages ranks after those about the main ones.
     """
     from . import block, relevance, store
 
@@ -236,6 +243,7 @@ def _fitting_general(
         terms,
         block.rank_score,
         per_fit=relevance.GLOBAL_SCAN if everything else 40,
+        side=side,
     )
     if not everything:
         fitting = fitting[: block.GLOBAL_ITEMS * 2]
