@@ -95,10 +95,11 @@ def fitting_globals(
         key = str(row.get("applies_to") or "")
         if key not in fits:
             terms = stack.loads(key)
-            fits[key] = stack.fit(terms, profile)
+            fitted = stack.fit(terms, profile)
             langs = [t for t in terms if stack.KIND.get(t) == stack.LANGUAGE]
-            if fits[key] is not None and langs and all(t in side for t in langs):
-                fits[key] = fits[key] * SIDE_FIT  # type: ignore[operator]
+            if fitted is not None and langs and all(t in side for t in langs):
+                fitted *= SIDE_FIT
+            fits[key] = fitted
         f = fits[key]
         if f is None:
             continue
