@@ -142,7 +142,7 @@ def collect_status(settings: Settings) -> dict[str, Any]:
         snaps = control.quota_snapshots(session)
         pending_proposals = proposals.pending_count(session)
         waiting_review = review.pending_count(session)
-        pending_global = global_cap.pending_global_count(session, settings.kb_path)
+        pending_global = global_cap.pending_global_count(session)
         day = usage["day"]
         ledger_used = costs.budget_used(session, str(day))
         today_ok = (

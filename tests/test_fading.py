@@ -98,7 +98,7 @@ def test_migration_0011_keeps_rows_and_goes_both_ways_on_sqlite(tmp_path):
             " VALUES ('lrn-a-000001', 'A', 'X', 'gotcha', 0.7, 'active', 2,"
             " '2025-01-01', '2025-01-01', 'global', 1)"
         )
-    ledger_db.upgrade(engine)
+    ledger_db.upgrade(engine, "0011")
     assert ledger_db.current_revision(engine) == "0011"
     with engine.connect() as c:
         row = c.exec_driver_sql(

@@ -72,7 +72,7 @@ def test_status_counts_the_pending_global_and_says_what_it_waits_for(env, draine
 
 
 def test_status_counts_them_without_a_context_store(env, drained) -> None:
-    """No store yet (or one from before the column): the review's reader counts them."""
+    """No context store yet: the ledger's ``proposed_scope`` (migration 0012) is what counts."""
     from reflect_jobs.recall import store
 
     Path(store.store_path(env.kb)).unlink()
@@ -97,7 +97,7 @@ def test_the_dashboard_review_queue_shows_it_and_accept_makes_it_global(env, dra
     r = client.post(f"/api/review/{pending['id']}/accept", headers={"X-Reflect-Token": TOKEN})
     assert r.status_code == 200, r.text
     assert [x["title"] for x in client.get("/api/memory").json()["review"]] == [WEAK["title"]]
-    # At once: the store's flag lags until the worker's refresh; the ledger's scope does not.
+    # At once: the promotion clears the ledger's proposed_scope in the same transaction.
     data = json.loads(env.invoke("status", "--json").stdout)
     assert data["review"] == {"pending": 1, "pending_global": 0}
     assert "proposed_scope" not in parse_note(Path(pending["note_path"])).frontmatter

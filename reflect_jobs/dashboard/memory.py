@@ -282,9 +282,9 @@ def review_queue(settings: Settings) -> list[dict[str, Any]]:
     now = utcnow()
     with session_scope(settings.db_url, readonly=True) as session:
         rows = review.list_proposed(session, review_below=settings.review_below, limit=200)
-        # And the pending globals, as ``review`` lists them (one reader: global_cap's),
-        # reading only the notes the context store flags (a page loaded often).
-        rows = global_cap.with_pending(session, rows, limit=200, kb_path=settings.kb_path)
+        # And the pending globals, as ``review`` lists them (one reader: global_cap's; one
+        # ledger query, no note read: a page loaded often).
+        rows = global_cap.with_pending(session, rows, limit=200)
         where = {
             lid: (scope, key, at)
             for lid, scope, key, at in session.execute(

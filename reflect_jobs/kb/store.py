@@ -374,9 +374,9 @@ def is_pending_global(fm: Mapping[str, object]) -> bool:
     """Whether a note's frontmatter makes it a pending global: ``scope: repo`` with
     ``proposed_scope: global`` (told only in its repository until confirmed).
 
-    The one test of it: the review queue (``pipeline/global_cap.py:pending_note``) and the
-    context store's ``pending_global`` column (``recall/refresh.py``), which ``status``
-    counts, both ask it.
+    The one test of it: the ledger's ``learnings.proposed_scope`` (migration 0012), which
+    ``status`` counts and ``review`` lists (``pipeline/global_cap.py``), is set by it — when
+    the add writes the note, by ``db rebuild`` and by the migration's backfill.
 
     Args:
         fm: A parsed note's frontmatter.

@@ -152,6 +152,7 @@ def upsert_learning(
     evidence_origin: str | None = None,
     anchors: list[dict[str, str]] | None = None,
     forget_after: datetime | None = None,
+    proposed_scope: str | None = None,
 ) -> UpsertResult:
     """Insert a learning, or treat a re-add of the same id as new proof from ``source``.
 
@@ -182,6 +183,8 @@ def upsert_learning(
         anchors: The ``{path, symbol?}`` it names that exist in its repository.
         forget_after: Its own TTL, absolute (seed 003; the hourly sweep forgets it then);
             ``None`` keeps what the row has.
+        proposed_scope: ``"global"`` for a pending global (``pipeline/global_cap.py``),
+            else ``None``; a re-add records the latest, as its note is rewritten with it.
 
     Returns:
         The id, ``created`` (``True`` only for a new row) and the proof count after the call.
@@ -211,6 +214,7 @@ def upsert_learning(
             evidence_origin=evidence_origin,
             anchors=anchors,
             forget_after=forget_after,
+            proposed_scope=proposed_scope,
         )
         try:
             with session.begin_nested():
@@ -228,6 +232,7 @@ def upsert_learning(
     row.content_hash = content_hash
     row.updated_at = now
     row.scope, row.repo_key = scope, repo_key
+    row.proposed_scope = proposed_scope
     if evidence is not None:
         row.evidence, row.evidence_origin, row.anchors = evidence, evidence_origin, anchors
     if forget_after is not None:

@@ -264,6 +264,10 @@ class Learning(Base):
     confirmations: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     forget_after: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, index=True)
+    # A pending global (migration 0012, pipeline/global_cap.py): ``"global"`` while its note
+    # says ``scope: repo`` + ``proposed_scope: global``, else NULL — mirrored here so
+    # ``status`` and ``review`` count and list them in one query without reading notes.
+    proposed_scope: Mapped[str | None] = mapped_column(String(8), nullable=True)
 
 
 class LearningSource(Base):

@@ -7,7 +7,8 @@ from a backup can be rebuilt from the notes: the damaged file is set aside (neve
 a fresh one is migrated, and the learnings and their proof are read back in — what the
 revision block, retirement and proof counting need to go on as before — with their
 confirmations (count and last one) and their own ``forget_after``, so fading and the
-hourly sweep go on as before too.
+hourly sweep go on as before too, and whether each is a pending global
+(``proposed_scope``, what ``status`` and ``review`` read).
 
 What the notes do not hold starts empty, and the command says so: job history and cost rows
 (the caps' counters in the queue still hold today's budget), session watermarks and chunk
@@ -30,7 +31,7 @@ from sqlalchemy.orm import Session
 from reflect_jobs import sqlitefile
 from reflect_jobs.kb.parse import NoteError, parse_note
 from reflect_jobs.kb.render import confidence_num
-from reflect_jobs.kb.store import content_hash, iter_notes
+from reflect_jobs.kb.store import content_hash, is_pending_global, iter_notes
 from reflect_jobs.lifecycle import ACTIVE, LEARNING_STATUSES, is_retired, normalise_learning_type
 from reflect_jobs.recall.fading import parse_forget_after
 
@@ -226,6 +227,8 @@ def _learning_from_note(session: Session, fm: dict[str, Any], path: Path, text: 
         confirmations=_count(fm.get("confirmations")),
         last_confirmed_at=_maybe_when(fm.get("last_confirmed")),
         forget_after=_forget_after(fm.get("forget_after")),
+        # A pending global (migration 0012): the ledger mirrors the note's ``proposed_scope``.
+        proposed_scope="global" if is_pending_global(fm) else None,
     )
     session.merge(row)
     session.flush()

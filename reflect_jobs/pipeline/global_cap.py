@@ -8,7 +8,7 @@ here and nowhere else:
 * **A new global learning is pending until confirmed.** It is written repository-scoped —
   ``scope: repo`` and ``repo: <key>`` of the session that wrote it, plus ``proposed_scope:
   global`` in its note (notes are the source of truth; the ledger's ``scope`` column says
-  ``repo``) — so it helps where it was learned and reaches nowhere else. It goes global
+  ``repo`` and its ``proposed_scope`` column ``global``, migration 0012) — so it helps where it was learned and reaches nowhere else. It goes global
   (:func:`promotes`) when *another* session confirms it: a trusted CREATE of the same
   learning, or an UPDATE or semantic twin carrying evidence of the person's or the
   assistant's words; or when a person accepts it (``reflect-jobs review accept ID``).
@@ -23,10 +23,6 @@ transcript no harness wrote.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +30,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reflect_jobs import kb
-from reflect_jobs.fsio import read_regular
-from reflect_jobs.kb.parse import MAX_NOTE_BYTES
 from reflect_jobs.ledger import review
 from reflect_jobs.ledger.learnings import _history
 from reflect_jobs.ledger.models import Learning, utcnow
@@ -47,8 +41,8 @@ __all__ = [
     "globals_created",
     "known_rows",
     "note_extra",
+    "is_pending",
     "pending_global_count",
-    "pending_note",
     "promote_by_proof",
     "promote_row",
     "promotes",
@@ -98,32 +92,27 @@ class ScopeCounts:
         return out
 
 
-def pending_note(note_path: str | None) -> bool:
-    """Whether a note is a pending global: ``scope: repo`` with ``proposed_scope: global``.
+def is_pending(row: Learning | None) -> bool:
+    """Whether a ledger row is a pending global: ``scope`` ``repo`` with ``proposed_scope``
+    ``global`` (migration 0012: the row mirrors its note's ``kb.is_pending_global``).
 
     Args:
-        note_path: The note file (``None``, missing or unparsable: not pending).
+        row: A learning row (``None``: no such learning, not pending).
 
     Returns:
-        True when the note waits for a second session or a person to go global.
+        True when it waits for a second session or a person to go global.
     """
-    if not note_path:
-        return False
-    try:
-        # A regular file, not a link, bounded (kb/parse.py): a synced documents/ is untrusted.
-        raw = read_regular(note_path, max_bytes=MAX_NOTE_BYTES).decode("utf-8", "replace")
-        if kb.PROPOSED_SCOPE not in raw:
-            return False  # the common case: no YAML parse
-        fm = kb.parse_note(raw).frontmatter
-    except (OSError, kb.NoteError):
-        return False
-    return kb.is_pending_global(fm)
+    return row is not None and row.scope == "repo" and row.proposed_scope == "global"
+
+
+#: The same test in SQL, for the queries that count and list them.
+_PENDING = (Learning.scope == "repo") & (Learning.proposed_scope == "global")
 
 
 def known_rows(session: Session, ids: list[str]) -> dict[str, Known]:
-    """The ledger rows among ``ids``, each with whether its note is a pending global.
+    """The ledger rows among ``ids``, each with whether it is a pending global.
 
-    Read before the add's write transaction: the notes are read here, never under its lock.
+    Read before the add's write transaction (one short read).
 
     Args:
         session: An open ledger session.
@@ -141,12 +130,10 @@ def known_rows(session: Session, ids: list[str]) -> dict[str, Known]:
             Learning.session_id,
             Learning.scope,
             Learning.repo_key,
-            Learning.note_path,
+            Learning.proposed_scope,
         ).where(Learning.id.in_(sorted(set(ids))))
     )
-    return {
-        r[0]: Known(r[1], r[2], r[3], r[4], r[3] == "repo" and pending_note(r[5])) for r in rows
-    }
+    return {r[0]: Known(r[1], r[2], r[3], r[4], r[3] == "repo" and r[5] == "global") for r in rows}
 
 
 def globals_created(session: Session, session_id: str | None) -> int:
@@ -157,15 +144,19 @@ def globals_created(session: Session, session_id: str | None) -> int:
         session_id: The harness session (``None``: no earlier job can be attributed: 0).
 
     Returns:
-        The number of ledger rows first recorded by that session that are global or whose
-        note proposes them global.
+        The number of ledger rows first recorded by that session that are global or
+        pending globals.
     """
     if not session_id:
         return 0
-    rows = session.execute(
-        select(Learning.scope, Learning.note_path).where(Learning.session_id == session_id)
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Learning)
+            .where(Learning.session_id == session_id, (Learning.scope == "global") | _PENDING)
+        )
+        or 0
     )
-    return sum(1 for scope, path in rows if scope == "global" or pending_note(path))
 
 
 def promotes(
@@ -180,7 +171,7 @@ def promotes(
     """Whether a confirmation makes a pending global learning global (the one rule).
 
     Args:
-        pending: The learning is a pending global (:func:`pending_note`).
+        pending: The learning is a pending global (:func:`is_pending`).
         first_session: The session that wrote it first (the ledger row's).
         session_id: The confirming job's session.
         trusted: A CREATE with no review reasons, or a proof from a model writer.
@@ -326,45 +317,46 @@ def promote_row(session: Session, row: Learning, *, reason: str, job_id: str | N
     if row.scope == "global" or row.status not in (ACTIVE, PROPOSED):
         return False
     _history(session, row, "promoted", reason[:1000], job_id)
-    row.scope, row.repo_key = "global", None
+    row.scope, row.repo_key, row.proposed_scope = "global", None, None
     row.updated_at = utcnow()
     return True
 
 
 def with_pending(
-    session: Session,
-    rows: list[dict[str, Any]],
-    limit: int = 500,
-    *,
-    kb_path: str | os.PathLike[str] | None = None,
+    session: Session, rows: list[dict[str, Any]], limit: int = 500
 ) -> list[dict[str, Any]]:
     """The review list with the pending global learnings added, each row marked.
 
     A person's ``review`` shows both queues: what waits to be told at all (``proposed``)
-    and what is told only in its repository until someone confirms it goes global. Reads
-    the notes of the active repository-scoped learnings (a person's command, not a hook);
-    given ``kb_path`` (the dashboard, loaded often), only the notes the context store flags
-    (:func:`pending_global_count` says why and what it costs).
+    and what is told only in its repository until someone confirms it goes global. Two
+    ledger queries (``learnings.proposed_scope``, migration 0012); no note is read.
 
     Args:
         session: An open ledger session.
         rows: ``ledger/review.py:list_proposed``'s rows.
         limit: At most this many pending global rows are added.
-        kb_path: The KB root whose context store narrows the notes read (``None``: every
-            active repository-scoped learning's note is read).
 
     Returns:
         ``rows`` and then the active pending globals (oldest first), each with
         ``proposed_scope`` (``"global"`` or ``None``); a pending one's ``why`` says where
         it is told meanwhile.
     """
-    out: list[dict[str, Any]] = []
-    for row in rows:
-        path = row.get("note_path")
-        pending = pending_note(str(path) if path else None)
-        out.append({**row, "proposed_scope": "global" if pending else None})
-    ids = _flagged_ids(kb_path) if kb_path is not None else None
-    for learning in _active_pending(session, limit, ids):
+    ids = [str(row["id"]) for row in rows]
+    marked: set[str] = set()
+    for start in range(0, len(ids), 500):
+        marked.update(
+            session.scalars(
+                select(Learning.id).where(Learning.id.in_(ids[start : start + 500]), _PENDING)
+            )
+        )
+    out = [{**row, "proposed_scope": "global" if row["id"] in marked else None} for row in rows]
+    query = (
+        select(Learning)
+        .where(Learning.status == ACTIVE, _PENDING)
+        .order_by(Learning.created_at, Learning.id)
+        .limit(limit)
+    )
+    for learning in session.scalars(query):
         shown = review.to_dict(learning)
         shown["why"] = [
             f"global: told only in {learning.repo_key} until a second session or a person confirms it"
@@ -373,85 +365,20 @@ def with_pending(
     return out
 
 
-#: More flagged ids than this and the ledger is scanned instead (one query's parameters).
-_MAX_FLAGGED = 10_000
-
-
-def _flagged_ids(kb_path: str | os.PathLike[str]) -> list[str] | None:
-    """The ids the context store flags ``pending_global``; ``None`` when there is no store,
-    it predates the column, it cannot be read, or it flags more than :data:`_MAX_FLAGGED`."""
-    from reflect_jobs.recall import store
-
-    ids: list[str] | None = None
-    with contextlib.suppress(sqlite3.Error):
-        conn = store.open_for_read(store.store_path(kb_path))
-        if conn is not None:
-            try:
-                ids = store.pending_global_ids(conn)
-            finally:
-                conn.close()
-    return ids if ids is None or len(ids) <= _MAX_FLAGGED else None
-
-
-def _active_pending(
-    session: Session, limit: int, ids: list[str] | None = None
-) -> Iterator[Learning]:
-    """The active pending global learnings, oldest first: the ledger's active
-    repository-scoped rows (among ``ids`` when given) whose note :func:`pending_note` says
-    so (each such note read)."""
-    found = 0
-    query = (
-        select(Learning)
-        .where(Learning.status == ACTIVE, Learning.scope == "repo")
-        .order_by(Learning.created_at, Learning.id)
-    )
-    if ids is not None:
-        if not ids:
-            return
-        query = query.where(Learning.id.in_(ids))
-    for learning in session.scalars(query):
-        if found >= limit:
-            return
-        if pending_note(learning.note_path):
-            found += 1
-            yield learning
-
-
-def pending_global_count(session: Session, kb_path: str | os.PathLike[str]) -> int:
-    """How many active learnings are pending globals, for ``status`` (kept fast).
-
-    :func:`with_pending` reads the note of every active repository-scoped learning — fine
-    for a person's ``review``, too slow for ``status`` at thousands of notes. The context
-    store already holds each note's flag (``pending_global``, set by the indexer with the
-    same test, ``kb.is_pending_global``): a partial-index read of the flagged ids, kept
-    only where the ledger still has them active and repository-scoped (so a promotion, a
-    rejection or a ``forget`` counts at once, before the worker's refresh). No note is
-    read. A store that does not exist or predates the column falls back to
-    :func:`with_pending`'s reader.
+def pending_global_count(session: Session) -> int:
+    """How many active learnings are pending globals, for ``status``: one count query on
+    the ledger's ``proposed_scope`` (migration 0012), so a promotion, a rejection or a
+    ``forget`` counts at once and no note is read.
 
     Args:
         session: An open ledger session.
-        kb_path: The KB root (its context store).
 
     Returns:
-        The count (a pending learning written since the worker's last refresh of the store
-        is counted once the refresh ran).
+        The count (as many as :func:`with_pending` lists, below its limit).
     """
-    ids = _flagged_ids(kb_path)
-    if ids is None:
-        return sum(1 for _ in _active_pending(session, limit=1_000_000))
-    count = 0
-    for start in range(0, len(ids), 500):
-        count += int(
-            session.scalar(
-                select(func.count())
-                .select_from(Learning)
-                .where(
-                    Learning.id.in_(ids[start : start + 500]),
-                    Learning.status == ACTIVE,
-                    Learning.scope == "repo",
-                )
-            )
-            or 0
+    return int(
+        session.scalar(
+            select(func.count()).select_from(Learning).where(Learning.status == ACTIVE, _PENDING)
         )
-    return count
+        or 0
+    )

@@ -45,7 +45,8 @@ def record_learning(
     Returns:
         What :func:`reflect_jobs.ledger.learnings.upsert_learning` did. A learning carrying
         ``forget_after`` (an ISO UTC time, ``recall/fading.py``) has it recorded too, for
-        the hourly sweep (``pipeline/expiry.py``); one without keeps what the row had.
+        the hourly sweep (``pipeline/expiry.py``); one without keeps what the row had. A
+        pending global has ``proposed_scope`` ``"global"`` (its note's key, mirrored).
     """
     scope = kb.note_scope(learning)
     res = learnings.upsert_learning(
@@ -68,6 +69,8 @@ def record_learning(
         evidence_origin=str(learning.get("evidence_origin") or "") or None,
         anchors=list(learning.get("anchors") or []),
         forget_after=fading.parse_forget_after(learning.get("forget_after") or None),
+        # A pending global: what its note says (``global_cap.note_extra``), by the note's test.
+        proposed_scope="global" if kb.is_pending_global({**learning, "scope": scope}) else None,
     )
     return res
 

@@ -151,6 +151,7 @@ class _Row:
     scope: str = "global"
     confirmations: int = 0
     last_confirmed: str | None = None
+    pending: bool = False  # a pending global (global_cap.is_pending)
 
 
 def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
@@ -163,6 +164,7 @@ def _rows(db: str, ids: list[str]) -> dict[str, _Row]:
                 r.scope,
                 int(r.confirmations or 0),
                 iso(r.last_confirmed_at) if r.last_confirmed_at else None,
+                global_cap.is_pending(r),
             )
             for r in s.scalars(select(Learning).where(Learning.id.in_(ids)))
         }
@@ -411,10 +413,8 @@ def review_decide(db: str, learning_id: str, verb: str, *, by: str) -> dict[str,
     now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
     before = _rows(db, [learning_id]).get(learning_id)
     # A pending global learning (told only in its repository) goes global when a person
-    # accepts it (pipeline/global_cap.py); the note is read before the ledger's lock.
-    pending = (
-        before is not None and before.scope == "repo" and global_cap.pending_note(before.note_path)
-    )
+    # accepts it (pipeline/global_cap.py; the ledger's ``proposed_scope``, migration 0012).
+    pending = before is not None and before.pending
     with session_scope(db) as session:
         row = review.decide(session, learning_id, verb, by=by, pending=pending)
         if verb == "accept" and pending:

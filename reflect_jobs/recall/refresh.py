@@ -64,9 +64,7 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         ``confirmations`` the note's count and ``awake_ts`` where its dormancy clock starts
         (``recall/fading.py``: the later of ``created`` and ``last_confirmed``; a note that
         never recorded a confirmation but has proof from 2+ sources — written before
-        confirmations were recorded — counts its last ``updated`` as one);
-        ``pending_global`` 1 for a pending global (``kb.is_pending_global``), which
-        ``status`` counts (``pipeline/global_cap.py:pending_global_count``).
+        confirmations were recorded — counts its last ``updated`` as one).
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -103,7 +101,6 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "anchors": _anchors_json(fm.get("anchors")),
         "confirmations": _count(fm.get("confirmations")),
         "awake_ts": awake_of(fm),
-        "pending_global": int(kb.is_pending_global(fm)),
     }
 
 

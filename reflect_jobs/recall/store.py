@@ -246,10 +246,8 @@ def _have(conn: sqlite3.Connection) -> frozenset[str]:
     return have
 
 
-#: What readers get back: every stored column but the content hash (a writer-side detail)
-#: and the pending flag (what ``status`` counts, :func:`pending_global_count`; a pending
-#: global is already stored repository-scoped, so no reader needs it).
-_KEYS = tuple(c for c in _COLUMNS if c not in ("content_hash", "pending_global"))
+#: What readers get back: every stored column but the content hash (a writer-side detail).
+_KEYS = tuple(c for c in _COLUMNS if c != "content_hash")
 
 
 def _columns(conn: sqlite3.Connection, prefix: str = "") -> str:
@@ -347,21 +345,6 @@ def count_rows(
             (repo_key, *extra),
         ).fetchone()[0]
     return int(total)
-
-
-def pending_global_ids(conn: sqlite3.Connection) -> list[str] | None:
-    """The stored learnings that are pending globals (``kb.is_pending_global``).
-
-    Args:
-        conn: A connection.
-
-    Returns:
-        Their ids (read from a partial index: as cheap as there are pending learnings), or
-        ``None`` when the store predates the column (the worker's next pass upgrades it).
-    """
-    if "pending_global" not in _have(conn):
-        return None
-    return [r[0] for r in conn.execute("SELECT id FROM notes WHERE pending_global = 1")]
 
 
 def recent_rows(

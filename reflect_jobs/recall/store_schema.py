@@ -12,9 +12,10 @@ import sqlite3
 #: 2: ``anchors``; 3: ``applies_to`` (what a learning is about, ``recall/stack.py``);
 #: 4: ``confirmations`` and ``awake_ts`` (usage and fading, ``recall/fading.py``);
 #: 5: ``pending_global`` (a global learning told only in its repository until a second
-#: session confirms it, ``pipeline/global_cap.py``: what ``status`` counts without reading
-#: every note).
-SCHEMA_VERSION = "5"
+#: session confirms it, what ``status`` counted without reading every note); 6: without it
+#: again — the ledger holds it (``learnings.proposed_scope``, migration 0012), so ``status``
+#: and ``review`` ask the ledger and no reader of the store needed the flag.
+SCHEMA_VERSION = "6"
 COLUMNS = (
     "id",
     "scope",
@@ -32,7 +33,6 @@ COLUMNS = (
     "applies_to",
     "confirmations",
     "awake_ts",
-    "pending_global",
 )
 #: Columns added after schema 1, with their SQL type and default: an older store gets them
 #: empty and is refilled (:func:`upgrade`); a reader of an unupgraded store reads the default.
@@ -41,8 +41,10 @@ ADDED = {
     "applies_to": ("TEXT", "''"),
     "confirmations": ("INTEGER", "0"),
     "awake_ts": ("REAL", "0"),
-    "pending_global": ("INTEGER", "0"),
 }
+#: Columns a store of an older schema has that this one dropped (schema 6: ``pending_global``
+#: and its partial index ``notes_pending``); :func:`upgrade` drops them, no refill needed.
+DROPPED = {"pending_global": "notes_pending"}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS notes (
@@ -63,8 +65,7 @@ CREATE TABLE IF NOT EXISTS notes (
     anchors TEXT NOT NULL DEFAULT '',
     applies_to TEXT NOT NULL DEFAULT '',
     confirmations INTEGER NOT NULL DEFAULT 0,
-    awake_ts REAL NOT NULL DEFAULT 0,
-    pending_global INTEGER NOT NULL DEFAULT 0
+    awake_ts REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
@@ -77,21 +78,28 @@ def upgrade(conn: sqlite3.Connection) -> None:
     """Bring an older store to this schema and have it refilled.
 
     Schema 1 lacks ``anchors``, schema 2 ``applies_to``, schema 3 ``confirmations`` and
-    ``awake_ts``, schema 4 ``pending_global``: each missing column is added empty and the store marked unfilled, so the
-    pass that opened it refills every row from the notes — a store is derived data. The
-    covering index of the fitting pass is made here (after the columns it covers exist).
+    ``awake_ts``: each missing column is added empty and the store marked unfilled, so the
+    pass that opened it refills every row from the notes — a store is derived data. A
+    schema 5 store's ``pending_global`` (and its index) is dropped (:data:`DROPPED`); the
+    rows stay as they are. The covering index of the fitting pass is made here (after the
+    columns it covers exist).
 
     Args:
         conn: A writer connection (``store.open_for_write``).
     """
     columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
     missing = [c for c in ADDED if c not in columns]
+    dropped = [c for c in DROPPED if c in columns]
     with conn:
         for column in missing:
             kind, default = ADDED[column]
             conn.execute(f"ALTER TABLE notes ADD COLUMN {column} {kind} NOT NULL DEFAULT {default}")
+        for column in dropped:
+            conn.execute(f"DROP INDEX IF EXISTS {DROPPED[column]}")
+            conn.execute(f"ALTER TABLE notes DROP COLUMN {column}")
         if missing:
             conn.execute("DELETE FROM meta WHERE key = 'populated'")
+        if missing or dropped:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         # Covers the session start's pass over the global learnings (recall/relevance.py):
         # read in the index alone, strongest first, without touching a row.
@@ -102,9 +110,4 @@ def upgrade(conn: sqlite3.Connection) -> None:
         conn.execute(
             "CREATE INDEX IF NOT EXISTS notes_fit ON notes (scope, strength DESC, id,"
             " applies_to, proof_count, confidence, updated_ts, confirmations, awake_ts)"
-        )
-        # The pending globals ``status`` counts: a partial index holding only them, so the
-        # count reads as many entries as there are pending learnings, not every row.
-        conn.execute(
-            "CREATE INDEX IF NOT EXISTS notes_pending ON notes (id) WHERE pending_global = 1"
         )
