@@ -185,8 +185,12 @@ def test_a_second_session_makes_a_pending_global_global(env, tmp_path: Path) -> 
     env.invoke("drain", "--until-idle", "--max-seconds", "120")
 
     db = sqlite3.connect(env.home / "reflect.db")
-    rows = dict(db.execute("SELECT title, scope FROM learnings").fetchall())
-    assert rows == {GLOBALS[0][0]: "global", GLOBALS[1][0]: "global"}, rows
+    rows = {
+        t: (sc, ps)
+        for t, sc, ps in db.execute("SELECT title, scope, proposed_scope FROM learnings")
+    }
+    # Promoted by the UPDATE and by the trusted CREATE: the ledger's pending mark is gone too.
+    assert rows == {GLOBALS[0][0]: ("global", None), GLOBALS[1][0]: ("global", None)}, rows
     for path in (env.kb / "documents").glob("*.md"):
         fm = parse_note(path).frontmatter
         assert fm["scope"] == "global" and "proposed_scope" not in fm and "repo" not in fm
