@@ -95,6 +95,7 @@ bench: install
 	$(BIN)/python bench/bench_staleness.py
 	$(BIN)/python bench/bench_search_worker.py --notes 300 --repeat 5
 	$(BIN)/python bench/bench_nightly.py --learnings 1000 --sessions 200
+	$(BIN)/python bench/bench_pending_global.py --notes 5000 --pending 50 --runs 20
 
 # The whole tree (pyproject's [tool.ruff] excludes .venv and alembic/versions); both halves
 # run and either failing fails the target, so one run reports lint and format together.
