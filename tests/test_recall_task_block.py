@@ -253,3 +253,18 @@ def test_a_fifo_in_the_git_metadata_cannot_hang_the_hook(env, tmp_path):
     )  # no origin readable: no repository's learnings, and no hang
     assert proc.returncode == 0, proc.stderr
     assert X_TITLE not in proc.stdout.decode()
+
+
+def test_the_context_preview_ranks_by_the_branch_as_the_hook_does(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    _on_branch(repo, "ref: refs/heads/fix/stale-protobuf-stubs\n")
+    proc = subprocess.run(
+        [str(BIN / "reflect-jobs"), "context", "--cwd", str(repo)],
+        env=dict(env),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    preview = _learning_lines(proc.stdout.decode())
+    assert X_TITLE in preview[0]
+    assert preview == _learning_lines(_block(env, repo, "startup", sid="a"))

@@ -51,6 +51,7 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     s = get_settings()
     from ..recall import block, store
     from ..recall.session_start import session_block
+    from ..recall.task_query import branch_task
 
     if not os.path.isfile(store.store_path(s.kb_path)):
         click.echo(
@@ -67,6 +68,7 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
             max_chars=10**9 if everything else max_chars,
             kb_root=str(s.kb_path),
             everything=everything,
+            task="" if everything else branch_task(where),  # as a fresh start there is told
         ).text
     except sqlite3.Error as exc:
         click.echo(

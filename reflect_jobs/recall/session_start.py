@@ -54,7 +54,10 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
     """
-    return session_block(cwd, max_chars=max_chars, kb_root=kb_root).text
+    from .task_query import branch_task
+
+    # what a new session there is told: on a task branch, ranked by the branch's words
+    return session_block(cwd, max_chars=max_chars, kb_root=kb_root, task=branch_task(cwd)).text
 
 
 def session_block(
