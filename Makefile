@@ -5,6 +5,11 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# The tests start thousands of interpreters (hooks, CLIs, consumers): with
+# PYTHONDONTWRITEBYTECODE from the caller's environment each one compiles the package's
+# modules again (the suite took 10 minutes instead of 4). Bytecode goes to __pycache__/,
+# which git ignores.
+unexport PYTHONDONTWRITEBYTECODE
 
 TORCH_PIN := torch==2.13.0
 NANO_PIN  := nano-graphrag==0.0.8.2
