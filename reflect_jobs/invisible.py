@@ -80,6 +80,12 @@ def strip_invisible(text: str) -> str:
     Returns:
         The cleaned text.
     """
+    if text.isascii():  # the common case, in C: a model's 5 MB field took 6 s per char
+        return text.translate(_ASCII_TABLE)
+    return _strip(text)
+
+
+def _strip(text: str) -> str:
     out: list[str] = []
     prev_visible = False
     for ch in text:
@@ -101,3 +107,8 @@ def strip_invisible(text: str) -> str:
         out.append(ch)
         prev_visible = True
     return "".join(out)
+
+
+#: What :func:`_strip` does to each ASCII character (no combining marks there, so each one
+#: is decided alone): the controls other than layout are dropped.
+_ASCII_TABLE = {c: (_strip(chr(c)) or None) for c in range(128) if _strip(chr(c)) != chr(c)}
