@@ -252,3 +252,17 @@ def test_visible_count_and_strip_invisible():
     assert visible_count("e\u0301te\u0301") == 3  # decomposed accents draw on their letters
     assert strip_invisible(f"Deploy\u200b now\u202e{tags}\nnext") == "Deploy now\nnext"
     assert strip_invisible("cafe\u0301 \u2003ok") == "cafe\u0301  ok"
+
+
+def test_the_ascii_fast_path_strips_exactly_what_the_per_character_rule_does():
+    import random
+
+    from reflect_jobs import invisible
+
+    every = "".join(chr(c) for c in range(128))
+    assert strip_invisible(every) == invisible._strip(every)
+    assert "\x00" not in strip_invisible(every) and "\t\n\r" in strip_invisible(every)
+    rng = random.Random(25)
+    for _ in range(500):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randrange(1, 80)))
+        assert strip_invisible(text) == invisible._strip(text)
