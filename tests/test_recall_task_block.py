@@ -268,3 +268,4 @@ def test_the_context_preview_ranks_by_the_branch_as_the_hook_does(env, tmp_path)
     preview = _learning_lines(proc.stdout.decode())
     assert X_TITLE in preview[0]
     assert preview == _learning_lines(_block(env, repo, "startup", sid="a"))
+    assert "ranked for the branch's words: fix stale protobuf stubs" in proc.stderr.decode()

@@ -62,13 +62,14 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     where = os.path.abspath(cwd or os.getcwd())
     if not os.path.isdir(where):
         raise click.UsageError(f"--cwd {cwd}: no such directory")
+    task = "" if everything else branch_task(where)  # as a fresh start there is told
     try:
         text = session_block(
             where,
             max_chars=10**9 if everything else max_chars,
             kb_root=str(s.kb_path),
             everything=everything,
-            task="" if everything else branch_task(where),  # as a fresh start there is told
+            task=task,
         ).text
     except sqlite3.Error as exc:
         click.echo(
@@ -83,6 +84,8 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
             f"block: {len(text)} characters, ~{block.estimate_tokens(text)} tokens (estimate)",
             err=True,
         )
+        if task:  # why the order differs from another checkout's
+            click.echo(f"ranked for the branch's words: {task[:120]}", err=True)
 
 
 @click.command()
