@@ -101,23 +101,18 @@ def git_config_path(root: str) -> str | None:
     return os.path.join(gitdir, "config") if gitdir else None
 
 
-def current_branch(cwd: object) -> str | None:
-    """The branch checked out in the repository holding ``cwd`` (its own ``HEAD`` file: a
-    linked worktree's, not its main checkout's).
+def current_branch(root: str) -> str | None:
+    """The branch checked out in the checkout at ``root`` (its own ``HEAD`` file: a linked
+    worktree's, not its main checkout's).
 
     Args:
-        cwd: The session's working directory (anything but a string has none).
+        root: A directory holding ``.git`` (:func:`git_root`).
 
     Returns:
-        The branch name, or ``None`` outside a repository, for a detached ``HEAD`` or an
-        unreadable one.
+        The branch name, or ``None`` for a detached ``HEAD``, a missing or unreadable one.
     """
-    if not isinstance(cwd, str) or not cwd or "\0" in cwd:
-        return None
-    root = git_root(cwd)
-    gitdir = git_dir(root) if root else None
+    gitdir = git_dir(root)
     head = read_git_file(os.path.join(gitdir, "HEAD"), 4096) if gitdir else None
     prefix = "ref: refs/heads/"
-    if not head or not head.startswith(prefix) or not head[len(prefix) :].strip():
-        return None
-    return head[len(prefix) :].strip().splitlines()[0]
+    name = head[len(prefix) :].strip() if head and head.startswith(prefix) else ""
+    return name.splitlines()[0] if name else None

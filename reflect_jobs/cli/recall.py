@@ -51,7 +51,6 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     s = get_settings()
     from ..recall import block, store
     from ..recall.session_start import session_block
-    from ..recall.task_query import branch_task
 
     if not os.path.isfile(store.store_path(s.kb_path)):
         click.echo(
@@ -62,21 +61,20 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     where = os.path.abspath(cwd or os.getcwd())
     if not os.path.isdir(where):
         raise click.UsageError(f"--cwd {cwd}: no such directory")
-    task = "" if everything else branch_task(where)  # as a fresh start there is told
     try:
-        text = session_block(
+        told = session_block(  # as a fresh start there is told: ranked by the branch, if any
             where,
             max_chars=10**9 if everything else max_chars,
             kb_root=str(s.kb_path),
             everything=everything,
-            task=task,
-        ).text
+        )
     except sqlite3.Error as exc:
         click.echo(
             f"error: the context store cannot be read ({exc}): run `reflect-jobs reindex`",
             err=True,
         )
         sys.exit(1)
+    text = told.text
     out = block.formatted(text, fmt)
     if out:
         click.echo(out.rstrip("\n"))
@@ -84,8 +82,8 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
             f"block: {len(text)} characters, ~{block.estimate_tokens(text)} tokens (estimate)",
             err=True,
         )
-        if task:  # why the order differs from another checkout's
-            click.echo(f"ranked for the branch's words: {task[:120]}", err=True)
+        if told.task:  # why the order differs from another checkout's
+            click.echo(f"ranked for the branch's words: {told.task[:120]}", err=True)
 
 
 @click.command()

@@ -118,7 +118,8 @@ def handle(argv: list[str], stdin_text: str, out: TextIO | None = None) -> bool:
             payload.get("cwd"),
             max_chars=block.DEFAULT_MAX_CHARS,
             session_id=str(sid) if sid else "",
-            task=task_text(harness, payload),  # after a compaction or a resume: its prompts
+            # after a compaction or a resume: its prompts; else (None) the branch's words
+            task=task_text(harness, payload) or None,
         )
         text = told.text
         said.write(told.learning_ids + told.item_ids, replace=True)

@@ -21,17 +21,19 @@ STALE_TASK = "reflect_jobs.tasks.stale_anchors"
 class Told:
     """What one block told: its text, the learning ids on it, and what it withheld."""
 
-    __slots__ = ("item_ids", "learning_ids", "text", "verdicts", "withheld")
+    __slots__ = ("item_ids", "learning_ids", "task", "text", "verdicts", "withheld")
 
-    def __init__(self, text: str, verdicts: dict, withheld: list[str]) -> None:
+    def __init__(self, text: str, verdicts: dict, withheld: list[str], task: str = "") -> None:
         """Hold the block and read the told ids off its lines.
 
         Args:
             text: The block (``""``: nothing told).
             verdicts: ``id -> Verdict`` of the learnings checked.
             withheld: The ids withheld as stale.
+            task: The words it was ranked for (``""``: by strength and fit alone).
         """
         self.text = text
+        self.task = task
         self.verdicts = verdicts
         self.withheld = withheld
         self.learning_ids = [
@@ -54,10 +56,7 @@ def session_context(cwd: object, *, max_chars: int, kb_root: str | None = None) 
     Raises:
         sqlite3.Error: The store is locked past its timeout or damaged.
     """
-    from .task_query import branch_task
-
-    # what a new session there is told: on a task branch, ranked by the branch's words
-    return session_block(cwd, max_chars=max_chars, kb_root=kb_root, task=branch_task(cwd)).text
+    return session_block(cwd, max_chars=max_chars, kb_root=kb_root).text
 
 
 def session_block(
@@ -67,7 +66,7 @@ def session_block(
     kb_root: str | None = None,
     session_id: str | None = None,
     everything: bool = False,
-    task: str = "",
+    task: str | None = None,
 ) -> Told:
     """The recall block for a working directory, its repository learnings verified first.
 
@@ -87,8 +86,9 @@ def session_block(
         everything: Every learning that qualifies, without caps (``context --all``).
         task: What the session is doing, when that is known (after a compaction or a
             resume: its last prompts, ``recall/task_query.py``): the learnings it needs are
-            ranked first in both sections (:func:`_task_hits`); ``""`` keeps the order by
-            strength and fit.
+            ranked first in both sections (:func:`_task_hits`); ``None`` (a fresh start)
+            takes the words of the checkout's branch (``task_query.branch_task``); ``""``
+            keeps the order by strength and fit.
 
     Returns:
         The :class:`Told`.
@@ -106,6 +106,11 @@ def session_block(
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     if is_ignored(ref):
         return Told("", {}, [])  # `reflect-jobs ignore`: told nothing, nothing read from it
+    if task is None:  # a fresh start: the branch made for the task, if any, names it
+        from .task_query import branch_task
+
+        root = ref.root if ref is not None and ref.in_git and not everything else None
+        task = branch_task(root) if root else ""
     open_now, open_total = open_items_for(cwd, kb_root)
     conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
@@ -167,7 +172,7 @@ def session_block(
         now=now,
         caps=(None, None) if everything else (block.REPO_ITEMS, block.GLOBAL_ITEMS),
     )
-    return Told(text, verdicts, withheld)
+    return Told(text, verdicts, withheld, task)
 
 
 def _verify(root: str | None, rows: list[dict], session_id: str | None, everything: bool) -> dict:

@@ -49,26 +49,25 @@ PARSERS = {
 
 
 def task_text(harness: str, payload: dict) -> str:
-    """The ranking query of a SessionStart: its last user prompts, newest first, mid-task;
-    the branch's words otherwise (:func:`branch_task`).
+    """The ranking query of a mid-task SessionStart: its last user prompts, newest first.
 
     Args:
         harness: ``claude`` or ``codex`` (any other names no transcript format we read).
         payload: The SessionStart payload.
 
     Returns:
-        The prompts joined newest first; when the session is not mid-task, its payload has
-        no usable ``transcript_path`` or the transcript cannot be read safely (a symbolic
-        link, a FIFO, a directory, missing) or holds no prompt in its tail, the branch's
-        words; ``""`` when neither says anything.
+        The prompts joined newest first, or ``""`` for a fresh start, a payload without a
+        usable ``transcript_path``, or a transcript that cannot be read safely (a symbolic
+        link, a FIFO, a directory, missing) or holds no prompt in its tail — the block then
+        ranks by the branch (:func:`branch_task`, asked by ``session_start.session_block``).
     """
-    if payload.get("source") in TASK_SOURCES and harness in PARSERS:
-        path = payload.get("transcript_path") or payload.get("transcriptPath")
-        if isinstance(path, str) and path and "\0" not in path:
-            prompts = last_prompts(path, harness)
-            if prompts:
-                return "\n".join(p[:PROMPT_CHARS] for p in prompts)
-    return branch_task(payload.get("cwd"))
+    if payload.get("source") not in TASK_SOURCES or harness not in PARSERS:
+        return ""
+    path = payload.get("transcript_path") or payload.get("transcriptPath")
+    if not isinstance(path, str) or not path or "\0" in path:
+        return ""
+    prompts = last_prompts(path, harness)
+    return "\n".join(p[:PROMPT_CHARS] for p in prompts)
 
 
 #: Branches that name no task: default and long-lived ones.
@@ -80,11 +79,11 @@ _NOISE = "feat feature features chore wip tmp temp scratch draft patch bugfix ho
 BRANCH_NOISE = frozenset(_NOISE.split())
 
 
-def branch_task(cwd: object) -> str:
+def branch_task(root: str) -> str:
     """The ranking query a fresh start's branch gives: its words, or ``""``.
 
     Args:
-        cwd: The session's working directory.
+        root: The repository's root (``Repo.root`` of a checkout).
 
     Returns:
         The branch's words with separators as spaces and the change-kind words
@@ -93,11 +92,11 @@ def branch_task(cwd: object) -> str:
     """
     from reflect_jobs.git_files import current_branch
 
-    branch = current_branch(cwd)
+    branch = current_branch(root)
     if not branch:
         return ""
     parts = branch.lower().split("/")
-    if parts[-1] in LONG_LIVED or branch.lower() in LONG_LIVED:
+    if parts[-1] in LONG_LIVED:
         return ""
     words = " ".join(parts).replace("-", " ").replace("_", " ").replace(".", " ").split()
     return " ".join(w for w in words if w not in BRANCH_NOISE)[:PROMPT_CHARS]
