@@ -111,4 +111,4 @@ def _strip(text: str) -> str:
 
 #: What :func:`_strip` does to each ASCII character (no combining marks there, so each one
 #: is decided alone): the controls other than layout are dropped.
-_ASCII_TABLE = {c: (_strip(chr(c)) or None) for c in range(128) if _strip(chr(c)) != chr(c)}
+_ASCII_TABLE = {c: kept or None for c in range(128) if (kept := _strip(chr(c))) != chr(c)}

@@ -364,7 +364,5 @@ def side_languages(prof: dict) -> frozenset[str]:
     named = {
         _FAMILY.get(t, t) for t in prof.get("terms", ()) if stack.KIND.get(t) == stack.LANGUAGE
     }
-    side = {
-        fam for fam in counts | dict.fromkeys(named, 0) if counts.get(fam, 0) < top * SIDE_SHARE
-    }
+    side = {fam for fam in set(counts) | named if counts.get(fam, 0) < top * SIDE_SHARE}
     return frozenset(side | {t for t, fam in _FAMILY.items() if fam in side})
