@@ -133,6 +133,55 @@ def test_a_compacted_session_is_told_the_learning_its_task_needs_first(env, tmp_
     assert not any("Webhooks" in x for x in lines[:3])
 
 
+OLD = "2025-01-02T03:04:05Z"  # far more than 180 days before any run: dormant
+DORMANT_MARK = "(dormant: not confirmed for 180+ days; a confirmation revives it)"
+
+
+def test_a_dormant_learning_the_task_needs_is_told_marked_after_a_compaction(env, tmp_path):
+    """The order by strength leaves a dormant learning out; the task asking for it brings
+    it back, marked (as per-prompt recall, which tells it before the compaction, does)."""
+    repo = make_repo(tmp_path / "shop", "https://github.com/acme/shop.git")
+    for i, (title, rule) in enumerate(FILLER):
+        add_note(env.kb, learning(title, rule, repo=KEY, confidence_num=0.95 - i * 0.01))
+    rule = "After editing any .proto file run buf generate; never edit the stubs by hand"
+    add_note(env.kb, learning(X_TITLE, rule, repo=KEY, confidence_num=0.9), updated=OLD)
+    reindex(env.kb)
+    prompt = "the generated protobuf stubs are stale after my .proto edit, fix them"
+    transcript = _transcript(tmp_path / "t.jsonl", prompt)
+
+    fresh = _block(env, repo, "startup", transcript, sid="a")
+    assert X_TITLE not in fresh, "dormant: not told by strength"
+    assert "+2 more" in fresh  # 12 awake ones qualify, 10 told; the dormant one is not counted
+
+    ctx = _block(env, repo, "compact", transcript, sid="b")
+    lines = _learning_lines(ctx)
+    assert X_TITLE in lines[0] and rule in lines[0] and lines[0].endswith(DORMANT_MARK), ctx
+    assert not any(DORMANT_MARK in x for x in lines[1:]), "only the dormant one is marked"
+    assert len(lines) == len(_learning_lines(fresh))
+    assert "+3 more" in ctx  # 13 qualify now (the dormant one the task asked for), 10 told
+
+    _on_branch(repo, "ref: refs/heads/fix/stale-protobuf-stubs\n")  # a fresh start names it
+    assert _learning_lines(_block(env, repo, "startup", sid="c"))[0] == lines[0]
+
+    asked = subprocess.run(  # per-prompt recall tells it with the same mark
+        [HOOK, "claude"],
+        input=json.dumps(
+            {
+                "session_id": "d",
+                "hook_event_name": "UserPromptSubmit",
+                "cwd": str(repo),
+                "prompt": prompt,
+            }
+        ).encode(),
+        env={**env, "REFLECT_RECALL_ON_PROMPT": "1"},
+        capture_output=True,
+        timeout=30,
+    )
+    told = json.loads(asked.stdout)["hookSpecificOutput"]["additionalContext"]
+    (line,) = [x for x in _learning_lines(told) if X_TITLE in x]
+    assert line.endswith(DORMANT_MARK), told
+
+
 def test_a_fresh_start_is_unchanged_by_the_transcript(env, tmp_path):
     repo = _setup(env, tmp_path)
     transcript = _transcript(tmp_path / "t.jsonl", "regenerate the protobuf stubs with buf")

@@ -11,6 +11,8 @@ the ranking are imported when a prompt actually arrives.
 
 from __future__ import annotations
 
+import time
+
 from .hook_inputs import is_ignored, open_items_for, repo_profile_terms
 
 
@@ -76,7 +78,7 @@ def prompt_recall(
     from reflect_jobs.envpaths import kb_root_str
     from reflect_jobs.repo import repo_for
 
-    from . import block, relevance, store, warm_rank
+    from . import block, fading, relevance, store, warm_rank
 
     if not relevance.terms(prompt):
         return "", []
@@ -107,6 +109,13 @@ def prompt_recall(
         return "", []
     learnings = [h for h in hits if not h.get("item")]
     found = [h for h in hits if h.get("item")]
+    # A dormant learning the prompt needs is told, marked as search and the block mark it.
+    days, now = fading.unused_days(), time.time()
+    marks = {
+        str(h["id"]): fading.mark(days)
+        for h in learnings
+        if fading.is_dormant(h.get("awake_ts"), days, now)
+    }
     text = block.render(
         None,
         [],
@@ -114,6 +123,7 @@ def prompt_recall(
         max_chars=max_chars,
         heading=heading,
         items=found,
+        marks=marks,
         with_footer=False,
     )
     return text, [str(h["id"]) for h in hits] if text else []

@@ -138,6 +138,7 @@ def session_block(
             repo = _task_first(repo, hits, "repo")
             general = _task_first(general, hits, "global")
             qualifying = store.count_rows(conn, key, awake_since=since)
+            qualifying += sum(1 for h in hits if h.get("dormant"))  # not in that count
         finally:
             conn.close()
     verdicts = _verify(ref.root if ref else None, repo, session_id, everything) if repo else {}
@@ -154,6 +155,10 @@ def session_block(
         )
         repo = _task_first(repo, hits, "repo", add=False)  # re-ranked by strength: task first
     marks = {i: v.mark() for i, v in verdicts.items() if v.mark()}
+    for h in hits:
+        if h.get("dormant"):
+            ident = str(h.get("id"))
+            marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
     if everything:
         for row in repo + general:
             if fading.is_dormant(row.get("awake_ts"), days, now):
@@ -282,9 +287,11 @@ def _task_hits(
     against the task's words), with the running worker's cosines when they come within
     their budget (``recall/warm_rank.py``, as per-prompt recall asks). The store's queries
     are cut off at :data:`TASK_BUDGET` by SQLite's progress handler; any failure is logged
-    and the block keeps its order by strength. Dormant learnings stay untold, as in the rest
-    of the block. ``terms`` is the repository's profile (read once by the caller for both
-    sections); ``clock`` is ``(awake_since, unused days, now)`` as the caller read them.
+    and the block keeps its order by strength. A dormant learning the task needs is kept,
+    flagged ``dormant`` and told marked: the order by strength leaves dormant learnings
+    out, but a task asking for one is what should bring it back, as per-prompt recall and
+    search find it (after a compaction: what per-prompt recall told before it). ``terms``
+    is the repository's profile (read once by the caller for both sections); ``clock`` is ``(awake_since, unused days, now)`` as the caller read them.
     """
     import time
 
@@ -313,11 +320,10 @@ def _task_hits(
         log("task recall: over its time budget; the block keeps its order")
         return []
     awake_since, days, now = clock
-    return [
-        h
-        for h in hits
-        if awake_since is None or not fading.is_dormant(h.get("awake_ts"), days, now)
-    ]
+    for h in hits:  # asked for by the task, so told, but marked (as search marks it)
+        if awake_since is not None and fading.is_dormant(h.get("awake_ts"), days, now):
+            h["dormant"] = True
+    return hits
 
 
 def _task_first(rows: list[dict], hits: list[dict], scope: str, *, add: bool = True) -> list[dict]:
