@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reflect_jobs import kb
@@ -46,8 +47,15 @@ def learning(title: str, rule: str, *, scope: str = "repo", repo: str | None = N
     return out
 
 
-def add_note(kb_root: Path, item: dict, *, updated: str = "2026-11-30T10:00:00Z") -> kb.NoteFile:
-    """Write one note as the add stage does."""
+def recent(days: float = 1.0) -> str:
+    """A timestamp ``days`` before now: a fixed date in a helper's default is a time bomb
+    (180 days after it, every note it wrote is dormant and no longer told)."""
+    return f"{datetime.now(UTC) - timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def add_note(kb_root: Path, item: dict, *, updated: str | None = None) -> kb.NoteFile:
+    """Write one note as the add stage does (written a day ago unless ``updated``)."""
+    updated = updated or recent()
     return kb.write_learning(
         kb_root, item, created=updated, updated=updated, source_path="/t.jsonl", session_id="s"
     )

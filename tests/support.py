@@ -217,9 +217,14 @@ def running_worker(env: Env, threads: int = 1) -> Iterator[subprocess.Popen[byte
             proc.wait()
 
 
-def write_note(root: Path, title: str, insight: str, *, at: str = "2026-11-30T00:00:00Z"):  # type: ignore[no-untyped-def]
-    """One learning note in the KB at ``root`` (category Tools, its title as the rule)."""
+def write_note(root: Path, title: str, insight: str, *, at: str | None = None):  # type: ignore[no-untyped-def]
+    """One learning note in the KB at ``root`` (category Tools, its title as the rule),
+    written a day ago unless ``at`` (never a fixed date: it would fall dormant)."""
+    from datetime import UTC, datetime, timedelta
+
     from reflect_jobs import kb
+
+    at = at or f"{datetime.now(UTC) - timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}"
 
     return kb.write_learning(
         root,

@@ -6,7 +6,7 @@ import json
 import os
 import sqlite3
 
-from recall_support import add_note, learning, make_repo, reindex
+from recall_support import add_note, learning, make_repo, recent, reindex
 
 from reflect_jobs import kb
 from reflect_jobs.recall import block, store
@@ -62,11 +62,10 @@ def test_budget_is_honoured_and_a_tiny_one_gives_nothing(tmp_path):
 
 def test_proof_outranks_a_fresh_single_sighting(tmp_path):
     root = tmp_path / "kb"
-    add_note(root, learning("Fresh one-off", "a", scope="global"), updated="2026-11-30T10:00:00Z")
-    old = add_note(
-        root, learning("Confirmed thrice", "b", scope="global"), updated="2026-10-01T10:00:00Z"
-    )
-    kb.bump_note(old.path, source="/t2.jsonl", proof_count=3, now="2026-10-01T10:00:00Z")
+    add_note(root, learning("Fresh one-off", "a", scope="global"), updated=recent(1))
+    # Two months old (dates relative to today: a fixed one would fall dormant one day).
+    old = add_note(root, learning("Confirmed thrice", "b", scope="global"), updated=recent(60))
+    kb.bump_note(old.path, source="/t2.jsonl", proof_count=3, now=recent(60))
     reindex(root)
     text = session_context(str(tmp_path), max_chars=6000, kb_root=str(root))
     assert text.index("Confirmed thrice") < text.index("Fresh one-off")
