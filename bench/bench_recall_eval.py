@@ -25,6 +25,9 @@ checkout, and then for every situation:
 * **block** — the SessionStart hook (``reflect-jobs-hook claude``) for the checkout: the
   share of the expected repository / global learnings told, their line among the learnings
   told, the characters, and the lines leaked from another repository or another stack;
+  and how many of the expected learnings are awake (``repo_awake``/``global_awake``: a
+  dormant one — the benchmark's ages run to 299 days with no confirmation — is not told by
+  strength, only when a task asks for it);
 * **prompt** — the UserPromptSubmit hook with ``REFLECT_RECALL_ON_PROMPT=1``, once in a
   fresh session (hit, precision, silence when nothing is needed) and once after the block
   in the same session (what the session was told in all);
@@ -276,6 +279,7 @@ def measure(
             # Session ids unique to this run: a reused KB's home keeps what earlier runs'
             # sessions were told, and a session is never told a learning twice.
             run = uuid.uuid4().hex[:8]
+            asleep = dormant(root / "kb", ids)
             for s in situations:
                 cwd = dirs[s["repo"]]
                 block = after = alone = ctx = compact = branch = ""
@@ -319,6 +323,7 @@ def measure(
                         **{k: s[k] for k in ("id", "split", "kind", "repo")},
                         "repo_size": sizes.get(s["repo"], 0),
                         "expected": s["expected"],
+                        "dormant": [e for e in s["expected"] if e in asleep],
                         "block": b,
                         "block_lines": {x: i + 1 for i, x in enumerate(b["ids"])},
                         "compact": c,
@@ -345,6 +350,22 @@ def measure(
     return {"info": info, "rows": rows}
 
 
+def dormant(kb_root: Path, ids: dict[str, str]) -> set[str]:
+    """The benchmark ids whose learning is dormant now (not confirmed for the fading
+    threshold: the benchmark's ages run to 299 days and it records no confirmation)."""
+    from reflect_jobs.recall import fading, store
+
+    conn = store.open_for_read(store.store_path(str(kb_root)))
+    if conn is None:
+        return set()
+    try:
+        awake = dict(conn.execute("SELECT id, awake_ts FROM notes").fetchall())
+    finally:
+        conn.close()
+    days, now = fading.unused_days(), time.time()
+    return {b for b, note in ids.items() if fading.is_dormant(awake.get(note), days, now)}
+
+
 def _mean(xs: list[float]) -> float | None:
     return round(statistics.mean(xs), 3) if xs else None
 
@@ -368,6 +389,14 @@ def summarise(
             [sum(e in r["block"]["ids"] for e in part(r, scope)) / len(part(r, scope)) for r in sel]
         )
         block[name + "_n"] = len(sel)
+        # The most a block ranked by strength can tell: dormant learnings are left out of
+        # it by design (recall/fading.py) until a task asks for them.
+        block[name.replace("hit", "awake")] = _mean(
+            [
+                sum(e not in r.get("dormant", ()) for e in part(r, scope)) / len(part(r, scope))
+                for r in sel
+            ]
+        )
         if scope == "repo":
             big = [r for r in sel if r["repo_size"] >= BIG_REPO]
             block["repo_hit_40plus"] = _mean(
