@@ -34,7 +34,8 @@ GLOBAL_SCAN = 3000
 #: The fit of a rule about a side language: below any rule about the main language (1.0),
 #: above a rule for any repository (``stack.UNIVERSAL_FIT``), even with its framework.
 SIDE_FIT = 0.1
-#: The relevance floor and its shape (tuned on the dev split of bench_recall_eval).
+#: The relevance floor and its shape (tuned on the dev split of bench_recall_eval; a grid
+#: of these and the cosine settings below: `bench/recall_eval_prompt_tune.py`).
 FLOOR = 0.9
 MIN_MATCHED = 2
 #: One matched term this rare (idf) is enough on its own (an identifier, a tool's name).
