@@ -155,15 +155,13 @@ def session_block(
         )
         repo = _task_first(repo, hits, "repo", add=False)  # re-ranked by strength: task first
     marks = {i: v.mark() for i, v in verdicts.items() if v.mark()}
-    for h in hits:
-        if h.get("dormant"):
-            ident = str(h.get("id"))
-            marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
+    # Dormant ones are told only when a task asked for them, or listed by `context --all`.
+    asleep = [h for h in hits if h.get("dormant")]
     if everything:
-        for row in repo + general:
-            if fading.is_dormant(row.get("awake_ts"), days, now):
-                ident = str(row.get("id"))
-                marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
+        asleep = [r for r in repo + general if fading.is_dormant(r.get("awake_ts"), days, now)]
+    for row in asleep:
+        ident = str(row.get("id"))
+        marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
     text = block.render(
         ref.display if ref else None,
         repo,
@@ -291,7 +289,8 @@ def _task_hits(
     flagged ``dormant`` and told marked: the order by strength leaves dormant learnings
     out, but a task asking for one is what should bring it back, as per-prompt recall and
     search find it (after a compaction: what per-prompt recall told before it). ``terms``
-    is the repository's profile (read once by the caller for both sections); ``clock`` is ``(awake_since, unused days, now)`` as the caller read them.
+    is the repository's profile (read once by the caller for both sections); ``clock`` is
+    ``(awake_since, unused days, now)`` as the caller read them.
     """
     import time
 
