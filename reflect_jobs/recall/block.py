@@ -23,6 +23,8 @@ import time
 
 from reflect_jobs.invisible import strip_invisible
 
+from . import fading
+
 OPEN = "<reflect-jobs-context>"
 CLOSE = "</reflect-jobs-context>"
 MARKER_TAG = "reflect-jobs-context"
@@ -256,6 +258,7 @@ def render(
     items: list[dict] | None = None,
     items_total: int | None = None,
     marks: dict[str, str] | None = None,
+    dormant_days: int = 0,
     withheld: int = 0,
     qualifying: int | None = None,
     now: float | None = None,
@@ -284,6 +287,9 @@ def render(
         items: The repository's open items in context order (``None`` or empty: none).
         items_total: How many items are open in all (default ``len(items)``).
         marks: ``id -> mark`` from the verification (``(unverified: a.py gone)``).
+        dormant_days: The fading threshold (``fading.unused_days()``): a learning told
+            though dormant by it — a task asked for it, or ``context --all`` — is marked
+            as search marks it; ``0`` marks none.
         withheld: How many learnings were withheld as stale (named in the last line).
         qualifying: How many learnings qualify in all, stale ones included (default: the
             rows given plus ``withheld``); the last line counts those not told.
@@ -298,6 +304,7 @@ def render(
         or item is told and none was withheld.
     """
     marks = marks or {}
+    clock = time.time() if now is None else now
     head = [OPEN, inert(heading, 200), LEGEND]
     tail = [CLOSE]
     total = (len(repo) + len(general) + withheld) if qualifying is None else qualifying
@@ -323,7 +330,10 @@ def render(
         section: list[str] = []
         cost = len(title) + 1
         for row in rows[:cap]:
-            line = item_line(row, marks.get(str(row.get("id")), ""), now)
+            mark = marks.get(str(row.get("id")), "")
+            if fading.is_dormant(row.get("awake_ts"), dormant_days, clock):
+                mark = f"{mark} {fading.mark(dormant_days)}".strip()
+            line = item_line(row, mark, now)
             if used + cost + len(line) + 1 > max_chars:
                 continue
             section.append(line)

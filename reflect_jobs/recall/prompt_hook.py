@@ -11,8 +11,6 @@ the ranking are imported when a prompt actually arrives.
 
 from __future__ import annotations
 
-import time
-
 from .hook_inputs import is_ignored, open_items_for, repo_profile_terms
 
 
@@ -109,13 +107,6 @@ def prompt_recall(
         return "", []
     learnings = [h for h in hits if not h.get("item")]
     found = [h for h in hits if h.get("item")]
-    # A dormant learning the prompt needs is told, marked as search and the block mark it.
-    days, now = fading.unused_days(), time.time()
-    marks = {
-        str(h["id"]): fading.mark(days)
-        for h in learnings
-        if fading.is_dormant(h.get("awake_ts"), days, now)
-    }
     text = block.render(
         None,
         [],
@@ -123,7 +114,7 @@ def prompt_recall(
         max_chars=max_chars,
         heading=heading,
         items=found,
-        marks=marks,
+        dormant_days=fading.unused_days(),  # a dormant one the prompt needs: told, marked
         with_footer=False,
     )
     return text, [str(h["id"]) for h in hits] if text else []

@@ -134,11 +134,12 @@ def session_block(
             general = _fitting_general(conn, terms, everything, since, side)
             if task and not everything:
                 root = kb_root or kb_root_str()
-                hits = _task_hits(conn, task, ref, terms, (since, days, now), root)
+                hits = _task_hits(conn, task, ref, terms, root)
             repo = _task_first(repo, hits, "repo")
             general = _task_first(general, hits, "global")
             qualifying = store.count_rows(conn, key, awake_since=since)
-            qualifying += sum(1 for h in hits if h.get("dormant"))  # not in that count
+            # A dormant learning the task asks for qualifies too (not in that count).
+            qualifying += sum(fading.is_dormant(h.get("awake_ts"), days, now) for h in hits)
         finally:
             conn.close()
     verdicts = _verify(ref.root if ref else None, repo, session_id, everything) if repo else {}
@@ -155,13 +156,6 @@ def session_block(
         )
         repo = _task_first(repo, hits, "repo", add=False)  # re-ranked by strength: task first
     marks = {i: v.mark() for i, v in verdicts.items() if v.mark()}
-    # Dormant ones are told only when a task asked for them, or listed by `context --all`.
-    asleep = [h for h in hits if h.get("dormant")]
-    if everything:
-        asleep = [r for r in repo + general if fading.is_dormant(r.get("awake_ts"), days, now)]
-    for row in asleep:
-        ident = str(row.get("id"))
-        marks[ident] = (marks.get(ident, "") + " " + fading.mark(days)).strip()
     text = block.render(
         ref.display if ref else None,
         repo,
@@ -170,6 +164,7 @@ def session_block(
         items=open_now,
         items_total=open_total,
         marks=marks,
+        dormant_days=days,  # told only when a task asked for them, or by `context --all`
         withheld=len(withheld),
         qualifying=qualifying,
         now=now,
@@ -275,7 +270,6 @@ def _task_hits(
     task: str,
     ref: object,
     terms: list[str],
-    clock: tuple[float | None, int, float],
     root: str,
 ) -> list[dict]:
     """The learnings a known task needs, best first; ``[]`` on any problem or past budget.
@@ -285,16 +279,15 @@ def _task_hits(
     against the task's words), with the running worker's cosines when they come within
     their budget (``recall/warm_rank.py``, as per-prompt recall asks). The store's queries
     are cut off at :data:`TASK_BUDGET` by SQLite's progress handler; any failure is logged
-    and the block keeps its order by strength. A dormant learning the task needs is kept,
-    flagged ``dormant`` and told marked: the order by strength leaves dormant learnings
-    out, but a task asking for one is what should bring it back, as per-prompt recall and
-    search find it (after a compaction: what per-prompt recall told before it). ``terms``
-    is the repository's profile (read once by the caller for both sections); ``clock`` is
-    ``(awake_since, unused days, now)`` as the caller read them.
+    and the block keeps its order by strength. A dormant learning the task needs is kept
+    (``block.render`` marks it): the order by strength leaves dormant learnings out, but a
+    task asking for one is what should bring it back, as per-prompt recall and search find
+    it (after a compaction: what per-prompt recall told before it). ``terms`` is the
+    repository's profile (read once by the caller for both sections).
     """
     import time
 
-    from . import fading, relevance, warm_rank
+    from . import relevance, warm_rank
 
     deadline = time.monotonic() + TASK_BUDGET
     try:
@@ -318,10 +311,6 @@ def _task_hits(
     if time.monotonic() > deadline:
         log("task recall: over its time budget; the block keeps its order")
         return []
-    awake_since, days, now = clock
-    for h in hits:  # asked for by the task, so told, but marked (as search marks it)
-        if awake_since is not None and fading.is_dormant(h.get("awake_ts"), days, now):
-            h["dormant"] = True
     return hits
 
 
