@@ -24,7 +24,7 @@ transcript no harness wrote.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -92,12 +92,23 @@ class ScopeCounts:
         return out
 
 
-def is_pending(row: Learning | None) -> bool:
+class _Scoped(Protocol):
+    """What :func:`is_pending` reads: a ``Learning`` or a selected row with its columns."""
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def proposed_scope(self) -> str | None: ...
+
+
+def is_pending(row: _Scoped | None) -> bool:
     """Whether a ledger row is a pending global: ``scope`` ``repo`` with ``proposed_scope``
     ``global`` (migration 0012: the row mirrors its note's ``kb.is_pending_global``).
 
     Args:
-        row: A learning row (``None``: no such learning, not pending).
+        row: A learning row, or a selected row with those two columns (``None``: no such
+            learning, not pending).
 
     Returns:
         True when it waits for a second session or a person to go global.
@@ -133,7 +144,7 @@ def known_rows(session: Session, ids: list[str]) -> dict[str, Known]:
             Learning.proposed_scope,
         ).where(Learning.id.in_(sorted(set(ids))))
     )
-    return {r[0]: Known(r[1], r[2], r[3], r[4], r[3] == "repo" and r[5] == "global") for r in rows}
+    return {r.id: Known(r.status, r.session_id, r.scope, r.repo_key, is_pending(r)) for r in rows}
 
 
 def globals_created(session: Session, session_id: str | None) -> int:
