@@ -6,7 +6,7 @@ figures in docs/BENCHMARKS.md)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_recall_eval.py [--split dev|test|all|heldout]
         [--scale 200|2000|both] [--modes lexical,hybrid,local,global] [--json out.json]
-        [--sections block,branch,compact,prompt,search] [--reuse /tmp/rt/kb]
+        [--sections block,branch,compact,handoff,prompt,search] [--reuse /tmp/rt/kb]
 
 The labelled data is ``bench/data/recall_eval/`` (``recall_eval_data.py`` loads it; how it
 was made is in its ``SOURCES.md``): 10 public projects' agent-instruction files paraphrased
@@ -39,6 +39,12 @@ checkout, and then for every situation:
   checkout on the situation's branch (``branches.json``: a default, an opaque or a
   descriptive name, written from the prompt): the block ranks by the branch's words
   (``recall/task_query.py``); the same figures as **block** (which runs on ``main``);
+* **handoff** (``--sections block,handoff``) — the SessionStart hook at a fresh start on
+  ``main`` after the previous session left an open handoff (by the ``/handoff`` skill, whose
+  title is the situation's prompt: the task as the person put it), closed after the call:
+  the block ranks by the handoff (``recall/task_query.py``); the same figures as **block**.
+  What this measures is the route (the item read back, chosen, used as the query), with a
+  handoff that names the task well: a handoff about something else steers the block wrong;
 * **context** (with the prompt section) — MCP ``context`` with the situation's query as its
   ``query`` (what an agent asks when its task needs more than the block holds: at most 8,
   above the relevance floor). The *reach* figures count a learning reached when the block,
@@ -133,6 +139,22 @@ def branch_block(cwd: Path, session: str, branch: str) -> str:
         return hook("SessionStart", cwd, session, source="startup")
     finally:
         head.write_text("ref: refs/heads/main\n")
+
+
+def handoff_block(cwd: Path, session: str, prompt: str) -> str:
+    """The SessionStart block at a fresh start on ``main`` with an open handoff whose title is
+    ``prompt`` (as the ``/handoff`` skill records it); the handoff is closed after the call."""
+    from reflect_jobs.reflections.store import open_store
+
+    store = open_store(str(cwd), cwd)
+    try:
+        item, _ = store.add("handoff", prompt, None, by="skill", session=session)
+        try:
+            return hook("SessionStart", cwd, session, source="startup")
+        finally:
+            store.change("done", item.id, note="picked up by the benchmark's session")
+    finally:
+        store.close()
 
 
 def context(query: str, cwd: Path) -> str:
@@ -282,12 +304,16 @@ def measure(
             asleep = dormant(root / "kb", ids)
             for s in situations:
                 cwd = dirs[s["repo"]]
-                block = after = alone = ctx = compact = branch = ""
+                block = after = alone = ctx = compact = branch = handoff = ""
                 if "block" in sections:
                     block = timed("block", hook, "SessionStart", cwd, f"{s['id']}-{run}-session")
                 if "branch" in sections:
                     branch = timed(
                         "branch", branch_block, cwd, f"{s['id']}-{run}-branch", s["branch"]
+                    )
+                if "handoff" in sections:
+                    handoff = timed(
+                        "handoff", handoff_block, cwd, f"{s['id']}-{run}-handoff", s["prompt"]
                     )
                 if "compact" in sections:
                     compact = timed(
@@ -318,6 +344,7 @@ def measure(
                 b = judge.told(block, s["repo"])
                 c = judge.told(compact, s["repo"])
                 br = judge.told(branch, s["repo"])
+                ho = judge.told(handoff, s["repo"])
                 rows.append(
                     {
                         **{k: s[k] for k in ("id", "split", "kind", "repo")},
@@ -330,6 +357,8 @@ def measure(
                         "compact_lines": {x: i + 1 for i, x in enumerate(c["ids"])},
                         "branch": br,
                         "branch_lines": {x: i + 1 for i, x in enumerate(br["ids"])},
+                        "handoff": ho,
+                        "handoff_lines": {x: i + 1 for i, x in enumerate(ho["ids"])},
                         "prompt": judge.told(alone, s["repo"]),
                         "session_ids": sorted(
                             set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
@@ -433,7 +462,7 @@ def summarise(
         [float(r["block"]["leak_repo"] + r["block"]["leak_stack"] > 0) for r in rows]
     )
     out["block"] = block
-    for key in ("compact", "branch"):
+    for key in ("compact", "branch", "handoff"):
         if key in sections:
             out[key] = _told_figures(rel, rows, part, key)
     told = [r for r in rel if r["prompt"]["ids"]]
@@ -504,7 +533,7 @@ def print_tables(report: dict, splits: list[str]) -> None:
         print(
             "   median latency ms: " + ", ".join(f"{k} {v}" for k, v in info["latency_ms"].items())
         )
-        for section in ("block", "branch", "compact", "prompt"):
+        for section in ("block", "branch", "compact", "handoff", "prompt"):
             if section not in report.get("sections", (section,)) or (
                 section not in res["splits"][splits[0]]
             ):

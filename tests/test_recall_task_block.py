@@ -318,3 +318,59 @@ def test_the_context_preview_ranks_by_the_branch_as_the_hook_does(env, tmp_path)
     assert X_TITLE in preview[0]
     assert preview == _learning_lines(_block(env, repo, "startup", sid="a"))
     assert "ranked for the branch's words: fix stale protobuf stubs" in proc.stderr.decode()
+
+
+def _handoff(env, repo, title, body, by):
+    from reflect_jobs.reflections.store import open_store
+
+    store = open_store(str(repo), repo, dict(env))
+    try:
+        item, _ = store.add("handoff", title, body, by=by)
+        return item.id, store
+    except BaseException:
+        store.close()
+        raise
+
+
+def test_a_fresh_start_is_ranked_by_the_handoff_a_person_or_skill_left(env, tmp_path):
+    repo = _setup(env, tmp_path)
+    today = _block(env, repo, "startup", sid="a")
+    assert X_TITLE not in today  # on main with no handoff: by strength
+    # A model's handoff is written from what its session read: it does not steer.
+    _, store = _handoff(
+        env, repo, "Continue with the protobuf stubs", "regenerate the stale stubs", "reflector"
+    )
+    store.close()
+    assert _learning_lines(_block(env, repo, "startup", sid="b")) == _learning_lines(today)
+    handoff, store = _handoff(
+        env,
+        repo,
+        "Pick up the protobuf stubs",
+        "I edited orders.proto; the generated stubs are stale",
+        "skill",
+    )
+    try:
+        ctx = _block(env, repo, "startup", sid="c")
+        lines = _learning_lines(ctx)
+        assert X_TITLE in lines[0], ctx  # the weakest of 13, first: the next session's task
+        assert len(lines) == len(_learning_lines(today))
+        assert f"- {handoff} [handoff] Pick up the protobuf stubs" in ctx
+        # `reflect-jobs context` previews the same block and says why
+        proc = subprocess.run(
+            [str(BIN / "reflect-jobs"), "context", "--cwd", str(repo)],
+            env=dict(env),
+            capture_output=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert _learning_lines(proc.stdout.decode()) == lines
+        assert f"ranked for handoff {handoff}: Pick up the protobuf stubs" in proc.stderr.decode()
+        # A task branch names this session's task before an earlier session's handoff.
+        _on_branch(repo, "ref: refs/heads/fix/webhook-signature-header\n")
+        assert "Webhooks" in _learning_lines(_block(env, repo, "startup", sid="d"))[0]
+        _on_branch(repo, "ref: refs/heads/main\n")
+        # Closed, it no longer names the task.
+        store.change("done", handoff, note="stubs regenerated")
+    finally:
+        store.close()
+    assert _learning_lines(_block(env, repo, "startup", sid="e")) == _learning_lines(today)

@@ -62,7 +62,7 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
     if not os.path.isdir(where):
         raise click.UsageError(f"--cwd {cwd}: no such directory")
     try:
-        told = session_block(  # as a fresh start there is told: ranked by the branch, if any
+        told = session_block(  # as a fresh start is told: ranked by its branch or handoff
             where,
             max_chars=10**9 if everything else max_chars,
             kb_root=str(s.kb_path),
@@ -83,7 +83,7 @@ def context(cwd: str | None, fmt: str, max_chars: int, everything: bool) -> None
             err=True,
         )
         if told.task:  # why the order differs from another checkout's
-            click.echo(f"ranked for the branch's words: {told.task[:120]}", err=True)
+            click.echo(f"ranked for {told.task_from}: {told.task[:120]}", err=True)
 
 
 @click.command()

@@ -21,9 +21,16 @@ STALE_TASK = "reflect_jobs.tasks.stale_anchors"
 class Told:
     """What one block told: its text, the learning ids on it, and what it withheld."""
 
-    __slots__ = ("item_ids", "learning_ids", "task", "text", "verdicts", "withheld")
+    __slots__ = ("item_ids", "learning_ids", "task", "task_from", "text", "verdicts", "withheld")
 
-    def __init__(self, text: str, verdicts: dict, withheld: list[str], task: str = "") -> None:
+    def __init__(
+        self,
+        text: str,
+        verdicts: dict,
+        withheld: list[str],
+        task: str = "",
+        task_from: str = "",
+    ) -> None:
         """Hold the block and read the told ids off its lines.
 
         Args:
@@ -31,9 +38,12 @@ class Told:
             verdicts: ``id -> Verdict`` of the learnings checked.
             withheld: The ids withheld as stale.
             task: The words it was ranked for (``""``: by strength and fit alone).
+            task_from: Where they came from (``the last prompts``, ``the branch's words``,
+                ``handoff #a1b2``; ``""`` with no task).
         """
         self.text = text
         self.task = task
+        self.task_from = task_from
         self.verdicts = verdicts
         self.withheld = withheld
         self.learning_ids = [
@@ -87,8 +97,9 @@ def session_block(
         task: What the session is doing, when that is known (after a compaction or a
             resume: its last prompts, ``recall/task_query.py``): the learnings it needs are
             ranked first in both sections (:func:`_task_hits`); ``None`` (a fresh start)
-            takes the words of the checkout's branch (``task_query.branch_task``); ``""``
-            keeps the order by strength and fit.
+            takes the words of the checkout's branch (``task_query.branch_task``), else the
+            open handoff a person or the ``/handoff`` skill left (``task_query.handoff_task``);
+            ``""`` keeps the order by strength and fit.
 
     Returns:
         The :class:`Told`.
@@ -106,12 +117,17 @@ def session_block(
     ref = repo_for(cwd if isinstance(cwd, str) else None)
     if is_ignored(ref):
         return Told("", {}, [])  # `reflect-jobs ignore`: told nothing, nothing read from it
-    if task is None:  # a fresh start: the branch made for the task, if any, names it
-        from .task_query import branch_task
+    open_now, open_total = open_items_for(cwd, kb_root)
+    task_from = "the last prompts" if task else ""
+    if task is None:  # a fresh start: the branch made for the task, else the handoff, names it
+        from .task_query import branch_task, handoff_task
 
         root = ref.root if ref is not None and ref.in_git and not everything else None
         task = branch_task(root) if root else ""
-    open_now, open_total = open_items_for(cwd, kb_root)
+        task_from = "the branch's words" if task else ""
+        if root and not task:
+            task, handoff = handoff_task(open_now)
+            task_from = f"handoff {handoff}" if task else ""
     conn = store.open_for_read(store.store_path(kb_root or kb_root_str()))
     repo: list[dict] = []
     general: list[dict] = []
@@ -170,7 +186,7 @@ def session_block(
         now=now,
         caps=(None, None) if everything else (block.REPO_ITEMS, block.GLOBAL_ITEMS),
     )
-    return Told(text, verdicts, withheld, task)
+    return Told(text, verdicts, withheld, task, task_from)
 
 
 def _verify(root: str | None, rows: list[dict], session_id: str | None, everything: bool) -> dict:

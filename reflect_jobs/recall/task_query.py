@@ -8,9 +8,14 @@ At a **fresh start** (``source`` ``startup``/``clear``, or none) no prompt exist
 one thing that often names the task is the **branch** the person created for it
 (``fix/flaky-redirect-e2e``). Its words are the ranking query, read from the checkout's
 ``HEAD`` file (no ``git`` process; a linked worktree's own ``HEAD``). A default or
-long-lived branch (``main``, ``master``, ``dev``…) or a detached ``HEAD`` says nothing, and
-the block ranks by strength and profile fit (``recall/session_start.py``); so does a branch
-whose words no learning holds above the relevance floor (``alice/wip``, ``gh-4312``).
+long-lived branch (``main``, ``master``, ``dev``…) or a detached ``HEAD`` says nothing;
+then the repository's **handoff** does, when one is open: the prompt a person or the
+``/handoff`` skill left for the next session (:func:`handoff_task`) is that session's task
+by definition. A reflector's handoff does not steer (it was written by a model from what
+its session read: ``reflections/logscan.py:leads``), nor does a stale one (the open items
+exclude it). With neither, the block ranks by strength and profile fit
+(``recall/session_start.py``); so does a task whose words no learning holds above the
+relevance floor (``alice/wip``, ``gh-4312``).
 
 Only what the harness really sends is used: Claude Code's SessionStart payload carries
 ``source`` (``startup``/``resume``/``clear``/``compact``) and ``transcript_path``; Codex's
@@ -100,6 +105,26 @@ def branch_task(root: str) -> str:
         return ""
     words = " ".join(parts).replace("-", " ").replace("_", " ").replace(".", " ").split()
     return " ".join(w for w in words if w not in BRANCH_NOISE)[:PROMPT_CHARS]
+
+
+def handoff_task(items: list[dict]) -> tuple[str, str]:
+    """The ranking query a fresh start's open handoff gives, and the handoff's id.
+
+    Args:
+        items: The repository's open items as the block lists them (leading handoffs first,
+            ``recall/items.py:open_items``).
+
+    Returns:
+        ``(title and body, "#id")`` of the first handoff a person or a skill wrote, bounded
+        to :data:`PROMPT_CHARS`; ``("", "")`` when there is none.
+    """
+    from reflect_jobs.reflections.logscan import leads
+
+    for item in items:
+        if leads(item):
+            text = f"{item.get('title') or ''}\n{item.get('body') or ''}".strip()
+            return text[:PROMPT_CHARS], str(item.get("id") or "")
+    return "", ""
 
 
 def _tail_lines(path: str) -> list[bytes]:

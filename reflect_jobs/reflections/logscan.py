@@ -3,8 +3,9 @@
 Standard library only and import-light: the session-start hook (``recall/items.py``) runs the
 same scan as the index's refresh (``index.py``) to tell whether it may read the index as it
 is, and both must see the logs the same way. :func:`iter_lines` is how the index reads a log:
-streamed, never holding a line over the bound. :func:`leads_sql` is the one rule for which
-open items lead the session-start list (both readers order by it).
+streamed, never holding a line over the bound. :func:`leads_sql` (and :func:`leads`, the same
+test on an item read back) is the one rule for which open items lead the session-start list
+(both readers order by it) and may name a fresh session's task (``recall/task_query.py``).
 """
 
 from __future__ import annotations
@@ -118,3 +119,15 @@ def leads_sql(alias: str = "") -> str:
     """
     authors = ", ".join(f"'{a}'" for a in LEAD_AUTHORS)
     return f"IFNULL({alias}kind, '') = 'handoff' AND IFNULL({alias}by, '') IN ({authors})"
+
+
+def leads(item: dict) -> bool:
+    """Whether an item read back (``{"kind", "by", …}``) leads: :func:`leads_sql` in Python.
+
+    Args:
+        item: An open item as the readers return it.
+
+    Returns:
+        True for a handoff a person or a skill wrote.
+    """
+    return item.get("kind") == "handoff" and item.get("by") in LEAD_AUTHORS
