@@ -307,6 +307,14 @@ def test_a_fifo_in_the_git_metadata_cannot_hang_the_hook(env, tmp_path):
 def test_the_context_preview_ranks_by_the_branch_as_the_hook_does(env, tmp_path):
     repo = _setup(env, tmp_path)
     _on_branch(repo, "ref: refs/heads/fix/stale-protobuf-stubs\n")
+    preview, why = _preview(env, repo)
+    assert X_TITLE in preview[0]
+    assert preview == _learning_lines(_block(env, repo, "startup", sid="a"))
+    assert "ranked for the branch's words: fix stale protobuf stubs" in why
+
+
+def _preview(env, repo):
+    """`reflect-jobs context` for the checkout: its learning lines and what it said why."""
     proc = subprocess.run(
         [str(BIN / "reflect-jobs"), "context", "--cwd", str(repo)],
         env=dict(env),
@@ -314,10 +322,7 @@ def test_the_context_preview_ranks_by_the_branch_as_the_hook_does(env, tmp_path)
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    preview = _learning_lines(proc.stdout.decode())
-    assert X_TITLE in preview[0]
-    assert preview == _learning_lines(_block(env, repo, "startup", sid="a"))
-    assert "ranked for the branch's words: fix stale protobuf stubs" in proc.stderr.decode()
+    return _learning_lines(proc.stdout.decode()), proc.stderr.decode()
 
 
 def _handoff(env, repo, title, body, by):
@@ -356,15 +361,9 @@ def test_a_fresh_start_is_ranked_by_the_handoff_a_person_or_skill_left(env, tmp_
         assert len(lines) == len(_learning_lines(today))
         assert f"- {handoff} [handoff] Pick up the protobuf stubs" in ctx
         # `reflect-jobs context` previews the same block and says why
-        proc = subprocess.run(
-            [str(BIN / "reflect-jobs"), "context", "--cwd", str(repo)],
-            env=dict(env),
-            capture_output=True,
-            timeout=60,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert _learning_lines(proc.stdout.decode()) == lines
-        assert f"ranked for handoff {handoff}: Pick up the protobuf stubs" in proc.stderr.decode()
+        preview, why = _preview(env, repo)
+        assert preview == lines
+        assert f"ranked for handoff {handoff}: Pick up the protobuf stubs" in why
         # A task branch names this session's task before an earlier session's handoff.
         _on_branch(repo, "ref: refs/heads/fix/webhook-signature-header\n")
         assert "Webhooks" in _learning_lines(_block(env, repo, "startup", sid="d"))[0]
