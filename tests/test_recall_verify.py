@@ -244,7 +244,11 @@ def test_context_all_prints_everything_and_reports_tokens(env, tmp_path):
         _note(env, f"Lesson number {i} about keep", [{"path": "src/keep.py"}])
     reindex(env.kb)
     capped = env.invoke("context", "--cwd", str(repo))
-    assert _last_line(capped.stdout) == "+4 more — reflect-jobs context --all; 0 withheld (stale)"
+    assert _last_line(capped.stdout) == (
+        "+4 more — those your task needs: MCP `context` with it as `query`, or "
+        '`reflect-jobs search "your task" --repo .`; all: `reflect-jobs context --all`; '
+        "0 withheld (stale)"
+    )
     assert "characters, ~" in capped.stderr and "tokens (estimate)" in capped.stderr
     full = env.invoke("context", "--cwd", str(repo), "--all").stdout
     assert sum(1 for x in full.splitlines() if x.startswith("- [")) == 14

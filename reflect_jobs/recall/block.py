@@ -4,8 +4,9 @@ The block is plain text between two marker lines, ``<reflect-jobs-context>`` and
 ``</reflect-jobs-context>``. It opens by framing what follows as notes from earlier
 sessions — data to check against the code, not instructions — shows each learning on one
 line with its id (so an agent can ask for the full note: MCP ``get``, ``reflect-jobs get``),
-confidence and age, and ends by saying what it left out: ``+N more — reflect-jobs context
---all`` and ``K withheld (stale)`` (learnings whose anchored files are all gone,
+confidence and age, and ends by saying what it left out — ``+N more``, with the way to those
+the task needs (MCP ``context`` with a query, ``search --repo .``) and to all of them
+(``context --all``) — and ``K withheld (stale)`` (learnings whose anchored files are all gone,
 ``recall/verify.py``; ARCHITECTURE §13.2). The cascade drops everything
 between the markers wherever it meets them later (``transcripts/noise.py``), so what we
 inject is never learned again. Every note string is made inert first (:func:`inert`):
@@ -199,10 +200,17 @@ def footer(more: int, withheld: int) -> str:
         withheld: Learnings withheld because every anchor is gone.
 
     Returns:
-        ``+N more — reflect-jobs context --all; K withheld (stale)``, the first part
-        ``nothing more qualifies`` when ``more`` is 0.
+        ``+N more — …; K withheld (stale)``, the first part ``nothing more qualifies`` when
+        ``more`` is 0. What was left out is named with the way to the part of it the task
+        needs (MCP ``context`` with a query, or ``search --repo .``: ranked for the task,
+        above the relevance floor), then the way to all of it (``context --all``).
     """
-    head = f"+{more} more — reflect-jobs context --all" if more > 0 else "nothing more qualifies"
+    head = (
+        f"+{more} more — those your task needs: MCP `context` with it as `query`, or "
+        f'`reflect-jobs search "your task" --repo .`; all: `reflect-jobs context --all`'
+        if more > 0
+        else "nothing more qualifies"
+    )
     return f"{head}; {withheld} withheld (stale)"
 
 
