@@ -50,8 +50,10 @@ checkout, and then for every situation:
   above the relevance floor). The *reach* figures count a learning reached when the block,
   per-prompt recall in that session, or this ``context`` call told it — the issue's route
   for repositories with more learnings than the block can hold;
-* **search** — ``reflect-jobs search QUERY --json -k 5`` per mode, with ``--repo`` and
-  without: hit@1 / hit@5 for repository and global learnings, and how often an irrelevant
+* **search** — ``reflect-jobs search QUERY --json -k 5`` per mode: with ``--repo``
+  (``repo``), unscoped from inside the checkout (``here``: its own learnings first at equal
+  relevance, every repository's still in) and unscoped from outside any checkout (``all``):
+  hit@1 / hit@5 for repository and global learnings, and how often an irrelevant
   query is answered with nothing.
 
 Nothing outside the repository is read; the model is the installed MiniLM, offline.
@@ -169,12 +171,18 @@ def context(query: str, cwd: Path) -> str:
     return text if "- [" in text else ""
 
 
-def search(query: str, mode: str, repo_dir: Path | None, runner: CliRunner) -> list[str]:
-    """Note ids ``reflect-jobs search --json`` returns (a list, or ``{"results": […]}``)."""
+def search(
+    query: str, mode: str, repo_dir: Path | None, runner: CliRunner, where: Path
+) -> list[str]:
+    """Note ids ``reflect-jobs search --json`` returns (a list, or ``{"results": […]}``),
+    run in the directory ``where`` (inside a checkout, its own learnings go first)."""
+    import contextlib
+
     args = ["search", query, "--mode", mode, "-k", "5", "--json"]
     if repo_dir is not None:
         args += ["--repo", str(repo_dir)]
-    result = runner.invoke(cli_main, args, catch_exceptions=False)
+    with contextlib.chdir(where):
+        result = runner.invoke(cli_main, args, catch_exceptions=False)
     if result.exit_code != 0:
         raise SystemExit(f"search failed: {args}: {result.output[-500:]}")
     data = json.loads(result.stdout)
@@ -337,9 +345,22 @@ def measure(
                     ctx = timed("context", context, s["query"], cwd)
                 found = {}
                 for mode in modes if "search" in sections else ():
-                    for scope, rd in (("repo", cwd), ("all", None)):
+                    # --repo; unscoped from the checkout; unscoped from outside any checkout
+                    for scope, rd, where in (
+                        ("repo", cwd, Path(tmp)),
+                        ("here", None, cwd),
+                        ("all", None, Path(tmp)),
+                    ):
                         found[f"{mode}/{scope}"] = judge.ranked(
-                            timed(f"search {mode}/{scope}", search, s["query"], mode, rd, runner)
+                            timed(
+                                f"search {mode}/{scope}",
+                                search,
+                                s["query"],
+                                mode,
+                                rd,
+                                runner,
+                                where,
+                            )
                         )
                 b = judge.told(block, s["repo"])
                 c = judge.told(compact, s["repo"])
@@ -479,7 +500,7 @@ def summarise(
     }
     srch: dict = {}
     for mode in modes if "search" in sections else ():
-        for scope in ("repo", "all"):
+        for scope in ("repo", "here", "all"):
             key = f"{mode}/{scope}"
             m: dict = {}
             for kind in ("repo", "global"):

@@ -199,6 +199,17 @@ def test_reads_widen_only_with_the_setting(world):
     assert [h["id"] for h in _hits(found)] == [world.theirs.id]
     assert "poetry install" in tools.get_tool(world.kb, world.theirs.id, scope=wide)
     assert world.theirs.id in tools.recent_tool(world.kb, repo="*", scope=wide)
+    # Every repository ("*"): the server's own learnings first at equal relevance.
+    for server_dir, first, second in (
+        (world.shop, world.mine.id, world.theirs.id),
+        (world.other, world.theirs.id, world.mine.id),
+    ):
+        every = ServerScope.here(str(server_dir), all_repos=True)
+        found = tools.search_tool(
+            world.kb, "install", mode="lexical", repo="*", vectors=False, scope=every
+        )
+        got = [h["id"] for h in _hits(found)]
+        assert got[0] == first and second in got, (server_dir, got)
     from reflect_jobs.config import load_settings
 
     assert load_settings(dict(world.env)).mcp_all_repos is False

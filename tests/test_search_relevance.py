@@ -288,3 +288,44 @@ def test_a_worker_answering_garbage_or_never_falls_back_to_lexical_within_budget
         assert "did not answer within 1 s" in stderr
     log = (env.home / "drain.log").read_text()
     assert "search_worker_failed" in log and "lexical_fallback" in log
+
+
+def two_checkouts(env, tmp_path):  # type: ignore[no-untyped-def]
+    """Two repositories with a learning each that answers "webpack cache" about as well, and
+    a global one; returns ``{name: (checkout, note id)}``."""
+    out = {}
+    for name, title, rule in (
+        ("shop", "Clear the webpack cache after switching branches", "Stale .cache output."),
+        ("admin", "Clear the webpack cache before a release build", "Release reads .cache."),
+    ):
+        checkout = make_repo(tmp_path / name, f"https://github.com/acme/{name}.git")
+        note = add_note(env.kb, learning(title, rule, repo=f"github.com/acme/{name}"))
+        out[name] = (checkout, note.id)
+    out["global"] = (
+        None,
+        add_note(
+            env.kb,
+            learning("Webpack cache lives in .cache", "Delete it to start over.", scope="global"),
+        ).id,
+    )
+    reindex(env.kb)
+    return out
+
+
+def test_asked_from_inside_a_checkout_its_own_learnings_come_first(env, cli, tmp_path, monkeypatch):
+    """Unscoped, run inside a repository: every repository's learnings still answer, the
+    checkout's own first at equal relevance (issue 25); --repo and --global still filter."""
+    made = two_checkouts(env, tmp_path)
+    ids = {name: note for name, (_, note) in made.items()}
+    for mode in ("lexical", "hybrid"):
+        for here, other in (("shop", "admin"), ("admin", "shop")):
+            monkeypatch.chdir(made[here][0] / ".git")  # anywhere inside the checkout
+            got = _ids(cli("webpack cache", "--mode", mode)[0])
+            assert got[0] == ids[here], (mode, here, got)
+            assert {ids[other], ids["global"]} <= set(got), "nothing is filtered out"
+        monkeypatch.chdir(tmp_path)  # outside any checkout: no preference, all three
+        assert set(_ids(cli("webpack cache", "--mode", mode)[0])) == set(ids.values())
+    monkeypatch.chdir(made["shop"][0])
+    assert _ids(cli("webpack cache", "--global")[0]) == [ids["global"]]
+    scoped = _ids(cli("webpack cache", "--repo", str(made["admin"][0]))[0])
+    assert scoped[0] == ids["admin"] and ids["shop"] not in scoped

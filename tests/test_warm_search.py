@@ -7,6 +7,7 @@ from timing. The model child's idle exit is observed in the process table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import stat
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from recall_support import add_note, learning, make_repo
 from support import wait_for
 from warm_support import answers, children, notes, vias, worker
 
@@ -32,10 +34,33 @@ def kb_env(env):
     return env
 
 
-def test_cli_search_goes_through_the_worker_and_its_child_exits_when_idle(kb_env):
+def test_cli_search_goes_through_the_worker_and_its_child_exits_when_idle(kb_env, tmp_path):
     env = kb_env
+    # Two checkouts whose own learnings answer "docker cache" about as well: asked from
+    # inside one, its own comes first (issue 25), whichever path answers.
+    checkouts = {}
+    for name in ("shop", "admin"):
+        checkouts[name] = make_repo(tmp_path / name, f"https://github.com/acme/{name}.git")
+        add_note(
+            env.kb,
+            learning(
+                f"Docker cache of the {name} image",
+                "Prune it weekly.",
+                repo=f"github.com/acme/{name}",
+            ),
+        )
+    env.invoke("reindex")
+
+    def from_inside(name: str) -> list[str]:
+        with contextlib.chdir(checkouts[name]):
+            out = env.invoke("search", "docker cache", "--json")
+        return [h["title"] for h in json.loads(out.stdout)["results"]]
+
     alone = env.invoke("search", "docker", "--json")
-    assert vias(env) == ["in_process"]
+    preferred = {name: from_inside(name) for name in checkouts}
+    assert set(vias(env)) == {"in_process"}
+    for name, titles in preferred.items():
+        assert titles[0] == f"Docker cache of the {name} image" and len(titles) >= 2, titles
     with worker(env) as proc:
         sock = env.home / "run" / "model.sock"
         assert stat.S_IMODE(sock.stat().st_mode) == 0o600
@@ -44,6 +69,9 @@ def test_cli_search_goes_through_the_worker_and_its_child_exits_when_idle(kb_env
         assert vias(env)[-1] == "worker"
         assert warm.stdout == alone.stdout, "--json must not depend on the path that answered"
         assert warm.stderr == alone.stderr
+        for name in checkouts:
+            assert from_inside(name) == preferred[name]
+            assert vias(env)[-1] == "worker"
         # REFLECT_MODEL_IDLE_SEC=2: the child goes away by itself; the consumer stays up.
         wait_for(lambda: not children(proc.pid), timeout=60, what="the idle child exiting")
         assert proc.poll() is None

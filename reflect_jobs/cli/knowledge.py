@@ -47,7 +47,9 @@ def search(
     """Search the knowledge base (retired notes never appear; proposed and dormant ones are
     marked).
 
-    Nothing is returned below a relevance floor. --json prints {"results": [...], "reason":
+    Run inside a repository, its own learnings come first at equal relevance (every
+    repository's still show; --repo keeps only it and the global ones). Nothing is
+    returned below a relevance floor. --json prints {"results": [...], "reason":
     ...}; reason says why results is empty. The graph modes (local, global) are explicit only.
 
     \f
@@ -63,18 +65,23 @@ def search(
     s = get_settings()
     if repo_dir is not None and only_global:
         raise click.UsageError("--repo and --global exclude each other")
-    repo_key = None
+    import os
+
+    from ..repo import repo_for
+
+    repo_key = prefer = None
     if repo_dir is not None:
-        import os
-
-        from ..repo import repo_for
-
         ref = repo_for(os.path.abspath(repo_dir))
         if ref is None:
             raise click.UsageError(f"--repo {repo_dir}: no such directory")
         repo_key = ref.key
+    elif not only_global:  # asked from inside a checkout: its own learnings first
+        here = repo_for(os.getcwd())
+        prefer = here.key if here is not None and here.in_git else None
     quiet_libraries(s)
-    result = _search(s, query, mode, k, repo_key=repo_key, only_global=only_global)
+    result = _search(
+        s, query, mode, k, repo_key=repo_key, only_global=only_global, prefer_repo_key=prefer
+    )
     from ..recall import fading
 
     dormant = fading.dormant_ids(str(s.kb_path), [str(h["id"]) for h in result.hits])
@@ -105,6 +112,7 @@ def _search(
     *,
     repo_key: str | None = None,
     only_global: bool = False,
+    prefer_repo_key: str | None = None,
 ) -> SearchResult:
     """The running worker's answer when one is up, else in-process (ARCHITECTURE §8.1).
 
@@ -122,6 +130,8 @@ def _search(
         k: How many hits.
         repo_key: Keep this repository's and the global learnings only.
         only_global: Keep the global learnings only.
+        prefer_repo_key: Keep everything, this repository's learnings first at equal
+            relevance (the checkout the search was run in).
 
     Returns:
         The search result.
@@ -139,7 +149,13 @@ def _search(
     if use_worker:
         try:
             result = search_via_worker(
-                query, k, mode, repo_key, only_global=only_global, settings=s
+                query,
+                k,
+                mode,
+                repo_key,
+                only_global=only_global,
+                prefer_repo=prefer_repo_key,
+                settings=s,
             )
         except WorkerFailed as exc:
             fallback = str(exc)
@@ -155,6 +171,7 @@ def _search(
             embed_model=s.embed_model,
             repo_key=repo_key,
             only_global=only_global,
+            prefer_repo_key=prefer_repo_key,
         )
         if fallback:
             via = "lexical_fallback"

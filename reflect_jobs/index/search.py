@@ -162,6 +162,7 @@ def search(
     embed_model: str | None = None,
     repo_key: str | None = None,
     only_global: bool = False,
+    prefer_repo_key: str | None = None,
     fusion: Fusion = FUSION,
 ) -> SearchResult:
     """Search the KB's active notes; the vector leg fails open to lexical results.
@@ -178,6 +179,10 @@ def search(
         repo_key: Keep only this repository's learnings and the global ones
             (``search --repo DIR``; ARCHITECTURE §13), scoped before candidates are taken.
         only_global: Keep only global learnings (``search --global``).
+        prefer_repo_key: With neither of those, the repository the search is asked from
+            (``search`` run inside a checkout): every learning stays, this repository's
+            own go first at equal relevance (:attr:`Fusion.own_boost`), as in a scoped
+            search.
         fusion: The fusion weights and relevance floor (the tuned :data:`FUSION`).
 
     Returns:
@@ -198,7 +203,7 @@ def search(
             k=k,
             vectors=vectors,
             embed_model=embed_model,
-            scope=scope_filter(kb_path, repo_key, only_global),
+            scope=scope_filter(kb_path, repo_key, only_global, prefer_repo_key),
             fusion=fusion,
         )
     except sqlite3.DatabaseError as exc:
@@ -215,21 +220,28 @@ class Scope:
     own: frozenset[str]
 
 
-def scope_filter(kb_path: Path, repo_key: str | None, only_global: bool) -> Scope | None:
+def scope_filter(
+    kb_path: Path, repo_key: str | None, only_global: bool, prefer_repo_key: str | None = None
+) -> Scope | None:
     """The scopes a filtered search needs, read once from the context store.
 
     Args:
         kb_path: The KB root.
         repo_key: Keep this repository's learnings and the global ones.
         only_global: Keep only global learnings.
+        prefer_repo_key: With neither filter: exclude nothing, but count this repository's
+            learnings as the search's own.
 
     Returns:
-        ``None`` when no filter was asked for; else the other repositories' learnings (to
-        exclude) and this repository's. An id the store does not know is treated as global
-        (a note written before scopes existed).
+        ``None`` when no filter or preference was asked for; else the other repositories'
+        learnings (to exclude; none for a preference) and this repository's. An id the
+        store does not know is treated as global (a note written before scopes existed).
     """
     if repo_key is None and not only_global:
-        return None
+        if prefer_repo_key is None:
+            return None
+        scope = scope_filter(kb_path, prefer_repo_key, False)
+        return Scope(frozenset(), scope.own) if scope is not None else None
     from reflect_jobs.recall import store
 
     exclude: set[str] = set()

@@ -257,6 +257,7 @@ def search_tool(
         embed_model=embed_model,
         repo_key=None if every else wanted,
         only_global=wanted is None and not every,
+        prefer_repo_key=bounds.key if every else None,  # every repository, its own first
     )
     lines: list[str] = []
     room = MAX_RESULT_CHARS - 400  # markers, warnings

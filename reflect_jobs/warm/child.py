@@ -54,6 +54,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         from reflect_jobs.index.search import SearchError, search
 
         repo_key = request.get("repo_key")
+        prefer = request.get("prefer_repo_key")
         try:
             result = search(
                 s.kb_path,
@@ -64,6 +65,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
                 embed_model=s.embed_model,
                 repo_key=str(repo_key) if repo_key is not None else None,
                 only_global=bool(request.get("only_global")),
+                prefer_repo_key=str(prefer) if prefer is not None else None,
             )
         except SearchError as exc:
             return {"ok": False, "kind": "SearchError", "error": str(exc)}

@@ -36,6 +36,7 @@ def search_via_worker(
     repo: str | None = None,
     *,
     only_global: bool = False,
+    prefer_repo: str | None = None,
     settings: Settings | None = None,
     budget_sec: float | None = None,
 ) -> SearchResult | None:
@@ -47,6 +48,8 @@ def search_via_worker(
         mode: As :func:`reflect_jobs.index.search.search`.
         repo: A repository key to scope to (``None``: no repository scope).
         only_global: Global learnings only.
+        prefer_repo: Without a scope, the repository whose learnings go first at equal
+            relevance (a worker from before this field ignores it: its answer is unscoped).
         settings: The caller's settings; ``None`` reads the environment.
         budget_sec: How long to wait for the answer (default
             ``Settings.search_worker_sec``).
@@ -80,6 +83,8 @@ def search_via_worker(
         request["repo_key"] = repo
     if only_global:
         request["only_global"] = True
+    if prefer_repo is not None:
+        request["prefer_repo_key"] = prefer_repo
     budget = s.search_worker_sec if budget_sec is None else budget_sec
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

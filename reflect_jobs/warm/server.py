@@ -36,6 +36,7 @@ SEARCH_FIELDS = (
     "mode",
     "repo_key",
     "only_global",
+    "prefer_repo_key",
     "kb_path",
     "vectors",
     "embed_model",
