@@ -76,7 +76,10 @@ def search(
             raise click.UsageError(f"--repo {repo_dir}: no such directory")
         repo_key = ref.key
     elif not only_global:  # asked from inside a checkout: its own learnings first
-        here = repo_for(os.getcwd())
+        try:
+            here = repo_for(os.getcwd())
+        except OSError:  # the working directory was removed: no checkout to prefer
+            here = None
         prefer = here.key if here is not None and here.in_git else None
     quiet_libraries(s)
     result = _search(
