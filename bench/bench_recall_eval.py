@@ -373,13 +373,9 @@ def measure(
                         "expected": s["expected"],
                         "dormant": [e for e in s["expected"] if e in asleep],
                         "block": b,
-                        "block_lines": {x: i + 1 for i, x in enumerate(b["ids"])},
                         "compact": c,
-                        "compact_lines": {x: i + 1 for i, x in enumerate(c["ids"])},
                         "branch": br,
-                        "branch_lines": {x: i + 1 for i, x in enumerate(br["ids"])},
                         "handoff": ho,
-                        "handoff_lines": {x: i + 1 for i, x in enumerate(ho["ids"])},
                         "prompt": judge.told(alone, s["repo"]),
                         "session_ids": sorted(
                             set(b["ids"]) | set(judge.told(after, s["repo"])["ids"])
@@ -414,6 +410,12 @@ def dormant(kb_root: Path, ids: dict[str, str]) -> set[str]:
         conn.close()
     days, now = fading.unused_days(), time.time()
     return {b for b, note in ids.items() if fading.is_dormant(awake.get(note), days, now)}
+
+
+def _lines(rows: list[dict], key: str) -> list[int]:
+    """The line (from 1, among the learnings told) of every expected learning ``key``'s
+    block told."""
+    return [r[key]["ids"].index(e) + 1 for r in rows for e in r["expected"] if e in r[key]["ids"]]
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -469,7 +471,7 @@ def summarise(
             block["reach_repo_hit_40plus"] = _mean(
                 [reached(r) for r in sel if r["repo_size"] >= BIG_REPO]
             )
-    lines = [r["block_lines"][e] for r in rel for e in r["expected"] if e in r["block_lines"]]
+    lines = _lines(rel, "block")
     block["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
     block["chars_mean"] = (
         round(statistics.mean(r["block"]["chars"] for r in rows)) if rows else None
@@ -529,7 +531,7 @@ def _told_figures(rel: list[dict], rows: list[dict], part, key: str) -> dict:  #
         out[name + "_n"] = len(sel)
         if scope == "repo":
             out["repo_hit_40plus"] = _mean([hit(r) for r in sel if r["repo_size"] >= BIG_REPO])
-    lines = [r[key + "_lines"][e] for r in rel for e in r["expected"] if e in r[key + "_lines"]]
+    lines = _lines(rel, key)
     out["median_line"] = round(float(statistics.median(lines)), 1) if lines else None
     out["chars_mean"] = round(statistics.mean(r[key]["chars"] for r in rows)) if rows else None
     out["leak_lines"] = _mean([r[key]["leak_repo"] + r[key]["leak_stack"] for r in rows])
