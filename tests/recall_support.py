@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from support import recent
 
 from reflect_jobs import kb
 from reflect_jobs.index import maintenance
@@ -45,12 +46,6 @@ def learning(title: str, rule: str, *, scope: str = "repo", repo: str | None = N
         out["repo"] = repo
     out.update(kw)
     return out
-
-
-def recent(days: float = 1.0) -> str:
-    """A timestamp ``days`` before now: a fixed date in a helper's default is a time bomb
-    (180 days after it, every note it wrote is dormant and no longer told)."""
-    return f"{datetime.now(UTC) - timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def add_note(kb_root: Path, item: dict, *, updated: str | None = None) -> kb.NoteFile:

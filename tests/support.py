@@ -217,14 +217,20 @@ def running_worker(env: Env, threads: int = 1) -> Iterator[subprocess.Popen[byte
             proc.wait()
 
 
+def recent(days: float = 1.0) -> str:
+    """A timestamp ``days`` before now: a fixed date in a helper's default is a time bomb
+    (180 days after it, every note it wrote is dormant and no longer told)."""
+    from datetime import UTC, datetime, timedelta
+
+    return f"{datetime.now(UTC) - timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
+
+
 def write_note(root: Path, title: str, insight: str, *, at: str | None = None):  # type: ignore[no-untyped-def]
     """One learning note in the KB at ``root`` (category Tools, its title as the rule),
     written a day ago unless ``at`` (never a fixed date: it would fall dormant)."""
-    from datetime import UTC, datetime, timedelta
-
     from reflect_jobs import kb
 
-    at = at or f"{datetime.now(UTC) - timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}"
+    at = at or recent()
 
     return kb.write_learning(
         root,

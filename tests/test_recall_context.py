@@ -6,7 +6,8 @@ import json
 import os
 import sqlite3
 
-from recall_support import add_note, learning, make_repo, recent, reindex
+from recall_support import add_note, learning, make_repo, reindex
+from support import recent
 
 from reflect_jobs import kb
 from reflect_jobs.recall import block, store
