@@ -237,11 +237,10 @@ def scope_filter(
         learnings (to exclude; none for a preference) and this repository's. An id the
         store does not know is treated as global (a note written before scopes existed).
     """
-    if repo_key is None and not only_global:
-        if prefer_repo_key is None:
-            return None
-        scope = scope_filter(kb_path, prefer_repo_key, False)
-        return Scope(frozenset(), scope.own) if scope is not None else None
+    filtering = repo_key is not None or only_global
+    if not filtering and prefer_repo_key is None:
+        return None
+    mine = None if only_global else (repo_key if filtering else prefer_repo_key)
     from reflect_jobs.recall import store
 
     exclude: set[str] = set()
@@ -250,9 +249,9 @@ def scope_filter(
     if conn is not None:
         try:
             for note_id, key in conn.execute("SELECT id, repo_key FROM notes WHERE scope='repo'"):
-                if not only_global and key == repo_key:
+                if mine is not None and key == mine:
                     own.add(note_id)
-                else:
+                elif filtering:  # a preference excludes nothing
                     exclude.add(note_id)
         finally:
             conn.close()
