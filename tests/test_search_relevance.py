@@ -290,7 +290,7 @@ def test_a_worker_answering_garbage_or_never_falls_back_to_lexical_within_budget
     assert "search_worker_failed" in log and "lexical_fallback" in log
 
 
-def two_checkouts(env, tmp_path):  # type: ignore[no-untyped-def]
+def _two_checkouts(env, tmp_path):  # type: ignore[no-untyped-def]
     """Two repositories with a learning each that answers "webpack cache" about as well, and
     a global one; returns ``{name: (checkout, note id)}``."""
     out = {}
@@ -315,7 +315,7 @@ def two_checkouts(env, tmp_path):  # type: ignore[no-untyped-def]
 def test_asked_from_inside_a_checkout_its_own_learnings_come_first(env, cli, tmp_path, monkeypatch):
     """Unscoped, run inside a repository: every repository's learnings still answer, the
     checkout's own first at equal relevance (issue 25); --repo and --global still filter."""
-    made = two_checkouts(env, tmp_path)
+    made = _two_checkouts(env, tmp_path)
     ids = {name: note for name, (_, note) in made.items()}
     for mode in ("lexical", "hybrid"):
         for here, other in (("shop", "admin"), ("admin", "shop")):
