@@ -33,6 +33,7 @@ FIELDS = {
     "tags",
     "entities",
     "applies_to",
+    "applies_when",
     "causal_relations",
     "body",
     # ARCHITECTURE §6: checked against the sent slice when one is given (tests/test_evidence.py)

@@ -17,6 +17,7 @@ from pathlib import Path
 from reflect_jobs import kb
 from reflect_jobs.fsio import read_inside
 from reflect_jobs.kb.parse import MAX_NOTE_BYTES
+from reflect_jobs.kb.render import applies_when
 from reflect_jobs.lifecycle import ACTIVE, PROPOSED, is_retired
 
 
@@ -93,13 +94,17 @@ def lex_doc(note: kb.Note, digest: str, status: str) -> dict[str, str]:
         status: Its frontmatter status.
 
     Returns:
-        The row: ``doc_id``, ``title``, ``rule`` (rule and key insight, weighted over the
-        body), ``body``, ``path``, ``content_hash`` and ``status`` (retired and proposed
+        The row: ``doc_id``, ``title``, ``rule`` (rule, key insight and the tasks it
+        applies when, weighted over the body), ``body``, ``path``, ``content_hash`` and ``status`` (retired and proposed
         kept as they are, anything else ``active``).
     """
     fm = note.frontmatter
-    # The rule and key insight are what a learning says: weighted over the body (lexical.WEIGHTS).
+    # The rule and key insight are what a learning says, and the tasks it matters in
+    # (``applies_when``) how a person asks for it: weighted over the body (lexical.WEIGHTS).
     rule = " ".join(str(fm.get(k) or "") for k in ("rule", "key_insight"))
+    when = "; ".join(applies_when(fm))
+    if when:
+        rule += " " + when
     fields = ("problem", "root_cause", "fix", "tags", "entities")
     text = " ".join(str(fm.get(k) or "") for k in fields)
     return {
@@ -143,7 +148,7 @@ def doc_text(note: kb.Note) -> str:
     """The text a note is indexed under in the graph/vector index.
 
     The frontmatter fields a person searches by (title, key insight, problem, root cause,
-    fix, rule) as ``key: value`` lines, then the body without its Evidence section, so a
+    fix, rule, the tasks it applies when) as ``key: value`` lines, then the body without its Evidence section, so a
     query matching the summary of a learning finds it even when the body is long.
 
     Args:
@@ -158,6 +163,9 @@ def doc_text(note: kb.Note) -> str:
         for k in ("title", "key_insight", "problem", "root_cause", "fix", "rule")
         if fm.get(k)
     )
+    when = "; ".join(applies_when(fm))
+    if when:
+        head += f"\napplies when: {when}"
     # What the learning says, not the quote that proves it (its Evidence section): a
     # near-duplicate of another session's learning must stay a semantic twin.
     return f"{head}\n\n{kb.without_evidence(note.body)}"

@@ -98,6 +98,21 @@ def _str_list(value: object) -> list[str]:
     return out
 
 
+def applies_when(fields: Mapping[str, object]) -> list[str]:
+    """The tasks or symptoms a learning matters in (its ``applies_when`` phrases).
+
+    One reading for the note's writer and its indexes (the context store's full-text column,
+    the lexical and vector documents), whatever a person or an older note put there.
+
+    Args:
+        fields: A learning or a note's frontmatter.
+
+    Returns:
+        The distinct non-empty phrases, white space folded; ``[]`` when there are none.
+    """
+    return _str_list(fields.get("applies_when"))
+
+
 def causal_relations(value: object) -> list[dict[str, str]]:
     """``[{source, target, type}]`` with empty endpoints dropped and the type whitelisted.
 
@@ -200,6 +215,11 @@ def note_frontmatter(
     applies = _str_list(learning.get("applies_to"))
     if applies:  # what it is about (recall/stack.py); inferred from tags/entities when absent
         fm["applies_to"] = applies
+    when = applies_when(learning)
+    if (
+        when
+    ):  # the tasks it matters in: what a later prompt is matched against (recall/relevance.py)
+        fm["applies_when"] = when
     evidence = " ".join(_text(learning.get("evidence")).split())
     if evidence:  # what proves it (ARCHITECTURE §6); notes from before evidence have none
         fm["evidence"] = evidence

@@ -49,7 +49,8 @@ MAX_ADD_BYTES = 8 * 1024 * 1024
 #: Frontmatter keys ``add`` reads; any other is reported and ignored.
 KNOWN_KEYS = frozenset(
     {"title", "rule", "scope", "category", "key_insight", "problem", "root_cause", "fix",
-     "learning_type", "confidence", "confidence_num", "tags", "entities", "forget_after"}
+     "learning_type", "confidence", "confidence_num", "tags", "entities", "forget_after",
+     "applies_to", "applies_when"}
 )  # fmt: skip
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 

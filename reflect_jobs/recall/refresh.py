@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reflect_jobs import kb
-from reflect_jobs.kb.render import anchors_value
+from reflect_jobs.kb.render import anchors_value, applies_when
 from reflect_jobs.lifecycle import is_told
 
 from . import fading, stack, store
@@ -64,7 +64,8 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         ``confirmations`` the note's count and ``awake_ts`` where its dormancy clock starts
         (``recall/fading.py``: the later of ``created`` and ``last_confirmed``; a note that
         never recorded a confirmation but has proof from 2+ sources — written before
-        confirmations were recorded — counts its last ``updated`` as one).
+        confirmations were recorded — counts its last ``updated`` as one); ``applies_when``
+        the tasks it matters in, a phrase a line.
     """
     fm = note.frontmatter
     repo = fm.get("repo")
@@ -101,6 +102,7 @@ def row_from_note(note: kb.Note, digest: str) -> dict:
         "anchors": _anchors_json(fm.get("anchors")),
         "confirmations": _count(fm.get("confirmations")),
         "awake_ts": awake_of(fm),
+        "applies_when": "\n".join(applies_when(fm)),
     }
 
 

@@ -36,13 +36,14 @@ GLOBAL_SCAN = 3000
 SIDE_FIT = 0.1
 #: The relevance floor and its shape (tuned on the dev split of bench_recall_eval; a grid
 #: of these and the cosine settings below: `bench/recall_eval_prompt_tune.py`).
-FLOOR = 0.9
+FLOOR = 1.1
 MIN_MATCHED = 2
 #: One matched term this rare (idf) is enough on its own (an identifier, a tool's name).
 RARE_IDF = 0.8
 #: The least a matched term weighs: in a small store most notes share the words of its
-#: one topic, and idf alone would then say nothing ever matches.
-MIN_WEIGHT = 0.3
+#: one topic, and idf alone would then say nothing ever matches. A third of the floor, so
+#: three such terms pass it (at 2,390 notes the same dev figures as 0.3).
+MIN_WEIGHT = FLOOR / 3
 #: A candidate must score at least this share of the best candidate's score.
 RELATIVE = 0.9
 #: The worker's cosine: what it adds above its base, and what passes on its own.
@@ -56,7 +57,10 @@ TITLE_SHARE = 1.0
 OWN_BOOST = 1.1
 #: Notes read and scored per prompt at most (those holding the most term weight).
 CANDIDATES = 300
-FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6}
+#: What each field of a learning weighs when it holds a prompt's term: the title and rule say
+#: what the learning is, the insight why; ``applies_when`` names the tasks it matters in, in
+#: a person's words (the writer's, ``writer/prompt.py``) — the words a later prompt uses.
+FIELD_WEIGHT = {"title": 1.0, "rule": 1.0, "key_insight": 0.6, "applies_when": 0.8}
 
 # --- the block's general section ------------------------------------------------------------
 
@@ -337,7 +341,7 @@ def passes(score: float, matched: int, best_idf: float) -> bool:
     Returns:
         True when the score reaches ``FLOOR`` with ``MIN_MATCHED`` terms or a rare one.
     """
-    if round(score, 6) < FLOOR:  # 3 × 0.3 is 0.8999…
+    if round(score, 6) < FLOOR:  # float sums: 3 × (FLOOR / 3) may fall a hair short
         return False
     return matched >= MIN_MATCHED or best_idf >= RARE_IDF
 

@@ -20,6 +20,7 @@ import sqlite3
 
 from .store_schema import ADDED as _ADDED
 from .store_schema import COLUMNS as _COLUMNS
+from .store_schema import FTS_COLUMNS as _FTS_COLUMNS
 from .store_schema import SCHEMA as _SCHEMA
 from .store_schema import SCHEMA_VERSION
 from .store_schema import upgrade as _upgrade
@@ -127,7 +128,7 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
             ``title``, ``rule``, ``key_insight``, ``category``, ``path``, ``proof_count``,
             ``confidence``, ``updated_ts``, ``content_hash``, ``anchors``: the note's
             anchors as compact JSON, ``""`` for none; ``applies_to``; ``confirmations`` and
-            ``awake_ts``, 0 when missing).
+            ``awake_ts``, 0 when missing; ``applies_when``, its phrases one a line).
 
     Returns:
         How many rows were written.
@@ -152,8 +153,9 @@ def upsert_many(conn: sqlite3.Connection, rows: list[dict]) -> int:
                 (*values, rank),
             )
             conn.execute(
-                "INSERT INTO notes_fts (rowid, title, rule, key_insight) VALUES (?, ?, ?, ?)",
-                (cur.lastrowid, row["title"], row.get("rule") or "", row.get("key_insight") or ""),
+                f"INSERT INTO notes_fts (rowid, {', '.join(_FTS_COLUMNS)}) "
+                f"VALUES (?, {', '.join('?' for _ in _FTS_COLUMNS)})",
+                (cur.lastrowid, *(str(row.get(c) or "") for c in _FTS_COLUMNS)),
             )
             count += 1
     return count

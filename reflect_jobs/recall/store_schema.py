@@ -14,8 +14,10 @@ import sqlite3
 #: 5: ``pending_global`` (a global learning told only in its repository until a second
 #: session confirms it, what ``status`` counted without reading every note); 6: without it
 #: again — the ledger holds it (``learnings.proposed_scope``, migration 0012), so ``status``
-#: and ``review`` ask the ledger and no reader of the store needed the flag.
-SCHEMA_VERSION = "6"
+#: and ``review`` ask the ledger and no reader of the store needed the flag; 7:
+#: ``applies_when`` (the tasks a learning matters in, ``writer/prompt.py``), in the full-text
+#: table too, so a prompt naming the task finds it (``recall/relevance.py``).
+SCHEMA_VERSION = "7"
 COLUMNS = (
     "id",
     "scope",
@@ -33,7 +35,10 @@ COLUMNS = (
     "applies_to",
     "confirmations",
     "awake_ts",
+    "applies_when",
 )
+#: The full-text table's columns (``recall/relevance.py`` weighs each: FIELD_WEIGHT).
+FTS_COLUMNS = ("title", "rule", "key_insight", "applies_when")
 #: Columns added after schema 1, with their SQL type and default: an older store gets them
 #: empty and is refilled (:func:`upgrade`); a reader of an unupgraded store reads the default.
 ADDED = {
@@ -41,6 +46,7 @@ ADDED = {
     "applies_to": ("TEXT", "''"),
     "confirmations": ("INTEGER", "0"),
     "awake_ts": ("REAL", "0"),
+    "applies_when": ("TEXT", "''"),
 }
 #: Columns a store of an older schema has that this one dropped (schema 6: ``pending_global``
 #: and its partial index ``notes_pending``); :func:`upgrade` drops them, no refill needed.
@@ -65,21 +71,26 @@ CREATE TABLE IF NOT EXISTS notes (
     anchors TEXT NOT NULL DEFAULT '',
     applies_to TEXT NOT NULL DEFAULT '',
     confirmations INTEGER NOT NULL DEFAULT 0,
-    awake_ts REAL NOT NULL DEFAULT 0
+    awake_ts REAL NOT NULL DEFAULT 0,
+    applies_when TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS notes_by_repo ON notes (scope, repo_key, strength DESC);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
-    title, rule, key_insight, tokenize='porter unicode61 remove_diacritics 2'
+    title, rule, key_insight, applies_when, tokenize='porter unicode61 remove_diacritics 2'
 );
 """
+#: The full-text table as schema 7 makes it (an older one is made again by :func:`upgrade`).
+_FTS_SQL = SCHEMA[SCHEMA.index("CREATE VIRTUAL TABLE") :].strip()
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
     """Bring an older store to this schema and have it refilled.
 
     Schema 1 lacks ``anchors``, schema 2 ``applies_to``, schema 3 ``confirmations`` and
-    ``awake_ts``: each missing column is added empty and the store marked unfilled, so the
-    pass that opened it refills every row from the notes — a store is derived data. A
+    ``awake_ts``, schema 6 ``applies_when``: each missing column is added empty and the
+    store marked unfilled, so the pass that opened it refills every row from the notes — a
+    store is derived data. A full-text table without a column of :data:`FTS_COLUMNS` (FTS5
+    cannot add one) is made again empty, refilled by the same pass. A
     schema 5 store's ``pending_global`` (and its index) is dropped (:data:`DROPPED`); the
     rows stay as they are. The covering index of the fitting pass is made here (after the
     columns it covers exist).
@@ -90,8 +101,14 @@ def upgrade(conn: sqlite3.Connection) -> None:
     columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
     missing = [c for c in ADDED if c not in columns]
     dropped = [c for c in DROPPED if c in columns]
+    fts = [r[1] for r in conn.execute("PRAGMA table_info(notes_fts)")]
+    if tuple(fts) != FTS_COLUMNS:
+        missing.append("notes_fts")
     with conn:
-        for column in missing:
+        if "notes_fts" in missing:
+            conn.execute("DROP TABLE IF EXISTS notes_fts")
+            conn.execute(_FTS_SQL)
+        for column in (c for c in missing if c in ADDED):
             kind, default = ADDED[column]
             conn.execute(f"ALTER TABLE notes ADD COLUMN {column} {kind} NOT NULL DEFAULT {default}")
         for column in dropped:

@@ -25,7 +25,10 @@ MAX_CREATES = 12
 DEFAULT_CONFIDENCE = 0.6
 ACTION_NAMES = ("CREATE", "UPDATE", "DELETE")
 STRING_FIELDS = ("title", "category", "key_insight", "problem", "root_cause", "fix", "rule", "body")
-LIST_FIELDS = ("tags", "entities", "applies_to")
+#: ``applies_to``: the stack a learning is about (which repositories it fits);
+#: ``applies_when``: the tasks or symptoms it matters in, in a person's words (what a later
+#: prompt, a compaction's last prompts or a search is matched against, ``recall/relevance``).
+LIST_FIELDS = ("tags", "entities", "applies_to", "applies_when")
 #: ``scope`` of a CREATE: the repository it was learned in (default) or every repository.
 SCOPES = ("repo", "global")
 DEFAULT_SCOPE = "repo"
@@ -49,6 +52,7 @@ LIST_MAX_ITEMS: dict[str, int] = {
     "tags": 20,
     "entities": 50,
     "applies_to": 12,
+    "applies_when": 3,
     "causal_relations": 50,
 }
 #: Longest single list item (a tag, an entity name, a relation endpoint), in characters.
@@ -248,7 +252,8 @@ def normalise_learning(learning: dict[str, Any], scope: Any = None) -> dict[str,
         A new dict: each of ``STRING_FIELDS`` as a string (a container as its JSON, a missing
         one ``""``; ``title`` stripped; an empty ``category`` becomes ``"Unknown"``),
         ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags``,
-        ``entities`` and ``applies_to`` as lists of distinct non-empty strings, ``causal_relations`` as
+        ``entities``, ``applies_to`` and ``applies_when`` as lists of distinct non-empty
+        strings, ``causal_relations`` as
         ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
         ``relates_to``), ``scope`` from :func:`normalise_scope`. Other keys are dropped.
     """

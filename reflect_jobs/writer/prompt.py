@@ -43,6 +43,7 @@ Each action is one of:
     "tags": ["<tag>", ...],
     "entities": ["<proper noun: tool, library, service>", ...],
     "applies_to": ["<language, framework or tool it is about: python, rust, react, docker>", ...],
+    "applies_when": ["<a task or symptom it matters in, in the person's words>", ...],
     "causal_relations": [{"source": "<x>", "target": "<y>",
                           "type": "caused_by|causes|enables|prevents"}],
     "body": "<markdown with ## Problem, ## Solution, ## Anti-Pattern, ## Context>",
@@ -78,6 +79,13 @@ Rules:
 - applies_to: the languages, frameworks and tools the learning is about, lower case
   ("python", "pytest", "typescript", "react", "rust", "tokio", "go", "docker", "git"); [] when
   it holds in any repository. A global learning is only told in repositories that use them.
+- applies_when: 1 to 3 short phrases (under 80 characters each) naming the tasks or
+  symptoms in which the learning matters, in the words a developer uses asking for that task
+  or describing that problem: what they are doing or seeing, not the fix ("running the
+  linter on my changes", "an e2e test that sleeps before checking the page", "bumping a go
+  dependency"). Prefer the person's own words from the slice. Not the title again, and not
+  so general that it fits any learning ("fixing a bug"). A later session whose task reads
+  like one of them is told the learning.
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
 - forget_after: only for a learning the slice shows stops holding at a known time (a
