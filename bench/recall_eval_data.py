@@ -109,7 +109,7 @@ class Learning:
             "category": self.extra.get("category", "Conventions"),
             "learning_type": self.extra.get("learning_type", "best-practice"),
         }
-        for key in ("problem", "root_cause", "fix", "entities", "causal_relations"):
+        for key in ("problem", "root_cause", "fix", "entities", "causal_relations", "applies_when"):
             if self.extra.get(key):
                 out[key] = self.extra[key]
         if self.scope == "repo":
@@ -143,6 +143,9 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
+#: Each learning's ``applies_when`` phrases (the extract writer's field; SOURCES.md says
+#: who wrote them, and from what).
+APPLIES_WHEN = DATA / "applies_when.jsonl"
 #: The held-out files: the situations' split is always ``heldout``, never the hash split.
 HELDOUT_REPOS = DATA / "heldout_repos.json"
 HELDOUT_LEARNINGS = DATA / "heldout_learnings.jsonl"
@@ -190,6 +193,12 @@ def load() -> Dataset:
         )
     distractors = _note_distractors(notes, spec["notes_applies_to"], set(labelled))
     distractors += _fact_distractors(spec)
+    when = {r["id"]: r["applies_when"] for r in _jsonl(APPLIES_WHEN)}
+    for learning in [*labelled.values(), *distractors]:
+        # A fact's copies in the distractor repositories share its phrases (``id@repo``).
+        phrases = when.get(learning.id.split("@", 1)[0])
+        if phrases:
+            learning.extra = {**learning.extra, "applies_when": phrases}
     situations = _jsonl(DATA / "situations.jsonl")
     branches_file = DATA / "branches.json"
     branches = (

@@ -40,9 +40,11 @@ from reflect_jobs.recall import hook_inputs, relevance, store, warm_rank  # noqa
 from reflect_jobs.repo import repo_for  # noqa: E402
 
 LEXICAL_GRID = {
-    "FLOOR": (0.7, 0.8, 0.9, 1.0, 1.2),
-    "RELATIVE": (0.7, 0.8, 0.9, 1.0),
+    "FLOOR": (0.8, 0.9, 1.0, 1.1, 1.2),
+    "RELATIVE": (0.8, 0.9, 1.0),
     "TITLE_SHARE": (0.5, 1.0, 2.0),
+    # relevance.FIELD_WEIGHT["applies_when"]: what a match in a learning's phrases weighs
+    "WHEN_WEIGHT": (0.4, 0.6, 0.8, 1.0),
 }
 SEMANTIC_GRID = {
     "SEM_WEIGHT": (0.0, 1.0, 2.5, 4.0, 6.0, 8.0, 12.0),
@@ -53,7 +55,12 @@ SEMANTIC_GRID = {
 
 @contextmanager
 def settings(values: dict[str, float]) -> Iterator[None]:
-    """``relevance``'s module settings set to ``values`` for the block, restored after."""
+    """``relevance``'s module settings set to ``values`` for the block, restored after
+    (``WHEN_WEIGHT`` is ``FIELD_WEIGHT["applies_when"]``)."""
+    values = dict(values)
+    weights = dict(relevance.FIELD_WEIGHT)
+    if "WHEN_WEIGHT" in values:
+        relevance.FIELD_WEIGHT["applies_when"] = values.pop("WHEN_WEIGHT")
     old = {k: getattr(relevance, k) for k in values}
     for k, v in values.items():
         setattr(relevance, k, v)
@@ -62,6 +69,8 @@ def settings(values: dict[str, float]) -> Iterator[None]:
     finally:
         for k, v in old.items():
             setattr(relevance, k, v)
+        relevance.FIELD_WEIGHT.clear()
+        relevance.FIELD_WEIGHT.update(weights)
 
 
 def record(kb_dir: Path) -> tuple[list[dict], object]:
