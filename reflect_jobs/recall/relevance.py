@@ -46,9 +46,11 @@ RARE_IDF = 0.8
 MIN_WEIGHT = FLOOR / 3
 #: A candidate must score at least this share of the best candidate's score.
 RELATIVE = 0.9
-#: The worker's cosine: what it adds above its base, and what passes on its own.
-SEM_WEIGHT = 2.5
-SEM_BASE = 0.3
+#: The worker's cosine: what it adds above its base, and what passes on its own (tuned on
+#: dev with in-domain prompts that need nothing: 6 above 0.5 told more, and more precisely,
+#: than 2.5 above 0.3 — hit 0.896 → 0.910, precision 0.833 → 0.884).
+SEM_WEIGHT = 6.0
+SEM_BASE = 0.5
 SEM_ALONE = 0.6
 #: Ranking (not the floor) multiplies a score by ``1 + TITLE_SHARE × the share of the
 #: title's words the prompt names`` (:func:`title_share`; tuned on dev with RELATIVE).
