@@ -38,6 +38,16 @@ def test_camel_and_snake_case() -> None:
     assert "getusername" in t.idents
 
 
+def test_a_camel_cased_name_is_not_its_parts() -> None:
+    """"GitHub" is not about git: split, a prompt naming it matched every git learning."""
+    t = query_terms("GitHub-hosted runners build the macOS and JavaScript bundles")
+    assert {"github", "macos", "javascript", "hosted"} <= set(t.words)
+    assert not {"git", "hub", "mac", "os", "java", "script"} & set(t.words)
+    assert split_word("GitHubClient") == ["github", "client"]
+    assert split_word("PostgreSQLDriver") == ["postgresql", "driver"]
+    assert split_word("getHubName") == ["get", "hub", "name"]  # no name spelled: split as ever
+
+
 def test_stop_words_and_punctuation_give_nothing() -> None:
     assert not query_terms("how do I do it with the")
     assert not query_terms("?! ... --- /// ")

@@ -9,7 +9,7 @@ A prose tokenizer turns a path into one phrase no note contains and ORs in "the"
   whole (lower-cased, as written) **and** split into its parts;
 * every word run is also split at camelCase and letter/digit boundaries
   (``getUserName`` → ``get user name``; ``HTTPServer`` → ``http server``; ``e2e`` and
-  ``B950`` stay whole);
+  ``B950`` stay whole, and so do names such as ``GitHub``: :data:`WHOLE_NAMES`);
 * English stop words and single letters are dropped (digits stay: ``0 test projects``).
 
 Pure and standard-library only: the hook path (per-prompt recall) imports it, and so do the
@@ -52,6 +52,19 @@ _STOP_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
+#: Camel-cased names whose parts are other words: "GitHub" is not about ``git``, nor
+#: "JavaScript" about ``java`` or "macOS" about ``mac``. Split, a prompt naming GitHub matched
+#: every git learning on "git". Kept whole (the note side's full-text tokenizer never splits
+#: them either); in an identifier it is one part (``GitHubClient`` → ``github client``).
+_WHOLE_TEXT = """
+    github gitlab javascript typescript coffeescript actionscript macos ios ipados watchos
+    tvos iphone ipad postgresql mysql sqlite graphql nosql mongodb couchdb dynamodb redis
+    oauth openid openai openapi youtube linkedin wordpress woocommerce pytorch tensorflow
+    numpy scipy fastapi devops gitops mlops nodejs nextjs nuxtjs powershell webassembly
+    webgl webgpu websocket websockets dotnet aspnet onedrive sharepoint bitbucket
+"""
+WHOLE_NAMES = frozenset(_WHOLE_TEXT.split())
+
 WORD = re.compile(r"\w+")
 
 # Word runs joined by path, module, namespace or kebab separators: next.js, try/except,
@@ -73,8 +86,23 @@ def split_word(word: str) -> list[str]:
     """
     parts: list[str] = []
     for piece in word.split("_"):
-        parts += [p.lower() for p in _camel(piece)]
+        parts += _names_whole([p.lower() for p in _camel(piece)])
     return parts
+
+
+def _names_whole(parts: list[str]) -> list[str]:
+    """Camel parts with each pair that spells one of :data:`WHOLE_NAMES` joined again
+    (``git hub client`` → ``github client``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        if i + 1 < len(parts) and parts[i] + parts[i + 1] in WHOLE_NAMES:
+            out.append(parts[i] + parts[i + 1])
+            i += 2
+        else:
+            out.append(parts[i])
+            i += 1
+    return out
 
 
 def _camel(piece: str) -> list[str]:
