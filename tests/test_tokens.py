@@ -39,7 +39,7 @@ def test_camel_and_snake_case() -> None:
 
 
 def test_a_camel_cased_name_is_not_its_parts() -> None:
-    """"GitHub" is not about git: split, a prompt naming it matched every git learning."""
+    """GitHub is not about git: split, a prompt naming it matched every git learning."""
     t = query_terms("GitHub-hosted runners build the macOS and JavaScript bundles")
     assert {"github", "macos", "javascript", "hosted"} <= set(t.words)
     assert not {"git", "hub", "mac", "os", "java", "script"} & set(t.words)
