@@ -138,29 +138,79 @@ def test_a_person_can_write_the_phrases_in_a_learning_they_add(tmp_path) -> None
     assert ignored == []
 
 
+CORRECTION = "No, that's wrong: lint with spin lint, never pre-commit here."
+
+
+def _drain_answering(  # type: ignore[no-untyped-def]
+    env, tmp_path, repo, session: str, actions: list[dict], said: str = CORRECTION
+) -> None:
+    """One real drain of a transcript in ``repo`` (the person saying ``said``) through the
+    stub ``claude`` answering ``actions``."""
+    transcript = write_claude_transcript(tmp_path / f"{session}.jsonl", [said], session=session)
+    lines = [json.loads(x) for x in transcript.read_text().splitlines()]
+    transcript.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
+    envelope = json.loads((STUB_CLAUDE.parent / "answers" / "success.json").read_text())
+    envelope["result"] = json.dumps({"actions": actions})
+    answer = tmp_path / f"{session}.answer.json"
+    answer.write_text(json.dumps(envelope))
+    env.update(STUB_CLAUDE_MODE="file", STUB_CLAUDE_FILE=str(answer))
+    env.invoke("enqueue", str(transcript), "--session-id", session)
+    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+
+
 def test_the_writers_phrases_reach_the_note_redacted_and_find_it_later(env, tmp_path):
     """A real drain through the stub ``claude``: the model's phrases are stored as written
     (a secret in one of them redacted, the others untouched), and a later prompt in their
     words is told the learning."""
     _name, secret, template, _ = SECRETS[0]
     repo = make_repo(tmp_path / "web", "https://github.com/acme/web.git")
-    transcript = write_claude_transcript(
-        tmp_path / "t.jsonl", ["No, that's wrong: use spin lint, never pre-commit here."]
-    )
-    lines = [json.loads(x) for x in transcript.read_text().splitlines()]
-    transcript.write_text("\n".join(json.dumps({**r, "cwd": str(repo)}) for r in lines) + "\n")
     phrases = [*WHEN, "linting with " + template.format(secret)]
-    created = learning(*LINT, evidence="use spin lint, never pre-commit here", applies_when=phrases)
-    envelope = json.loads((STUB_CLAUDE.parent / "answers" / "success.json").read_text())
-    envelope["result"] = json.dumps({"actions": [{"action": "CREATE", "learning": created}]})
-    answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps(envelope))
-    env.update(STUB_CLAUDE_MODE="file", STUB_CLAUDE_FILE=str(answer))
-    env.invoke("enqueue", str(transcript), "--session-id", "w1")
-    env.invoke("drain", "--until-idle", "--max-seconds", "120")
+    created = learning(
+        *LINT, evidence="lint with spin lint, never pre-commit", applies_when=phrases
+    )
+    _drain_answering(env, tmp_path, repo, "w1", [{"action": "CREATE", "learning": created}])
     (note,) = map(kb.parse_note, kb.iter_notes(env.kb))
     stored = note.frontmatter["applies_when"]
     assert stored[:2] == WHEN and len(stored) == 3
     assert secret not in note.path.read_text() and stored[2].startswith("linting with ")
     found = prompt_context(str(repo), PROMPT, max_chars=4000, kb_root=str(env.kb))
     assert f"[{note.id}] {LINT[0]}" in found
+
+
+def test_a_confirming_session_adds_its_own_words_for_the_task(env, tmp_path, monkeypatch):
+    """An UPDATE from a later session carries the task as that person put it: the note gains
+    the new phrases (a repeated one is not added twice, at most six are kept) and a prompt in
+    the new words now finds it; an edit applied twice changes nothing."""
+    _setenv(env, monkeypatch)
+    repo = make_repo(tmp_path / "web", "https://github.com/acme/web.git")
+    created = learning(*LINT, evidence="lint with spin lint, never pre-commit", applies_when=WHEN)
+    _drain_answering(env, tmp_path, repo, "c1", [{"action": "CREATE", "learning": created}])
+    (note,) = map(kb.parse_note, kb.iter_notes(env.kb))
+    asked = "clean up the warnings the style checker prints"
+    assert _prompt(repo, "p0", asked) == "", "not in words anyone gave it yet"
+    assert f"[{note.id}]" in _prompt(repo, "p0", PROMPT), "in the words it was written with"
+    theirs = ["Running the linter on my changes", "cleaning up style checker warnings"]
+    update = {
+        "action": "UPDATE",
+        "target_id": note.id,
+        "reason": "the person said it again",
+        "evidence": "lint with spin lint or lintrunner -a",
+        "applies_when": theirs,
+    }
+    said = "No, that's wrong: lint with spin lint or lintrunner -a, not pre-commit."
+    _drain_answering(env, tmp_path, repo, "c2", [update], said)
+    again = kb.parse_note(note.path.read_text())
+    assert again.frontmatter["applies_when"] == [*WHEN, theirs[1]]
+    assert again.frontmatter["proof_count"] == 2
+    assert f"[{note.id}] {LINT[0]}" in _prompt(repo, "p1", asked)
+    many = {**update, "applies_when": [f"phrase {i}" for i in range(9)]}
+    _drain_answering(env, tmp_path, repo, "c3", [many], said.replace("not", "never"))
+    kept = kb.parse_note(note.path.read_text()).frontmatter["applies_when"]
+    assert kept == [*WHEN, theirs[1], "phrase 0", "phrase 1", "phrase 2"], "three an UPDATE"
+    # A seventh phrase: the oldest goes. Applied again (a healed edit): nothing changes.
+    texts = []
+    for _ in range(2):
+        kb.bump_note(note.path, source="/s4.jsonl", proof_count=4, now="2026-12-05T00:00:00Z", phrases=["phrase 7"])  # fmt: skip
+        texts.append(note.path.read_text())
+    assert texts[0] == texts[1]
+    assert kb.parse_note(texts[0]).frontmatter["applies_when"] == [*kept[1:], "phrase 7"]

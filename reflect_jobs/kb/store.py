@@ -21,6 +21,7 @@ from .heuristic import heuristic_sidecar, needs_heuristic_entities
 from .ids import learning_id
 from .parse import Note, NoteError, load_sidecar, parse_note
 from .render import (
+    applies_when,
     render_frontmatter_note,
     render_note,
     render_sidecar_data,
@@ -439,7 +440,18 @@ def restore_note(path: str | os.PathLike[str], *, now: str) -> NoteFile:
     )
 
 
-def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, now: str) -> NoteFile:
+#: The most ``applies_when`` phrases a note keeps as confirmations add theirs (the oldest go).
+MAX_NOTE_PHRASES = 6
+
+
+def bump_note(
+    path: str | os.PathLike[str],
+    *,
+    source: str,
+    proof_count: int,
+    now: str,
+    phrases: list[str] | None = None,
+) -> NoteFile:
     """Record another source confirming the note (an UPDATE action) and its proof count.
 
     Args:
@@ -448,6 +460,10 @@ def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, no
             unless empty or already listed.
         proof_count: The new ``proof_count``, stored as given (not incremented here).
         now: ISO timestamp stored as ``updated``.
+        phrases: The confirming session's words for the task (``applies_when``), added to the note's
+            phrases unless it holds them already (case aside); the newest
+            :data:`MAX_NOTE_PHRASES` are kept, so a note written before the field, or in
+            other words, learns how people ask for it. Applying twice adds nothing.
 
     Returns:
         The rewritten note's id, path, sidecar path and new content hash.
@@ -461,4 +477,14 @@ def bump_note(path: str | os.PathLike[str], *, source: str, proof_count: int, no
     source = " ".join(str(source).split())
     if source and source not in sources:
         sources.append(source)
-    return _rewrite(note, {"sources": sources, "proof_count": int(proof_count), "updated": now})
+    updates: dict[str, object] = {
+        "sources": sources,
+        "proof_count": int(proof_count),
+        "updated": now,
+    }
+    held = applies_when(note.frontmatter)
+    known = {x.lower() for x in held}
+    added = [x for x in applies_when({"applies_when": phrases}) if x.lower() not in known]
+    if added:
+        updates["applies_when"] = [*held, *added][-MAX_NOTE_PHRASES:]
+    return _rewrite(note, updates)

@@ -242,8 +242,8 @@ def _add(run: StageRun) -> None:
         # One that carries its own evidence from another session accepts a proposed
         # learning (ARCHITECTURE §7.1).
         model = writer != review.HEURISTIC
-        # id, why, trusted, origin, with evidence
-        proofs: list[tuple[str, str | None, bool, Any, bool]] = []
+        # id, why, trusted, origin, with evidence, the session's words for the task
+        proofs: list[tuple[str, str | None, bool, Any, bool, list[str]]] = []
         for learning, twin_id, score in twins:
             title = str(learning.get("title", ""))[:80]
             twin_why = f"semantic twin (cosine {score:.3f}) of CREATE {title!r}"
@@ -254,6 +254,7 @@ def _add(run: StageRun) -> None:
                     not learning["review"],
                     learning.get("evidence_origin"),
                     bool(learning.get("evidence")),
+                    list(learning.get("applies_when") or []),
                 )
             )
         for upd in plan.get("updates", []):
@@ -267,12 +268,13 @@ def _add(run: StageRun) -> None:
                     model,
                     upd.get("evidence_origin"),
                     bool(upd.get("evidence")),
+                    list(upd.get("applies_when") or []),
                 )
             )
-        for lid, why, trusted, origin, evidenced in proofs:
+        for lid, why, trusted, origin, evidenced, phrases in proofs:
             if learnings.add_proof(session, lid, source, reason=why, job_id=job_id):
                 updated += 1
-                edits.append(note_edits.bump(lid, source, now_iso))
+                edits.append(note_edits.bump(lid, source, now_iso, phrases))
             # With evidence, from a later session: a confirmation (ledger/confirmations.py).
             if evidenced and confirmations.record_confirmation(
                 session, lid, by=confirmations.BY_UPDATE, session_id=session_id

@@ -42,18 +42,22 @@ NoteEdit = dict[str, Any]
 HEAL_BATCH = 100
 
 
-def bump(learning_id: str, source: str, at: str) -> NoteEdit:
+def bump(learning_id: str, source: str, at: str, phrases: list[str] | None = None) -> NoteEdit:
     """A proof-added edit: the note gains ``source`` and the ledger's proof count.
 
     Args:
         learning_id: The note's id.
         source: The transcript that confirmed it.
         at: The add's timestamp (``updated`` in the frontmatter).
+        phrases: The confirming session's ``applies_when`` (``kb.bump_note`` adds the new).
 
     Returns:
         The edit, as stored on the job.
     """
-    return {"id": learning_id, "op": "bump", "source": source, "at": at}
+    edit: NoteEdit = {"id": learning_id, "op": "bump", "source": source, "at": at}
+    if phrases:
+        edit["applies_when"] = list(phrases)
+    return edit
 
 
 def retire(learning_id: str, reason: str, at: str) -> NoteEdit:
@@ -179,6 +183,7 @@ def _apply_one(edit: NoteEdit, row: _Row | None) -> None:
             source=str(edit["source"]),
             proof_count=row.proof_count,
             now=str(edit["at"]),
+            phrases=edit.get("applies_when"),
         )
     elif edit["op"] == "retire" and is_retired(row.status):
         kb.retire_note(

@@ -325,6 +325,15 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def _update_phrases(action: dict[str, Any], index: int, notes: list[str]) -> list[str]:
+    """An UPDATE's ``applies_when`` (the confirming session's words for the task), bounded
+    as a CREATE's are; a cut is one note."""
+    bounded = {"applies_when": _to_str_list(action.get("applies_when"))}
+    for reason in cap_learning(bounded):
+        notes.append(f"action #{index}: {reason}")
+    return list(bounded["applies_when"])
+
+
 def _action_name(action: dict[str, Any], index: int, notes: list[str]) -> str | None:
     name = action.get("action")
     if isinstance(name, str):
@@ -448,7 +457,9 @@ def plan_actions(
                 f"action #{index}: reason cut from {len(reason)} to {REASON_MAX_CHARS} chars"
             )
             reason = _cut(reason, REASON_MAX_CHARS)
-        rev = {"target_id": target, "reason": reason}
+        rev: dict[str, Any] = {"target_id": target, "reason": reason}
+        if name == "UPDATE" and (phrases := _update_phrases(action, index, plan.notes)):
+            rev["applies_when"] = phrases
         if name == "UPDATE" and (raw := _evidence_of(action, action.get("learning"))):
             found = sent.find(raw) if sent is not None else None
             if found is not None:

@@ -50,7 +50,8 @@ Each action is one of:
     "evidence": "<a verbatim quote of the slice, at most 300 characters>",
     "forget_after": "<optional: a date (2027-01-31) or a TTL (30d, 12w, 6m, 1y)>"}}
 - {"action": "UPDATE", "target_id": "<an allowed id>", "reason": "<one sentence>",
-   "evidence": "<a verbatim quote of the slice that confirms it>"}
+   "evidence": "<a verbatim quote of the slice that confirms it>",
+   "applies_when": ["<optional: the task as this session's person put it>", ...]}
 - {"action": "DELETE", "target_id": "<an allowed id>", "reason": "<one sentence>"}
 
 Rules:
@@ -85,7 +86,8 @@ Rules:
   linter on my changes", "an e2e test that sleeps before checking the page", "bumping a go
   dependency"). Prefer the person's own words from the slice. Not the title again, and not
   so general that it fits any learning ("fixing a bug"). A later session whose task reads
-  like one of them is told the learning.
+  like one of them is told the learning. An UPDATE may carry "applies_when" too: the task
+  as this session's person put it, so the learning is found by their words next time.
 - Lines of the slice that start with "[context] " were already reflected on in an earlier
   call: read them only to understand the lines around them; do not extract them again.
 - forget_after: only for a learning the slice shows stops holding at a known time (a
