@@ -95,8 +95,8 @@ def lex_doc(note: kb.Note, digest: str, status: str) -> dict[str, str]:
 
     Returns:
         The row: ``doc_id``, ``title``, ``rule`` (rule, key insight and the tasks it
-        applies when, weighted over the body), ``body``, ``path``, ``content_hash`` and ``status`` (retired and proposed
-        kept as they are, anything else ``active``).
+        applies when, weighted over the body), ``body``, ``path``, ``content_hash`` and
+        ``status`` (retired and proposed kept as they are, anything else ``active``).
     """
     fm = note.frontmatter
     # The rule and key insight are what a learning says, and the tasks it matters in
@@ -148,8 +148,9 @@ def doc_text(note: kb.Note) -> str:
     """The text a note is indexed under in the graph/vector index.
 
     The frontmatter fields a person searches by (title, key insight, problem, root cause,
-    fix, rule, the tasks it applies when) as ``key: value`` lines, then the body without its Evidence section, so a
-    query matching the summary of a learning finds it even when the body is long.
+    fix, rule, the tasks it applies when) as ``key: value`` lines, then the body without its
+    Evidence section, so a query matching the summary of a learning finds it even when the
+    body is long.
 
     Args:
         note: A parsed note.

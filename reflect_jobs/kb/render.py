@@ -215,10 +215,9 @@ def note_frontmatter(
     applies = _str_list(learning.get("applies_to"))
     if applies:  # what it is about (recall/stack.py); inferred from tags/entities when absent
         fm["applies_to"] = applies
+    # The tasks it matters in: what a later prompt is matched against (recall/relevance.py).
     when = applies_when(learning)
-    if (
-        when
-    ):  # the tasks it matters in: what a later prompt is matched against (recall/relevance.py)
+    if when:
         fm["applies_when"] = when
     evidence = " ".join(_text(learning.get("evidence")).split())
     if evidence:  # what proves it (ARCHITECTURE §6); notes from before evidence have none

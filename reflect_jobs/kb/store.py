@@ -460,8 +460,8 @@ def bump_note(
             unless empty or already listed.
         proof_count: The new ``proof_count``, stored as given (not incremented here).
         now: ISO timestamp stored as ``updated``.
-        phrases: The confirming session's words for the task (``applies_when``), added to the note's
-            phrases unless it holds them already (case aside); the newest
+        phrases: The confirming session's words for the task (``applies_when``), added
+            to the note's unless it holds them already (case aside); the newest
             :data:`MAX_NOTE_PHRASES` are kept, so a note written before the field, or in
             other words, learns how people ask for it. Applying twice adds nothing.
 

@@ -90,9 +90,9 @@ def upgrade(conn: sqlite3.Connection) -> None:
     ``awake_ts``, schema 6 ``applies_when``: each missing column is added empty and the
     store marked unfilled, so the pass that opened it refills every row from the notes — a
     store is derived data. A full-text table without a column of :data:`FTS_COLUMNS` (FTS5
-    cannot add one) is made again empty, refilled by the same pass. A
-    schema 5 store's ``pending_global`` (and its index) is dropped (:data:`DROPPED`); the
-    rows stay as they are. The covering index of the fitting pass is made here (after the
+    cannot add one) is made again, empty, and refilled by the same pass. A schema 5 store's
+    ``pending_global`` (and its index) is dropped (:data:`DROPPED`); the rows stay as they
+    are. The covering index of the fitting pass is made here (after the
     columns it covers exist).
 
     Args:
@@ -101,22 +101,21 @@ def upgrade(conn: sqlite3.Connection) -> None:
     columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
     missing = [c for c in ADDED if c not in columns]
     dropped = [c for c in DROPPED if c in columns]
-    fts = [r[1] for r in conn.execute("PRAGMA table_info(notes_fts)")]
-    if tuple(fts) != FTS_COLUMNS:
-        missing.append("notes_fts")
+    fts = tuple(r[1] for r in conn.execute("PRAGMA table_info(notes_fts)"))
+    refill = bool(missing) or fts != FTS_COLUMNS
     with conn:
-        if "notes_fts" in missing:
+        if fts != FTS_COLUMNS:
             conn.execute("DROP TABLE IF EXISTS notes_fts")
             conn.execute(_FTS_SQL)
-        for column in (c for c in missing if c in ADDED):
+        for column in missing:
             kind, default = ADDED[column]
             conn.execute(f"ALTER TABLE notes ADD COLUMN {column} {kind} NOT NULL DEFAULT {default}")
         for column in dropped:
             conn.execute(f"DROP INDEX IF EXISTS {DROPPED[column]}")
             conn.execute(f"ALTER TABLE notes DROP COLUMN {column}")
-        if missing:
+        if refill:
             conn.execute("DELETE FROM meta WHERE key = 'populated'")
-        if missing or dropped:
+        if refill or dropped:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         # Covers the session start's pass over the global learnings (recall/relevance.py):
         # read in the index alone, strongest first, without touching a row.

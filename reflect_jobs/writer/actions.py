@@ -253,9 +253,9 @@ def normalise_learning(learning: dict[str, Any], scope: Any = None) -> dict[str,
         one ``""``; ``title`` stripped; an empty ``category`` becomes ``"Unknown"``),
         ``confidence_num`` clamped to 0..1 (0.6 when not a number), ``tags``,
         ``entities``, ``applies_to`` and ``applies_when`` as lists of distinct non-empty
-        strings, ``causal_relations`` as
-        ``{source, target, type}`` dicts with a type from ``CAUSAL_TYPES`` (else
-        ``relates_to``), ``scope`` from :func:`normalise_scope`. Other keys are dropped.
+        strings, ``causal_relations`` as ``{source, target, type}`` dicts with a type from
+        ``CAUSAL_TYPES`` (else ``relates_to``), ``scope`` from :func:`normalise_scope`.
+        Other keys are dropped.
     """
     out: dict[str, Any] = {name: _to_str(learning.get(name)) for name in STRING_FIELDS}
     out["scope"] = normalise_scope(scope if scope is not None else learning.get("scope"))
