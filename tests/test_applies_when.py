@@ -24,7 +24,7 @@ from reflect_jobs.cli import main
 from reflect_jobs.pipeline.curation import read_learning
 from reflect_jobs.recall import hook, store
 from reflect_jobs.recall.prompt_hook import prompt_context
-from reflect_jobs.writer.actions import ITEM_MAX_CHARS, cap_learning, normalise_learning
+from reflect_jobs.writer.actions import PHRASE_MAX_CHARS, cap_learning, normalise_learning
 
 LINT = ("Lint with spin lint or lintrunner -a", "Use spin fixlint, not pre-commit.")
 WHEN = ["running the linter on my changes", "fixing lint errors before a commit"]
@@ -123,7 +123,7 @@ def test_the_writers_phrases_are_bounded_like_its_other_lists() -> None:
     assert "applies_when: kept 3 of 6 items" in reasons
     long = normalise_learning(learning(*LINT, applies_when=["y" * 5000]))
     cap_learning(long)
-    assert len(long["applies_when"][0]) == ITEM_MAX_CHARS
+    assert len(long["applies_when"][0]) == PHRASE_MAX_CHARS  # one task, not every word of a stack
 
 
 def test_a_person_can_write_the_phrases_in_a_learning_they_add(tmp_path) -> None:

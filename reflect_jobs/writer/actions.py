@@ -57,6 +57,10 @@ LIST_MAX_ITEMS: dict[str, int] = {
 }
 #: Longest single list item (a tag, an entity name, a relation endpoint), in characters.
 ITEM_MAX_CHARS = 200
+#: … but an ``applies_when`` phrase names one task in a few words (the contract says under
+#: 80): longer is a list of every word of a stack, which would have the learning told for
+#: any prompt that shares two of them (a hostile answer's way to be told everywhere).
+PHRASE_MAX_CHARS = 80
 #: Longest UPDATE/DELETE reason kept (it lands in the ledger history and the note).
 REASON_MAX_CHARS = 1_000
 TRUNCATION_MARK = "…"
@@ -298,9 +302,10 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
             reasons.append(f"{name} cut from {len(value)} to {limit} chars")
     for name in LIST_FIELDS:
         items = learning.get(name) or []
-        cut = [_cut(item, ITEM_MAX_CHARS) for item in items]
+        longest = PHRASE_MAX_CHARS if name == "applies_when" else ITEM_MAX_CHARS
+        cut = [_cut(item, longest) for item in items]
         if cut != items:
-            reasons.append(f"{name}: items cut to {ITEM_MAX_CHARS} chars")
+            reasons.append(f"{name}: items cut to {longest} chars")
         limit = LIST_MAX_ITEMS[name]
         if len(cut) > limit:
             reasons.append(f"{name}: kept {limit} of {len(cut)} items")
