@@ -12,8 +12,9 @@ The labelled data is ``bench/data/recall_eval/`` (``recall_eval_data.py`` loads 
 was made is in its ``SOURCES.md``): 10 public projects' agent-instruction files paraphrased
 into repository learnings, labelled global rules, 2,000+ distractor learnings in 48 other
 repositories and global, and situations — a session in a labelled repository with its first
-prompt, a search query and the learnings it needs (none for 24 of them). Situations are split
-into dev and test by sha256 of their id: tune on dev, report test. A later ``heldout`` split
+prompt, a search query and the learnings it needs (none for 64 of them: 24 off-topic, 40
+in-domain tasks no stored learning helps with). Situations are split into dev and test by
+sha256 of their id: tune on dev, report test. A later ``heldout`` split
 (four more projects, ``heldout_*`` files, never used to tune) is reported on its own; its
 learnings are in every KB, and ``all`` stays dev + test.
 
