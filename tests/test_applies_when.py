@@ -2,10 +2,11 @@
 
 A learning's title and rule say what to do ("Lint with spin lint or lintrunner -a"); the
 person asking for the task says what they are doing ("run the linter on my changes"). The
-extract writer now returns, with each learning, 1-3 phrases in the person's words; they are
-kept in the note, read by the writer's own bounds, and matched by per-prompt recall, the
-context store after an upgrade, and search. Each test compares what the user gets (the told
-block, the search answer, the note's frontmatter) with what went in.
+extract writer now returns, with each learning, 1-3 phrases in the person's words (and a
+confirming UPDATE adds its own); they are bounded like the writer's other lists, kept in the
+note, and matched by per-prompt recall (after a context-store upgrade too) and search. Each
+test compares what the user gets (the told block, the search answer, the note's
+frontmatter) with what went in.
 """
 
 from __future__ import annotations
