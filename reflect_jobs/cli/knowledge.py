@@ -350,7 +350,8 @@ def review(ctx: click.Context, as_json: bool) -> None:
     \f
     Args:
         ctx: click's context (a subcommand, if one was given, runs instead of the list).
-        as_json: Print the list as JSON (a list of learning objects with their evidence).
+        as_json: Print the list as JSON (a list of learning objects with their evidence
+            and ``applies_when``, the tasks accepting one lets it be told for).
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -362,6 +363,8 @@ def review(ctx: click.Context, as_json: bool) -> None:
     with session_scope(s.db_url, readonly=True) as session:
         rows = ledger_review.list_proposed(session, review_below=s.review_below)
         rows = global_cap.with_pending(session, rows)
+    for r in rows:  # what accepting it lets it be told for: the reviewer vets these too
+        r["applies_when"] = _phrases_of(r.get("note_path"))
     if as_json:
         emit(rows)
         return
@@ -374,11 +377,29 @@ def review(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"  why: {'; '.join(r['why']) or 'proposed'}  confidence {r['confidence']:.2f}")
         if r["evidence"]:
             click.echo(f"  evidence ({r['evidence_origin'] or 'unknown'}): {r['evidence']}")
+        if r["applies_when"]:
+            click.echo(f"  applies when: {'; '.join(r['applies_when'])}")
         if r["anchors"]:
             shown = ", ".join(
                 a["path"] + (f" ({a['symbol']})" if a.get("symbol") else "") for a in r["anchors"]
             )
             click.echo(f"  anchors: {shown}")
+
+
+def _phrases_of(note_path: object) -> list[str]:
+    """A listed learning's ``applies_when`` phrases, read from its note (none when the note
+    is gone or unreadable: the list still shows the rest)."""
+    from pathlib import Path
+
+    from .. import kb
+    from ..kb.render import applies_when
+
+    if not isinstance(note_path, str) or not note_path:
+        return []
+    try:
+        return applies_when(kb.parse_note(Path(note_path)).frontmatter)
+    except (OSError, kb.NoteError):
+        return []
 
 
 def _review_decide(verb: str, learning_id: str) -> None:
