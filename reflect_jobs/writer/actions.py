@@ -301,16 +301,7 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
             learning[name] = _cut(value, limit)
             reasons.append(f"{name} cut from {len(value)} to {limit} chars")
     for name in LIST_FIELDS:
-        items = learning.get(name) or []
-        longest = PHRASE_MAX_CHARS if name == "applies_when" else ITEM_MAX_CHARS
-        cut = [_cut(item, longest) for item in items]
-        if cut != items:
-            reasons.append(f"{name}: items cut to {longest} chars")
-        limit = LIST_MAX_ITEMS[name]
-        if len(cut) > limit:
-            reasons.append(f"{name}: kept {limit} of {len(cut)} items")
-            cut = cut[:limit]
-        learning[name] = list(dict.fromkeys(cut))
+        learning[name] = cap_list(name, learning.get(name) or [], reasons)
     rels = learning.get("causal_relations") or []
     capped = [
         {
@@ -330,13 +321,37 @@ def cap_learning(learning: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def cap_list(name: str, items: list[str], reasons: list[str]) -> list[str]:
+    """One list field bounded: each item cut to its length (:data:`PHRASE_MAX_CHARS` for
+    ``applies_when``, else :data:`ITEM_MAX_CHARS`), the first :data:`LIST_MAX_ITEMS` kept,
+    duplicates dropped; each cut appended to ``reasons``.
+
+    Args:
+        name: One of :data:`LIST_FIELDS`.
+        items: Its normalised items.
+        reasons: Where each cut is said.
+
+    Returns:
+        The bounded items.
+    """
+    longest = PHRASE_MAX_CHARS if name == "applies_when" else ITEM_MAX_CHARS
+    cut = [_cut(item, longest) for item in items]
+    if cut != items:
+        reasons.append(f"{name}: items cut to {longest} chars")
+    limit = LIST_MAX_ITEMS[name]
+    if len(cut) > limit:
+        reasons.append(f"{name}: kept {limit} of {len(cut)} items")
+        cut = cut[:limit]
+    return list(dict.fromkeys(cut))
+
+
 def _update_phrases(action: dict[str, Any], index: int, notes: list[str]) -> list[str]:
     """An UPDATE's ``applies_when`` (the confirming session's words for the task), bounded
     as a CREATE's are; a cut is one note."""
-    bounded = {"applies_when": _to_str_list(action.get("applies_when"))}
-    for reason in cap_learning(bounded):
-        notes.append(f"action #{index}: {reason}")
-    return list(bounded["applies_when"])
+    reasons: list[str] = []
+    phrases = cap_list("applies_when", _to_str_list(action.get("applies_when")), reasons)
+    notes += [f"action #{index}: {reason}" for reason in reasons]
+    return phrases
 
 
 def _action_name(action: dict[str, Any], index: int, notes: list[str]) -> str | None:
